@@ -1,0 +1,10 @@
+// The whole public C++ API of mantissa.
+#pragma once
+
+#include "mantissa/dtype.h"
+#include "mantissa/ops/amp_update_scale.h"
+#include "mantissa/ops/apply_adam_d.h"
+#include "mantissa/ops/sgd.h"
+#include "mantissa/runtime.h"
+#include "mantissa/status.h"
+#include "mantissa/tensor.h"

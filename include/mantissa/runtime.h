@@ -1,0 +1,40 @@
+// Library-wide settings: worker threads and the SIMD target.
+//
+// Environment variables, read once at first use:
+//   MANTISSA_NUM_THREADS  worker threads (>= 1); default: the number of hardware threads.
+//   MANTISSA_SIMD_TARGET  the best SIMD target allowed, e.g. AVX3, AVX2, SSE4, SSSE3, EMU128.
+//                         Better targets are not used, so on a machine that has it the named
+//                         target is the one that runs. For tests and bug reports.
+#pragma once
+
+#include "mantissa/export.h"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mantissa/status.h"
+
+namespace mantissa {
+
+// Sets the number of threads operators may use (>= 1). 0 restores the default.
+MANTISSA_API Status set_num_threads(int threads);
+MANTISSA_API int num_threads() noexcept;
+
+// The target operators dispatch to now ("AVX3", "AVX2", ...).
+MANTISSA_API std::string simd_target();
+// Targets compiled into the library that this CPU supports, best first.
+MANTISSA_API std::vector<std::string> available_simd_targets();
+// Every target compiled into the library, best first.
+MANTISSA_API std::vector<std::string> compiled_simd_targets();
+// Forces operators onto `name` (one of available_simd_targets()); "" or "auto" restores the
+// default choice (still capped by MANTISSA_SIMD_TARGET). Not thread-safe against running
+// operators: call it between operator calls.
+MANTISSA_API Status set_simd_target(std::string_view name);
+
+// CPU features relevant to the kernels, e.g. "sse4.2 avx2 fma f16c avx512f ...".
+MANTISSA_API std::string cpu_features();
+// "mantissa 0.1.0"
+MANTISSA_API const char* version() noexcept;
+
+}  // namespace mantissa

@@ -1,0 +1,55 @@
+// Non-owning tensor views: dtype, shape (rank 0..8), strides in elements, data pointer.
+#pragma once
+
+#include "mantissa/export.h"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "mantissa/dtype.h"
+
+namespace mantissa {
+
+inline constexpr int kMaxRank = 8;
+
+// A view of memory owned elsewhere. A view may record a rank above kMaxRank (only the first
+// kMaxRank dims are kept) so that it can be rejected by operators with a proper status.
+struct MANTISSA_API TensorView {
+  void* data = nullptr;
+  DType dtype = DType::kFloat32;
+  int rank = 0;
+  std::array<int64_t, kMaxRank> shape{};
+  std::array<int64_t, kMaxRank> strides{};  // in elements
+
+  TensorView() = default;
+  // A contiguous (row-major) view.
+  TensorView(void* data_ptr, DType type, std::span<const int64_t> dims);
+  TensorView(void* data_ptr, DType type, std::initializer_list<int64_t> dims)
+      : TensorView(data_ptr, type, std::span<const int64_t>(dims.begin(), dims.size())) {}
+  // A strided view.
+  TensorView(void* data_ptr, DType type, std::span<const int64_t> dims,
+             std::span<const int64_t> element_strides);
+
+  // Element count, or nullopt when a dim is negative, the rank is out of range, or the count
+  // overflows int64.
+  std::optional<int64_t> numel() const noexcept;
+  // Byte size of the elements (numel * dtype size), nullopt on overflow or a bad view.
+  std::optional<int64_t> nbytes() const noexcept;
+  // True when the strides are the row-major strides of the shape (dims of size 1 ignored).
+  bool is_contiguous() const noexcept;
+  // "[4, 16]"
+  std::string shape_string() const;
+};
+
+MANTISSA_API bool same_shape(const TensorView& a, const TensorView& b) noexcept;
+// The same memory, dtype, shape and strides.
+MANTISSA_API bool same_view(const TensorView& a, const TensorView& b) noexcept;
+// Whether the byte ranges spanned by two contiguous views intersect.
+MANTISSA_API bool memory_overlaps(const TensorView& a, const TensorView& b) noexcept;
+
+}  // namespace mantissa

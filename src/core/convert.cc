@@ -1,0 +1,62 @@
+// Bulk fp32 <-> fp16/bf16 conversion, one kernel for every SIMD target.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "core/convert.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include "core/parallel.h"
+#include "core/simd-inl.h"
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace mantissa::HWY_NAMESPACE {
+
+template <class From, class To>
+void ConvertRange(const void* src, void* dst, int64_t n) {
+  const auto* in = static_cast<const typename From::Storage*>(src);
+  auto* out = static_cast<typename To::Storage*>(dst);
+  auto chunk = [&](int64_t begin, int64_t end) {
+    ForEachVector(begin, end, [&](auto d, int64_t i) {
+      StoreF32<To>(d, LoadF32<From>(d, in + i), out + i);
+    });
+  };
+  detail::parallel_for(n, detail::kDefaultGrain * 4, chunk);
+}
+
+void F32ToF16Impl(const void* s, void* d, int64_t n) { ConvertRange<Fp32, Fp16>(s, d, n); }
+void F32ToBf16Impl(const void* s, void* d, int64_t n) { ConvertRange<Fp32, Bf16>(s, d, n); }
+void F16ToF32Impl(const void* s, void* d, int64_t n) { ConvertRange<Fp16, Fp32>(s, d, n); }
+void Bf16ToF32Impl(const void* s, void* d, int64_t n) { ConvertRange<Bf16, Fp32>(s, d, n); }
+
+}  // namespace mantissa::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include "core/runtime_internal.h"
+#include "mantissa/convert.h"
+
+namespace mantissa {
+
+HWY_EXPORT(F32ToF16Impl);
+HWY_EXPORT(F32ToBf16Impl);
+HWY_EXPORT(F16ToF32Impl);
+HWY_EXPORT(Bf16ToF32Impl);
+
+void convert_fp32_to_fp16(const float* src, uint16_t* dst, std::size_t n) {
+  detail::ensure_runtime_initialized();
+  HWY_DYNAMIC_DISPATCH(F32ToF16Impl)(src, dst, static_cast<int64_t>(n));
+}
+void convert_fp32_to_bf16(const float* src, uint16_t* dst, std::size_t n) {
+  detail::ensure_runtime_initialized();
+  HWY_DYNAMIC_DISPATCH(F32ToBf16Impl)(src, dst, static_cast<int64_t>(n));
+}
+void convert_fp16_to_fp32(const uint16_t* src, float* dst, std::size_t n) {
+  detail::ensure_runtime_initialized();
+  HWY_DYNAMIC_DISPATCH(F16ToF32Impl)(src, dst, static_cast<int64_t>(n));
+}
+void convert_bf16_to_fp32(const uint16_t* src, float* dst, std::size_t n) {
+  detail::ensure_runtime_initialized();
+  HWY_DYNAMIC_DISPATCH(Bf16ToF32Impl)(src, dst, static_cast<int64_t>(n));
+}
+
+}  // namespace mantissa
+#endif  // HWY_ONCE

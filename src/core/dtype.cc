@@ -1,0 +1,60 @@
+// dtype names and sizes.
+#include <cstring>
+
+#include "mantissa/dtype.h"
+
+namespace mantissa {
+namespace {
+
+struct DTypeInfo {
+  DType dtype;
+  std::size_t size;
+  const char* name;
+  const char* short_name;
+};
+
+constexpr DTypeInfo kDTypes[] = {
+    {DType::kFloat32, 4, "FLOAT", "fp32"},   {DType::kFloat16, 2, "FLOAT16", "fp16"},
+    {DType::kBFloat16, 2, "BFLOAT16", "bf16"}, {DType::kInt8, 1, "INT8", "int8"},
+    {DType::kInt32, 4, "INT32", "int32"},    {DType::kUInt8, 1, "UINT8", "uint8"},
+    {DType::kInt16, 2, "INT16", "int16"},    {DType::kUInt16, 2, "UINT16", "uint16"},
+    {DType::kUInt32, 4, "UINT32", "uint32"}, {DType::kInt64, 8, "INT64", "int64"},
+    {DType::kUInt64, 8, "UINT64", "uint64"}, {DType::kFloat64, 8, "DOUBLE", "fp64"},
+    {DType::kBool, 1, "BOOL", "bool"},
+};
+
+const DTypeInfo* find(DType dtype) noexcept {
+  for (const auto& info : kDTypes) {
+    if (info.dtype == dtype) return &info;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::size_t dtype_size(DType dtype) noexcept {
+  const DTypeInfo* info = find(dtype);
+  return info ? info->size : 0;
+}
+
+const char* dtype_name(DType dtype) noexcept {
+  const DTypeInfo* info = find(dtype);
+  return info ? info->name : "UNDEFINED";
+}
+
+const char* dtype_short_name(DType dtype) noexcept {
+  const DTypeInfo* info = find(dtype);
+  return info ? info->short_name : "undefined";
+}
+
+DType dtype_from_name(const char* name) noexcept {
+  if (name == nullptr) return DType::kUndefined;
+  for (const auto& info : kDTypes) {
+    if (std::strcmp(name, info.name) == 0 || std::strcmp(name, info.short_name) == 0) {
+      return info.dtype;
+    }
+  }
+  return DType::kUndefined;
+}
+
+}  // namespace mantissa

@@ -1,0 +1,115 @@
+// Validation helpers shared by operators.
+#include "core/validate.h"
+
+#include <cstddef>
+#include <limits>
+
+namespace mantissa::detail {
+
+Status check_present(std::string_view op, Arg a) {
+  const auto n = a.t.numel();
+  if (a.t.data == nullptr && (!n || *n != 0)) {
+    return fail(StatusCode::kParamNullptr, op, "{} has a null data pointer", a.name);
+  }
+  return {};
+}
+
+Status check_training_float(std::string_view op, Arg a) {
+  if (!is_training_float(a.t.dtype)) {
+    return fail(StatusCode::kParamInvalid, op,
+                "{} dtype {} is not supported (expected FLOAT, FLOAT16 or BFLOAT16)", a.name,
+                dtype_name(a.t.dtype));
+  }
+  return {};
+}
+
+Status check_same_dtype(std::string_view op, Arg a, Arg ref) {
+  if (a.t.dtype != ref.t.dtype) {
+    return fail(StatusCode::kParamInvalid, op, "{} dtype {} differs from {} dtype {}", a.name,
+                dtype_name(a.t.dtype), ref.name, dtype_name(ref.t.dtype));
+  }
+  return {};
+}
+
+Status check_dtype(std::string_view op, Arg a, DType dtype) {
+  if (a.t.dtype != dtype) {
+    return fail(StatusCode::kParamInvalid, op, "{} dtype {} is not {}", a.name,
+                dtype_name(a.t.dtype), dtype_name(dtype));
+  }
+  return {};
+}
+
+Status check_rank(std::string_view op, Arg a, int lo, int hi) {
+  if (a.t.rank < lo || a.t.rank > hi) {
+    return fail(StatusCode::kParamInvalid, op, "{} rank {} is outside [{}, {}]", a.name, a.t.rank,
+                lo, hi);
+  }
+  return {};
+}
+
+Status check_not_empty(std::string_view op, Arg a) {
+  for (int i = 0; i < a.t.rank && i < kMaxRank; ++i) {
+    if (a.t.shape[i] <= 0) {
+      return fail(StatusCode::kParamInvalid, op, "{} shape {} has dimension {} of size {}",
+                  a.name, a.t.shape_string(), i, a.t.shape[i]);
+    }
+  }
+  return {};
+}
+
+Status check_countable(std::string_view op, Arg a) {
+  const auto bytes = a.t.nbytes();
+  if (!bytes || static_cast<unsigned long long>(*bytes) >
+                    static_cast<unsigned long long>(std::numeric_limits<std::size_t>::max())) {
+    return fail(StatusCode::kParamInvalid, op,
+                "{} shape {} is invalid or its size overflows (rank {})", a.name,
+                a.t.shape_string(), a.t.rank);
+  }
+  return {};
+}
+
+Status check_same_shape(std::string_view op, Arg a, Arg ref) {
+  if (!same_shape(a.t, ref.t)) {
+    return fail(StatusCode::kParamInvalid, op, "{} shape {} differs from {} shape {}", a.name,
+                a.t.shape_string(), ref.name, ref.t.shape_string());
+  }
+  return {};
+}
+
+Status check_one_element(std::string_view op, Arg a, StatusCode code) {
+  const auto n = a.t.numel();
+  if (!n || *n != 1) {
+    return fail(code, op, "{} must hold exactly one element, got shape {}", a.name,
+                a.t.shape_string());
+  }
+  return {};
+}
+
+Status check_contiguous(std::string_view op, Arg a) {
+  if (!a.t.is_contiguous()) {
+    std::string strides = "[";
+    for (int i = 0; i < a.t.rank && i < kMaxRank; ++i) {
+      strides += (i ? ", " : "") + std::to_string(a.t.strides[i]);
+    }
+    return fail(StatusCode::kParamInvalid, op, "{} is not contiguous (shape {}, strides {}])",
+                a.name, a.t.shape_string(), strides);
+  }
+  return {};
+}
+
+Status check_alias_or_disjoint(std::string_view op, Arg out, Arg in) {
+  if (same_view(out.t, in.t)) return {};
+  return check_disjoint(op, out, in);
+}
+
+Status check_disjoint(std::string_view op, Arg out, Arg in) {
+  if (memory_overlaps(out.t, in.t)) {
+    return fail(StatusCode::kParamInvalid, op,
+                "{} partially overlaps {} (outputs must be the very same buffer as their input "
+                "or not overlap it)",
+                out.name, in.name);
+  }
+  return {};
+}
+
+}  // namespace mantissa::detail

@@ -1,0 +1,58 @@
+// Validation helpers shared by operators: each check returns a Status whose message names the
+// operator, the argument and the values involved.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <string_view>
+#include <utility>
+
+#include "mantissa/status.h"
+#include "mantissa/tensor.h"
+
+#define MANTISSA_RETURN_IF_ERROR(expr)          \
+  do {                                          \
+    ::mantissa::Status status_ = (expr);        \
+    if (!status_.ok()) return status_;          \
+  } while (0)
+
+namespace mantissa::detail {
+
+template <class... Args>
+Status fail(StatusCode code, std::string_view op, fmt::format_string<Args...> format,
+            Args&&... args) {
+  return Status(code, fmt::format("{}: {}", op, fmt::format(format, std::forward<Args>(args)...)));
+}
+
+// A named tensor argument of an operator.
+struct Arg {
+  const char* name;
+  const TensorView& t;
+};
+
+// Null data with elements to read or write: 161001.
+Status check_present(std::string_view op, Arg a);
+// fp32, fp16 or bf16: else 161002.
+Status check_training_float(std::string_view op, Arg a);
+// a's dtype equals ref's: else 161002.
+Status check_same_dtype(std::string_view op, Arg a, Arg ref);
+// a's dtype is `dtype`: else 161002.
+Status check_dtype(std::string_view op, Arg a, DType dtype);
+// Rank within [lo, hi]: else 161002.
+Status check_rank(std::string_view op, Arg a, int lo, int hi);
+// No dimension is 0, and none is negative: else 161002.
+Status check_not_empty(std::string_view op, Arg a);
+// A valid shape whose element count fits int64 and whose byte size fits size_t: else 161002.
+Status check_countable(std::string_view op, Arg a);
+// a's shape equals ref's (no broadcasting): else 161002.
+Status check_same_shape(std::string_view op, Arg a, Arg ref);
+// Holds exactly one element (rank 0, [1], [1,1], ...): else `code`.
+Status check_one_element(std::string_view op, Arg a, StatusCode code = StatusCode::kParamInvalid);
+// Row-major contiguous: else 161002.
+Status check_contiguous(std::string_view op, Arg a);
+// An output is either the very same view as `in` or shares no byte with it: else 161002.
+Status check_alias_or_disjoint(std::string_view op, Arg out, Arg in);
+// An output shares no byte with `in` (for inputs it is not paired with): else 161002.
+Status check_disjoint(std::string_view op, Arg out, Arg in);
+
+}  // namespace mantissa::detail

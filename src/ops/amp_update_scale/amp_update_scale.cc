@@ -1,0 +1,79 @@
+// AmpUpdateScale: dynamic loss-scale update. Scalar work only, so no SIMD dispatch.
+#include "mantissa/ops/amp_update_scale.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "core/validate.h"
+
+namespace mantissa {
+namespace {
+
+constexpr std::string_view kOp = "AmpUpdateScale";
+
+}  // namespace
+
+Status amp_update_scale_validate(const AmpUpdateScaleTensors& t, const AmpUpdateScaleParams& p) {
+  using detail::Arg;
+  const Arg current{"current_scale", t.current_scale}, tracker{"growth_tracker", t.growth_tracker},
+      found{"found_inf", t.found_inf}, scale_out{"updated_scale", t.updated_scale},
+      tracker_out{"updated_growth_tracker", t.updated_growth_tracker};
+  for (const Arg& a : {current, tracker, found, scale_out, tracker_out}) {
+    MANTISSA_RETURN_IF_ERROR(detail::check_present(kOp, a));
+  }
+  MANTISSA_RETURN_IF_ERROR(detail::check_training_float(kOp, current));
+  MANTISSA_RETURN_IF_ERROR(detail::check_same_dtype(kOp, found, current));
+  MANTISSA_RETURN_IF_ERROR(detail::check_same_dtype(kOp, scale_out, current));
+  MANTISSA_RETURN_IF_ERROR(detail::check_dtype(kOp, tracker, DType::kInt32));
+  MANTISSA_RETURN_IF_ERROR(detail::check_dtype(kOp, tracker_out, DType::kInt32));
+  for (const Arg& a : {current, tracker, found, scale_out, tracker_out}) {
+    MANTISSA_RETURN_IF_ERROR(detail::check_one_element(kOp, a, StatusCode::kTiling));
+    // A one-element tensor with a null pointer (any shape) has something to read or write.
+    if (a.t.data == nullptr) {
+      return detail::fail(StatusCode::kParamNullptr, kOp, "{} has a null data pointer", a.name);
+    }
+  }
+  if (p.growth_interval < 1 || p.growth_interval > INT32_MAX) {
+    return detail::fail(StatusCode::kTiling, kOp,
+                        "growth_interval {} is outside [1, 2147483647]", p.growth_interval);
+  }
+  // The two outputs are written one after the other; they must not share bytes.
+  MANTISSA_RETURN_IF_ERROR(detail::check_disjoint(kOp, tracker_out, scale_out));
+  return {};
+}
+
+Status amp_update_scale(const AmpUpdateScaleTensors& t, const AmpUpdateScaleParams& p) {
+  MANTISSA_RETURN_IF_ERROR(amp_update_scale_validate(t, p));
+  const DType dtype = t.current_scale.dtype;
+
+  // Read every input before writing anything: outputs may alias inputs.
+  float scale = load_as_float(dtype, t.current_scale.data, 0);
+  const float found_inf = load_as_float(dtype, t.found_inf.data, 0);
+  int32_t tracker;
+  std::memcpy(&tracker, t.growth_tracker.data, sizeof(tracker));
+  const auto growth = static_cast<float>(p.growth_factor);
+  const auto backoff = static_cast<float>(p.backoff_factor);
+
+  if (found_inf != 0.0f) {  // IEEE: NaN compares unequal, so it counts as found; -0.0 does not
+    scale = scale * backoff;
+    tracker = 0;
+  } else {
+    // int32 two's-complement wrap, computed in unsigned arithmetic (no undefined behaviour).
+    const auto successful = static_cast<int32_t>(static_cast<uint32_t>(tracker) + 1u);
+    if (successful == p.growth_interval) {
+      const float grown = scale * growth;
+      // The contract: keep the scale when the grown one overflows the OUTPUT dtype (upstream
+      // tests the fp32 product, so an fp16 65504 * 2 would be stored as inf there).
+      if (std::isfinite(round_to(dtype, grown))) scale = grown;
+      tracker = 0;
+    } else {
+      tracker = successful;
+    }
+  }
+  store_from_float(dtype, t.updated_scale.data, 0, scale);
+  std::memcpy(t.updated_growth_tracker.data, &tracker, sizeof(tracker));
+  return {};
+}
+
+}  // namespace mantissa

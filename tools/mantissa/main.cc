@@ -1,0 +1,33 @@
+// The mantissa command-line tool: info (and, with the precision kit, check; bench).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "mantissa/mantissa.h"
+
+namespace {
+
+int run_info() {
+  fmt::print("{}\n", mantissa::version());
+  fmt::print("cpu features:      {}\n", mantissa::cpu_features());
+  std::string compiled, available;
+  for (const auto& t : mantissa::compiled_simd_targets()) compiled += t + " ";
+  for (const auto& t : mantissa::available_simd_targets()) available += t + " ";
+  fmt::print("compiled targets:  {}\n", compiled);
+  fmt::print("available targets: {}\n", available);
+  fmt::print("chosen target:     {}\n", mantissa::simd_target());
+  fmt::print("threads:           {}\n", mantissa::num_threads());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"mantissa: bit-exact mixed-precision training operators for CPUs"};
+  app.require_subcommand(1);
+  auto* info = app.add_subcommand("info", "CPU features, SIMD targets, the chosen target, threads");
+  CLI11_PARSE(app, argc, argv);
+  if (info->parsed()) return run_info();
+  return 0;
+}
