@@ -1,0 +1,50 @@
+/* aclnn meta types: aclTensor, aclOpExecutor, status codes, tensor and executor functions. */
+#ifndef MANTISSA_COMPAT_ACLNN_ACL_META_H_
+#define MANTISSA_COMPAT_ACLNN_ACL_META_H_
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "acl/acl_base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef int32_t aclnnStatus;
+
+#define ACLNN_SUCCESS 0
+#define ACLNN_ERR_PARAM_NULLPTR 161001
+#define ACLNN_ERR_PARAM_INVALID 161002
+#define ACLNN_ERR_RUNTIME_ERROR 361001
+#define ACLNN_ERR_INNER 561000
+#define ACLNN_ERR_INNER_INFERSHAPE_ERROR 561001
+#define ACLNN_ERR_INNER_TILING_ERROR 561002
+#define ACLNN_ERR_INNER_FIND_KERNEL_ERROR 561003
+#define ACLNN_ERR_INNER_CREATE_EXECUTOR 561101
+#define ACLNN_ERR_INNER_NOT_TRANS_EXECUTOR 561102
+#define ACLNN_ERR_INNER_NULLPTR 561103
+
+typedef struct aclTensor aclTensor;
+typedef struct aclOpExecutor aclOpExecutor;
+
+/* A tensor over caller-owned memory. Strides and offset are in elements. Returns NULL on bad
+ * arguments (NULL dims with a non-zero count, negative dims, an element count that overflows,
+ * a view that does not fit in the storage) and records why for aclGetRecentErrMsg. */
+ACL_FUNC_VISIBILITY aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum,
+                                               aclDataType dataType, const int64_t* stride,
+                                               int64_t offset, aclFormat format,
+                                               const int64_t* storageDims, uint64_t storageDimsNum,
+                                               void* tensorData);
+ACL_FUNC_VISIBILITY aclnnStatus aclDestroyTensor(const aclTensor* tensor);
+
+/* Lets an executor run any number of times; the caller then frees it with
+ * aclDestroyAclOpExecutor. Without it, the second phase destroys the executor. */
+ACL_FUNC_VISIBILITY aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor* executor);
+ACL_FUNC_VISIBILITY aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor* executor);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MANTISSA_COMPAT_ACLNN_ACL_META_H_ */
