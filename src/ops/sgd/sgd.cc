@@ -1,0 +1,236 @@
+// SGD: CANN's momentum SGD with a per-element first-step flag: validation, and one kernel
+// written once for every SIMD target.
+//
+// Glossary: p = parameters, g = gradient, a = accum, s = stat, lr = learning_rate[0],
+// m = momentum[0], d = dampening, wd = weight_decay. E = bytes per element of the dtype.
+//
+// Memory traffic per element (logical bytes; in place or with a separate parameters_out alike):
+//   variant                     reads          writes         total
+//   m != 0, d == 0              p, g, a   3E   p, a, s   3E    6E  (s is written, never read)
+//   m != 0, d != 0              p, g, a, s 4E  p, a, s   3E    7E
+//   m == 0, d == 0              p, g, a   3E   p         1E    4E  (a is read: a*m can be NaN)
+//   m == 0, d != 0              p, g, a, s 4E  p         1E    5E
+// weight_decay and nesterov change the arithmetic only, not the traffic.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/sgd/sgd.cc"
+#include "core/parallel.h"
+#include "core/simd-inl.h"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "ops/sgd/sgd_kernel.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace mantissa::HWY_NAMESPACE {
+
+// Stores +0.0 (all bits zero) without converting: the same bits in every format.
+template <class Format, class D>
+HWY_INLINE void StoreZero(D d, typename Format::Storage* HWY_RESTRICT p) {
+  if constexpr (std::is_same_v<Format, Fp32>) {
+    hn::StoreU(hn::Zero(d), d, p);
+  } else {
+    const U16For<D> du16;
+    hn::StoreU(hn::Zero(du16), du16, p);
+  }
+}
+
+// One variant of the update. Each flag removes work at compile time:
+//   kWeightDecay  wd != 0: grad = g + p*wd (else grad = g; p*0 would turn inf into NaN)
+//   kDampening    d != 0: reads s, subtracts (grad*(1 - s))*d
+//   kNesterov     the nesterov form of the parameter step
+//   kWriteState   m != 0 (NaN included): writes accum_t to a and +0.0 to s
+template <class Format, bool kWeightDecay, bool kDampening, bool kNesterov, bool kWriteState>
+void SgdVariant(const detail::SgdKernelArgs& args) {
+  using T = typename Format::Storage;
+  const T* const p_in = static_cast<const T*>(args.parameters);
+  T* const p_out = static_cast<T*>(args.parameters_out);
+  const T* const g_in = static_cast<const T*>(args.gradient);
+  T* const accum = static_cast<T*>(args.accum);
+  T* const stat = static_cast<T*>(args.stat);
+  const float lr = args.learning_rate, m = args.momentum;
+  const float d_attr = args.dampening, wd = args.weight_decay;
+
+  auto chunk = [&](int64_t begin, int64_t end) {
+    ForEachVector(begin, end, [&](auto d, int64_t i) {
+      // Every input of these lanes is loaded before any store, so in-place is safe.
+      const auto p = LoadF32<Format>(d, p_in + i);
+      const auto g = LoadF32<Format>(d, g_in + i);
+      const auto a = LoadF32<Format>(d, accum + i);
+      const auto vm = hn::Set(d, m);
+      const auto vlr = hn::Set(d, lr);
+      // The grouping below is the normative one; each line is one rounding, no FMA.
+      auto grad = g;
+      if constexpr (kWeightDecay) grad = hn::Add(g, hn::Mul(p, hn::Set(d, wd)));
+      auto accum_t = hn::Add(hn::Mul(a, vm), grad);
+      if constexpr (kDampening) {
+        const auto s = LoadF32<Format>(d, stat + i);
+        const auto one_minus_s = hn::Sub(hn::Set(d, 1.0f), s);
+        accum_t = hn::Sub(accum_t, hn::Mul(hn::Mul(grad, one_minus_s), hn::Set(d, d_attr)));
+      }
+      hn::Vec<decltype(d)> step;
+      if constexpr (kNesterov) {
+        step = hn::Add(hn::Mul(grad, vlr), hn::Mul(hn::Mul(accum_t, vm), vlr));
+      } else {
+        step = hn::Mul(accum_t, vlr);
+      }
+      StoreF32<Format>(d, hn::Sub(p, step), p_out + i);
+      if constexpr (kWriteState) {
+        StoreF32<Format>(d, accum_t, accum + i);
+        StoreZero<Format>(d, stat + i);
+      }
+    });
+  };
+  detail::parallel_for(args.n, detail::kDefaultGrain, chunk);
+}
+
+// Picks the variant for the call's flags. Nesterov excludes dampening (validated).
+template <class Format>
+void SgdFormat(const detail::SgdKernelArgs& args) {
+  const bool wd = args.weight_decay != 0.0f;
+  const bool damp = args.dampening != 0.0f;
+  const bool write = args.momentum != 0.0f;  // IEEE compare: NaN counts as non-zero
+  const int key = (wd ? 8 : 0) | (damp ? 4 : 0) | (args.nesterov ? 2 : 0) | (write ? 1 : 0);
+  switch (key) {
+    case 0: return SgdVariant<Format, false, false, false, false>(args);
+    case 1: return SgdVariant<Format, false, false, false, true>(args);
+    case 2: return SgdVariant<Format, false, false, true, false>(args);
+    case 3: return SgdVariant<Format, false, false, true, true>(args);
+    case 4: return SgdVariant<Format, false, true, false, false>(args);
+    case 5: return SgdVariant<Format, false, true, false, true>(args);
+    case 8: return SgdVariant<Format, true, false, false, false>(args);
+    case 9: return SgdVariant<Format, true, false, false, true>(args);
+    case 10: return SgdVariant<Format, true, false, true, false>(args);
+    case 11: return SgdVariant<Format, true, false, true, true>(args);
+    case 12: return SgdVariant<Format, true, true, false, false>(args);
+    case 13: return SgdVariant<Format, true, true, false, true>(args);
+    default: break;  // nesterov with dampening: rejected by validation, never reached
+  }
+}
+
+void SgdImpl(const detail::SgdKernelArgs& args) {
+  switch (args.dtype) {
+    case DType::kFloat16: return SgdFormat<Fp16>(args);
+    case DType::kBFloat16: return SgdFormat<Bf16>(args);
+    default: return SgdFormat<Fp32>(args);
+  }
+}
+
+}  // namespace mantissa::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include <cmath>
+#include <string_view>
+
+#include "core/runtime_internal.h"
+#include "core/validate.h"
+#include "mantissa/ops/sgd.h"
+
+namespace mantissa {
+namespace {
+
+constexpr std::string_view kOp = "SGD";
+
+// "[0x7f00, +64 bytes)" for messages about overlapping buffers.
+std::string byte_range(const TensorView& t) {
+  return fmt::format("[{}, +{} bytes)", t.data, t.nbytes().value_or(0));
+}
+
+}  // namespace
+
+HWY_EXPORT(SgdImpl);
+
+Status sgd_validate(const SgdTensors& t, const SgdParams& p) {
+  using detail::Arg;
+  const Arg params{"parameters", t.parameters}, grad{"gradient", t.gradient},
+      lr{"learning_rate", t.learning_rate}, accum{"accum", t.accum},
+      momentum{"momentum", t.momentum}, stat{"stat", t.stat};
+  const TensorView out_view = t.parameters_out.value_or(TensorView{});
+  const Arg out{"parameters_out", out_view};
+  const bool has_out = t.parameters_out.has_value();
+  const Arg inputs[] = {params, grad, lr, accum, momentum, stat};
+
+  // 1. Missing data (161001) before anything else.
+  for (const Arg& a : inputs) MANTISSA_RETURN_IF_ERROR(detail::check_present(kOp, a));
+  if (has_out) MANTISSA_RETURN_IF_ERROR(detail::check_present(kOp, out));
+
+  // 2. Dtypes: parameters decides, every other tensor follows it.
+  MANTISSA_RETURN_IF_ERROR(detail::check_training_float(kOp, params));
+  for (const Arg& a : {grad, lr, accum, momentum, stat}) {
+    MANTISSA_RETURN_IF_ERROR(detail::check_same_dtype(kOp, a, params));
+  }
+  if (has_out) MANTISSA_RETURN_IF_ERROR(detail::check_same_dtype(kOp, out, params));
+
+  // 3. Shapes: rank 1..8, no empty or negative dimension, a countable size, no broadcasting.
+  MANTISSA_RETURN_IF_ERROR(detail::check_rank(kOp, params, 1, kMaxRank));
+  MANTISSA_RETURN_IF_ERROR(detail::check_not_empty(kOp, params));
+  MANTISSA_RETURN_IF_ERROR(detail::check_countable(kOp, params));
+  for (const Arg& a : {grad, accum, stat}) {
+    MANTISSA_RETURN_IF_ERROR(detail::check_same_shape(kOp, a, params));
+  }
+  if (has_out) MANTISSA_RETURN_IF_ERROR(detail::check_same_shape(kOp, out, params));
+  MANTISSA_RETURN_IF_ERROR(detail::check_one_element(kOp, lr));
+  MANTISSA_RETURN_IF_ERROR(detail::check_one_element(kOp, momentum));
+
+  // 4. Attributes.
+  if (p.nesterov && p.dampening != 0.0f) {  // NaN dampening is non-zero, so rejected too
+    return detail::fail(StatusCode::kParamInvalid, kOp,
+                        "nesterov requires dampening 0, got dampening {}", p.dampening);
+  }
+  if (!(p.weight_decay >= 0.0f)) {  // also rejects NaN
+    return detail::fail(StatusCode::kParamInvalid, kOp,
+                        "weight_decay must be >= 0 and not NaN, got {}", p.weight_decay);
+  }
+
+  // 5. Layout: every tensor row-major contiguous.
+  for (const Arg& a : inputs) MANTISSA_RETURN_IF_ERROR(detail::check_contiguous(kOp, a));
+  if (has_out) MANTISSA_RETURN_IF_ERROR(detail::check_contiguous(kOp, out));
+
+  // 6. Aliasing. The buffers written are accum, stat and the new parameters (parameters itself
+  // when in place). Each shares no byte with any other argument; the one sharing allowed is
+  // parameters_out being the very same view as parameters. Read-only tensors (gradient, the
+  // scalars, and parameters when parameters_out is separate) may overlap each other.
+  const bool in_place = !has_out || same_view(out_view, t.parameters);
+  const Arg new_params = in_place ? params : out;
+  const Arg written[] = {new_params, accum, stat};
+  const Arg all[] = {params, grad, lr, accum, momentum, stat, out};
+  for (const Arg& w : written) {
+    for (const Arg& x : all) {
+      if (&x.t == &w.t) continue;
+      if (in_place && &x.t == &out_view) continue;  // parameters_out is parameters itself
+      if (memory_overlaps(w.t, x.t)) {
+        return detail::fail(StatusCode::kParamInvalid, kOp,
+                            "{} {} overlaps {} {}: a tensor the operator writes must share no "
+                            "byte with any other argument{}",
+                            w.name, byte_range(w.t), x.name, byte_range(x.t),
+                            &w.t == &out_view ? " (or be the same view as parameters)" : "");
+      }
+    }
+  }
+  return {};
+}
+
+Status sgd(const SgdTensors& t, const SgdParams& p) {
+  MANTISSA_RETURN_IF_ERROR(sgd_validate(t, p));
+  detail::ensure_runtime_initialized();
+  const DType dtype = t.parameters.dtype;
+  detail::SgdKernelArgs args;
+  args.dtype = dtype;
+  args.n = *t.parameters.numel();
+  args.parameters = t.parameters.data;
+  args.parameters_out = t.parameters_out ? t.parameters_out->data : t.parameters.data;
+  args.gradient = t.gradient.data;
+  args.accum = t.accum.data;
+  args.stat = t.stat.data;
+  // The scalars are widened once per call, exactly, from their own dtype: a momentum that is
+  // zero in that dtype is zero here.
+  args.learning_rate = load_as_float(dtype, t.learning_rate.data, 0);
+  args.momentum = load_as_float(dtype, t.momentum.data, 0);
+  args.dampening = p.dampening;
+  args.weight_decay = p.weight_decay;
+  args.nesterov = p.nesterov;
+  HWY_DYNAMIC_DISPATCH(SgdImpl)(args);
+  return {};
+}
+
+}  // namespace mantissa
+#endif  // HWY_ONCE
