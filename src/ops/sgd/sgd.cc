@@ -13,9 +13,12 @@
 // weight_decay and nesterov change the arithmetic only, not the traffic.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/sgd/sgd.cc"
+// clang-format off: foreach_target.h must come first; it re-includes this file once per target.
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+// clang-format on
+
 #include "core/parallel.h"
 #include "core/simd-inl.h"
-#include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "ops/sgd/sgd_kernel.h"
 
