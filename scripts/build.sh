@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Configures and builds mantissa in BUILD_DIR (default: build). Extra arguments go to cmake.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build_dir="${BUILD_DIR:-$root/build}"
+cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" "$@"
+cmake --build "$build_dir" -j "$(nproc)"

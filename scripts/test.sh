@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The test suite: install what is missing, build with warnings as errors and run every test
+# (the exhaustive sweeps included); then build again with AddressSanitizer and
+# UndefinedBehaviorSanitizer and run every test but the exhaustive sweeps.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+jobs="$(nproc)"
+
+bash "$root/scripts/install-deps.sh"
+
+echo "== Release build, warnings as errors"
+BUILD_DIR="$root/build-test" bash "$root/scripts/build.sh" -DMANTISSA_WERROR=ON
+ctest --test-dir "$root/build-test" --output-on-failure -j "$jobs"
+
+if [ "${MANTISSA_SKIP_SANITIZERS:-0}" != "1" ]; then
+  echo "== ASan + UBSan build (exhaustive sweeps left out)"
+  BUILD_DIR="$root/build-asan" BUILD_TYPE=RelWithDebInfo bash "$root/scripts/build.sh" \
+    -DMANTISSA_WERROR=ON -DMANTISSA_SANITIZE=address,undefined -DMANTISSA_BUILD_BENCH=OFF
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --test-dir "$root/build-asan" --output-on-failure -j "$jobs" -LE exhaustive
+fi
