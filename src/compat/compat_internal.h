@@ -13,5 +13,8 @@ namespace mantissa::compat {
 void set_recent_error(std::string message);
 // Returns the status's raw code; records its message when it is not a success.
 int32_t report(const Status& status);
+// True for the default stream (null) and for streams from aclrtCreateStream not yet destroyed.
+// The pointer is looked up, never dereferenced.
+bool stream_is_usable(const void* stream);
 
 }  // namespace mantissa::compat

@@ -1,0 +1,145 @@
+// aclOpExecutor and the registry of live executors.
+//
+// The registry maps each live handle to its plan. Phase two looks the handle up (it never
+// dereferences a pointer it did not find) and, for a one-shot executor, removes it before
+// running, so a second call with the same handle, or with any pointer that is not a live
+// executor, is answered 161002.
+#include <fmt/format.h>
+
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "acl/acl_rt.h"
+#include "compat/compat_internal.h"
+#include "compat/executor_internal.h"
+
+struct aclOpExecutor {
+  std::string op;
+  uint64_t workspace_size = 0;
+  bool repeatable = false;
+  mantissa::compat::ExecutorRun run;
+};
+
+namespace mantissa::compat {
+namespace {
+
+struct ExecutorRegistry {
+  std::mutex mutex;
+  // Shared ownership: a repeatable executor being run on one thread stays valid even if another
+  // thread destroys its handle meanwhile.
+  std::unordered_map<const aclOpExecutor*, std::shared_ptr<aclOpExecutor>> live;
+};
+
+ExecutorRegistry& registry() {
+  static ExecutorRegistry* r = new ExecutorRegistry;  // never destroyed: usable during teardown
+  return *r;
+}
+
+aclnnStatus invalid(std::string message) {
+  set_recent_error(std::move(message));
+  return ACLNN_ERR_PARAM_INVALID;
+}
+
+}  // namespace
+
+aclOpExecutor* create_executor(std::string op, uint64_t workspace_size, ExecutorRun run) {
+  try {
+    auto executor = std::make_shared<aclOpExecutor>();
+    executor->op = std::move(op);
+    executor->workspace_size = workspace_size;
+    executor->run = std::move(run);
+    aclOpExecutor* handle = executor.get();
+    ExecutorRegistry& r = registry();
+    std::lock_guard lock(r.mutex);
+    r.live.emplace(handle, std::move(executor));
+    return handle;
+  } catch (const std::bad_alloc&) {
+    set_recent_error(op + "GetWorkspaceSize: out of memory creating the executor");
+    return nullptr;
+  }
+}
+
+aclnnStatus run_executor(const char* op, void* workspace, uint64_t workspace_size,
+                         aclOpExecutor* executor, aclrtStream stream) {
+  if (executor == nullptr) {
+    set_recent_error(fmt::format("{}: executor is null", op));
+    return ACLNN_ERR_PARAM_NULLPTR;
+  }
+  std::shared_ptr<aclOpExecutor> plan;
+  {
+    ExecutorRegistry& r = registry();
+    std::lock_guard lock(r.mutex);
+    const auto it = r.live.find(executor);
+    if (it == r.live.end()) {
+      return invalid(fmt::format(
+          "{}: executor {} is not a live executor (a one-shot executor is spent after its "
+          "first run; a repeatable one after aclDestroyAclOpExecutor)",
+          op, static_cast<const void*>(executor)));
+    }
+    plan = it->second;
+    // A one-shot executor is spent by this call, whatever its outcome.
+    if (!plan->repeatable) r.live.erase(it);
+  }
+  if (plan->op != op) {
+    return invalid(fmt::format("{}: the executor was made by {}GetWorkspaceSize", op, plan->op));
+  }
+  if (workspace_size < plan->workspace_size) {
+    return invalid(fmt::format("{}: workspaceSize {} is smaller than the {} bytes reported", op,
+                               workspace_size, plan->workspace_size));
+  }
+  if (workspace == nullptr && plan->workspace_size != 0) {
+    return invalid(
+        fmt::format("{}: workspace is null but {} bytes were reported", op, plan->workspace_size));
+  }
+  if (!stream_is_usable(stream)) {
+    return invalid(
+        fmt::format("{}: stream {} is not a live stream", op, static_cast<const void*>(stream)));
+  }
+  return report(plan->run(plan->workspace_size == 0 ? nullptr : workspace));
+}
+
+}  // namespace mantissa::compat
+
+extern "C" {
+
+aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor* executor) {
+  using namespace mantissa::compat;
+  if (executor == nullptr) {
+    set_recent_error("aclSetAclOpExecutorRepeatable: executor is null");
+    return ACLNN_ERR_PARAM_NULLPTR;
+  }
+  ExecutorRegistry& r = registry();
+  std::lock_guard lock(r.mutex);
+  const auto it = r.live.find(executor);
+  if (it == r.live.end()) {
+    return invalid(fmt::format("aclSetAclOpExecutorRepeatable: {} is not a live executor",
+                               static_cast<const void*>(executor)));
+  }
+  it->second->repeatable = true;
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor* executor) {
+  using namespace mantissa::compat;
+  if (executor == nullptr) {
+    set_recent_error("aclDestroyAclOpExecutor: executor is null");
+    return ACLNN_ERR_PARAM_NULLPTR;
+  }
+  std::shared_ptr<aclOpExecutor> plan;  // released outside the lock
+  ExecutorRegistry& r = registry();
+  std::lock_guard lock(r.mutex);
+  const auto it = r.live.find(executor);
+  if (it == r.live.end()) {
+    return invalid(fmt::format("aclDestroyAclOpExecutor: {} is not a live executor",
+                               static_cast<const void*>(executor)));
+  }
+  plan = std::move(it->second);
+  r.live.erase(it);
+  return ACLNN_SUCCESS;
+}
+
+}  // extern "C"
