@@ -1,0 +1,255 @@
+// aclopCompileAndExecuteV2: checks the call against the operator table's row for the op type
+// (counts, handles, formats, attributes), then hands views and attributes to the handler.
+#include <fmt/format.h>
+
+#include <exception>
+#include <limits>
+#include <new>
+#include <string>
+
+#include "acl/acl_op_compiler.h"
+#include "compat/aclop_internal.h"
+#include "compat/compat_internal.h"
+
+namespace mantissa::compat::aclop {
+namespace {
+
+constexpr std::string_view kApi = "aclopCompileAndExecuteV2";
+
+template <class... Args>
+Status fail(StatusCode code, std::string_view op_type, fmt::format_string<Args...> format,
+            Args&&... args) {
+  return Status(code, fmt::format("{}({}): {}", kApi, op_type,
+                                  fmt::format(format, std::forward<Args>(args)...)));
+}
+
+std::string dims_string(const std::vector<int64_t>& dims) {
+  return fmt::format("[{}]", fmt::join(dims, ", "));
+}
+
+// Every descriptor and buffer handle of one side (inputs or outputs) is present and ND.
+Status check_handles(const OpDef& def, const char* side, std::span<const char* const> names,
+                     aclTensorDesc* const* desc, aclDataBuffer* const* buffers) {
+  const int n = static_cast<int>(names.size());
+  if (n == 0) return {};
+  if (desc == nullptr) {
+    return fail(StatusCode::kParamNullptr, def.type, "{}Desc array is null ({} expected)", side, n);
+  }
+  if (buffers == nullptr) {
+    return fail(StatusCode::kParamNullptr, def.type, "{}s array is null ({} expected)", side, n);
+  }
+  for (int i = 0; i < n; ++i) {
+    if (desc[i] == nullptr) {
+      return fail(StatusCode::kParamNullptr, def.type, "{}Desc[{}] ({}) is null", side, i,
+                  names[i]);
+    }
+    if (buffers[i] == nullptr) {
+      return fail(StatusCode::kParamNullptr, def.type, "{}s[{}] ({}) is null", side, i, names[i]);
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    if (desc[i]->format != ACL_FORMAT_ND) {
+      return fail(StatusCode::kParamInvalid, def.type,
+                  "{}Desc[{}] ({}) format is {} (only ACL_FORMAT_ND = 2 is supported)", side, i,
+                  names[i], static_cast<int>(desc[i]->format));
+    }
+  }
+  return {};
+}
+
+// Resolves the attributes against the operator's list: unknown names, wrong types and missing
+// required attributes are rejected; absent optional ones take their defaults.
+Status resolve_attrs(const OpDef& def, const aclopAttr* attr,
+                     std::map<std::string_view, AttrValue>& resolved) {
+  if (attr != nullptr) {
+    for (const auto& [name, value] : attr->values) {
+      const AttrSpec* spec = nullptr;
+      for (const AttrSpec& s : def.attrs) {
+        if (name == s.name) spec = &s;
+      }
+      if (spec == nullptr) {
+        std::string known;
+        for (const AttrSpec& s : def.attrs)
+          known += fmt::format("{}{}", known.empty() ? "" : ", ", s.name);
+        return fail(StatusCode::kParamInvalid, def.type,
+                    "unknown attribute \"{}\" (the operator's attributes are: {})", name,
+                    known.empty() ? "none" : known);
+      }
+      if (value.type != spec->type) {
+        return fail(StatusCode::kParamInvalid, def.type,
+                    "attribute \"{}\" was set as {} but must be {} (aclopSetAttr{})", name,
+                    attr_type_name(value.type), attr_type_name(spec->type),
+                    spec->type == AttrType::kBool  ? "Bool"
+                    : spec->type == AttrType::kInt ? "Int"
+                                                   : "Float");
+      }
+      resolved.emplace(spec->name, value);
+    }
+  }
+  for (const AttrSpec& s : def.attrs) {
+    if (resolved.count(s.name)) continue;
+    if (s.required) {
+      return fail(StatusCode::kParamInvalid, def.type, "required {} attribute \"{}\" is not set",
+                  attr_type_name(s.type), s.name);
+    }
+    resolved.emplace(s.name, s.default_value);
+  }
+  return {};
+}
+
+// Bytes a descriptor needs, or nullopt when its dtype has no size or the count overflows.
+std::optional<uint64_t> needed_bytes(const aclTensorDesc& d) {
+  uint64_t count = 1;
+  for (int64_t dim : d.dims) {
+    if (dim == 0) return 0;
+  }
+  for (int64_t dim : d.dims) {
+    if (__builtin_mul_overflow(count, static_cast<uint64_t>(dim), &count)) return std::nullopt;
+  }
+  const uint64_t size = dtype_size(static_cast<DType>(d.dtype));
+  uint64_t bytes = 0;
+  if (size == 0 || __builtin_mul_overflow(count, size, &bytes)) return std::nullopt;
+  return bytes;
+}
+
+Status check_side_sizes(std::string_view op_type, const char* side,
+                        std::span<const char* const> names, std::span<aclTensorDesc* const> desc,
+                        std::span<aclDataBuffer* const> buffers) {
+  for (size_t i = 0; i < desc.size(); ++i) {
+    const auto bytes = needed_bytes(*desc[i]);
+    if (!bytes) {
+      return fail(StatusCode::kParamInvalid, op_type,
+                  "{}Desc[{}] ({}) dtype {} dims {}: byte size is unknown or overflows", side, i,
+                  names[i], static_cast<int>(desc[i]->dtype), dims_string(desc[i]->dims));
+    }
+    if (buffers[i]->size < *bytes) {
+      return fail(StatusCode::kParamInvalid, op_type,
+                  "{}s[{}] ({}) holds {} bytes but its descriptor ({} {}) needs {}", side, i,
+                  names[i], buffers[i]->size, dtype_name(static_cast<DType>(desc[i]->dtype)),
+                  dims_string(desc[i]->dims), *bytes);
+    }
+  }
+  return {};
+}
+
+const OpDef* find_op(std::string_view type) {
+  for (const OpDef& def : op_table()) {
+    if (def.type == type) return &def;
+  }
+  return nullptr;
+}
+
+std::string known_op_types() {
+  std::string known;
+  for (const OpDef& def : op_table())
+    known += fmt::format("{}{}", known.empty() ? "" : ", ", def.type);
+  return known;
+}
+
+TensorView make_view(const aclTensorDesc& d, const aclDataBuffer& b) {
+  return TensorView(b.data, static_cast<DType>(d.dtype), std::span<const int64_t>(d.dims));
+}
+
+Status compile_and_execute(const char* op_type, int num_inputs, aclTensorDesc* input_desc[],
+                           aclDataBuffer* inputs[], int num_outputs, aclTensorDesc* output_desc[],
+                           aclDataBuffer* outputs[], const aclopAttr* attr,
+                           aclopEngineType engine_type, aclopCompileType compile_type) {
+  if (op_type == nullptr) {
+    return Status(StatusCode::kParamNullptr, fmt::format("{}: opType is null", kApi));
+  }
+  const OpDef* def = find_op(op_type);
+  if (def == nullptr) {
+    return Status(StatusCode::kFindKernel, fmt::format("{}: unknown op type \"{}\" (known: {})",
+                                                       kApi, op_type, known_op_types()));
+  }
+  // Every engine runs on the host CPU with the same results; only the built-in operator table
+  // exists, so compiling an unregistered operator from opPath is not possible.
+  if (engine_type != ACL_ENGINE_SYS && engine_type != ACL_ENGINE_AICORE &&
+      engine_type != ACL_ENGINE_VECTOR) {
+    return fail(StatusCode::kParamInvalid, def->type, "engineType {} is not an aclopEngineType",
+                static_cast<int>(engine_type));
+  }
+  if (compile_type != ACL_COMPILE_SYS) {
+    return fail(StatusCode::kParamInvalid, def->type,
+                "compileType {} is not supported (only ACL_COMPILE_SYS = 0: operators come from "
+                "the built-in table, not from opPath)",
+                static_cast<int>(compile_type));
+  }
+  const int want_in = static_cast<int>(def->inputs.size());
+  const int want_out = static_cast<int>(def->outputs.size());
+  if (num_inputs != want_in) {
+    return fail(StatusCode::kParamInvalid, def->type, "numInputs is {} but the operator takes {}",
+                num_inputs, want_in);
+  }
+  if (num_outputs != want_out) {
+    return fail(StatusCode::kParamInvalid, def->type, "numOutputs is {} but the operator has {}",
+                num_outputs, want_out);
+  }
+  if (Status s = check_handles(*def, "input", def->inputs, input_desc, inputs); !s.ok()) return s;
+  if (Status s = check_handles(*def, "output", def->outputs, output_desc, outputs); !s.ok()) {
+    return s;
+  }
+  std::map<std::string_view, AttrValue> resolved;
+  if (Status s = resolve_attrs(*def, attr, resolved); !s.ok()) return s;
+
+  const OpCall call(*def, {input_desc, static_cast<size_t>(want_in)},
+                    {inputs, static_cast<size_t>(want_in)},
+                    {output_desc, static_cast<size_t>(want_out)},
+                    {outputs, static_cast<size_t>(want_out)}, std::move(resolved));
+  return def->handler(call);
+}
+
+}  // namespace
+
+OpCall::OpCall(const OpDef& def, std::span<aclTensorDesc* const> input_desc,
+               std::span<aclDataBuffer* const> inputs, std::span<aclTensorDesc* const> output_desc,
+               std::span<aclDataBuffer* const> outputs, std::map<std::string_view, AttrValue> attrs)
+    : def_(def),
+      input_desc_(input_desc),
+      output_desc_(output_desc),
+      inputs_(inputs),
+      outputs_(outputs),
+      attrs_(std::move(attrs)) {}
+
+TensorView OpCall::in(int i) const { return make_view(*input_desc_[i], *inputs_[i]); }
+TensorView OpCall::out(int i) const { return make_view(*output_desc_[i], *outputs_[i]); }
+
+const AttrValue& OpCall::attr(std::string_view name, AttrType type) const {
+  static const AttrValue kNone{AttrType::kBool};
+  const auto it = attrs_.find(name);
+  // Names and types were resolved against the operator's list before the handler ran.
+  return it != attrs_.end() && it->second.type == type ? it->second : kNone;
+}
+
+bool OpCall::attr_bool(std::string_view name) const { return attr(name, AttrType::kBool).b; }
+int64_t OpCall::attr_int(std::string_view name) const { return attr(name, AttrType::kInt).i; }
+float OpCall::attr_float(std::string_view name) const { return attr(name, AttrType::kFloat).f; }
+
+Status OpCall::check_buffer_sizes() const {
+  if (Status s = check_side_sizes(def_.type, "input", def_.inputs, input_desc_, inputs_); !s.ok()) {
+    return s;
+  }
+  return check_side_sizes(def_.type, "output", def_.outputs, output_desc_, outputs_);
+}
+
+}  // namespace mantissa::compat::aclop
+
+extern "C" aclError aclopCompileAndExecuteV2(const char* opType, int numInputs,
+                                             aclTensorDesc* inputDesc[], aclDataBuffer* inputs[],
+                                             int numOutputs, aclTensorDesc* outputDesc[],
+                                             aclDataBuffer* outputs[], aclopAttr* attr,
+                                             aclopEngineType engineType,
+                                             aclopCompileType compileType, const char* /*opPath*/,
+                                             aclrtStream /*stream*/) {
+  using mantissa::Status;
+  using mantissa::StatusCode;
+  // The C API never throws: an allocation failure becomes an inner error.
+  try {
+    return mantissa::compat::report(mantissa::compat::aclop::compile_and_execute(
+        opType, numInputs, inputDesc, inputs, numOutputs, outputDesc, outputs, attr, engineType,
+        compileType));
+  } catch (const std::exception& e) {
+    return mantissa::compat::report(
+        Status(StatusCode::kInner, fmt::format("aclopCompileAndExecuteV2: {}", e.what())));
+  }
+}

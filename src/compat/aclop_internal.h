@@ -1,0 +1,109 @@
+// Op-by-name execution internals: the objects behind the opaque aclTensorDesc, aclDataBuffer
+// and aclopAttr handles, the call context handed to operator handlers, and the operator table.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "acl/acl_base.h"
+#include "mantissa/status.h"
+#include "mantissa/tensor.h"
+
+// The C handles are plain structs in the global namespace (their tags are declared there by the
+// C headers).
+struct aclTensorDesc {
+  aclDataType dtype;
+  std::vector<int64_t> dims;  // any rank; empty means a scalar with one element
+  aclFormat format;
+};
+
+struct aclDataBuffer {
+  void* data;   // not owned
+  size_t size;  // bytes
+};
+
+namespace mantissa::compat::aclop {
+
+enum class AttrType { kBool, kInt, kFloat };
+
+struct AttrValue {
+  AttrType type;
+  bool b = false;
+  int64_t i = 0;
+  float f = 0.0f;
+};
+
+const char* attr_type_name(AttrType type) noexcept;
+
+}  // namespace mantissa::compat::aclop
+
+struct aclopAttr {
+  std::map<std::string, mantissa::compat::aclop::AttrValue, std::less<>> values;
+};
+
+namespace mantissa::compat::aclop {
+
+// One attribute an operator understands. A required attribute has no default.
+struct AttrSpec {
+  const char* name;
+  AttrType type;
+  bool required;
+  AttrValue default_value;
+};
+
+class OpCall;
+using Handler = Status (*)(const OpCall& call);
+
+// One row of the operator table.
+struct OpDef {
+  std::string_view type;
+  std::span<const char* const> inputs;   // names, in op-by-name order
+  std::span<const char* const> outputs;  // names, in op-by-name order
+  std::span<const AttrSpec> attrs;
+  Handler handler;
+};
+
+// The operator table (aclop_ops.cc): one row per op type.
+std::span<const OpDef> op_table() noexcept;
+
+// What a handler sees: views of the inputs and outputs and the resolved attributes (defaults
+// filled in; names and types already checked against the operator's AttrSpec list).
+class OpCall {
+ public:
+  OpCall(const OpDef& def, std::span<aclTensorDesc* const> input_desc,
+         std::span<aclDataBuffer* const> inputs, std::span<aclTensorDesc* const> output_desc,
+         std::span<aclDataBuffer* const> outputs, std::map<std::string_view, AttrValue> attrs);
+
+  TensorView in(int i) const;
+  TensorView out(int i) const;
+  bool attr_bool(std::string_view name) const;
+  int64_t attr_int(std::string_view name) const;
+  float attr_float(std::string_view name) const;
+
+  // Runs the operator's own validation (its status codes win), then checks that every data
+  // buffer holds what its descriptor needs, then runs the operator.
+  template <class Tensors, class Params>
+  Status execute(const Tensors& t, const Params& p,
+                 Status (*validate)(const Tensors&, const Params&),
+                 Status (*run)(const Tensors&, const Params&)) const {
+    if (Status s = validate(t, p); !s.ok()) return s;
+    if (Status s = check_buffer_sizes(); !s.ok()) return s;
+    return run(t, p);
+  }
+
+ private:
+  Status check_buffer_sizes() const;
+  const AttrValue& attr(std::string_view name, AttrType type) const;
+
+  const OpDef& def_;
+  std::span<aclTensorDesc*const> input_desc_, output_desc_;
+  std::span<aclDataBuffer*const> inputs_, outputs_;
+  std::map<std::string_view, AttrValue> attrs_;
+};
+
+}  // namespace mantissa::compat::aclop
