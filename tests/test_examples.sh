@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Runs the built sample programs and checks what they print.
+set -euo pipefail
+
+bin_dir="${MANTISSA_BINARY_DIR:?MANTISSA_BINARY_DIR must name the build directory}/examples"
+status=0
+
+fail() {
+  echo "FAIL: $*" >&2
+  status=1
+}
+
+# The AmpUpdateScale sample (the seed's program, unchanged): scale 65536, tracker 900, no inf,
+# interval 1000 -> the scale is kept and the tracker counts to 901.
+amp="$bin_dir/test_aclnn_amp_update_scale"
+if [[ ! -x "$amp" ]]; then
+  fail "$amp is not built"
+else
+  out="$("$amp")" || fail "test_aclnn_amp_update_scale exited with $?"
+  echo "$out"
+  line="$(grep -F 'aclnnAmpUpdateScale result:' <<<"$out" || true)"
+  [[ "$line" == *"updatedScale 65536.000000"* ]] || fail "no 'updatedScale 65536.000000' in: $line"
+  [[ "$line" == *"updatedGrowthTracker 901"* ]] || fail "no 'updatedGrowthTracker 901' in: $line"
+fi
+
+# The in-place ApplyAdamD sample. The expected values were computed independently with numpy
+# float32 in the operator's normative grouping (every operation rounded once, no FMA); the
+# library promises the same bits on every SIMD target and thread count.
+adam="$bin_dir/aclnn_apply_adam_d_inplace"
+if [[ ! -x "$adam" ]]; then
+  fail "$adam is not built"
+else
+  out="$("$adam")" || fail "aclnn_apply_adam_d_inplace exited with $?"
+  echo "$out"
+  expected=(
+    "var: 0.499622047 -0.249854729 0.999981761 -1.50022101 0.75009191 -3.87416621e-05 -0.50000596 2.0001452"
+    "m: 0.120000005 -0.0650000051 0.0100000026 0.139999986 -0.0649999976 0.0299999956 0.00500000129 -0.129999995"
+    "v: 0.0100799985 0.0200199988 0.0299800001 0.0401199982 0.0500124991 0.0599624999 0.069932498 0.0801699981"
+  )
+  for want in "${expected[@]}"; do
+    grep -qxF "$want" <<<"$out" || fail "aclnn_apply_adam_d_inplace did not print: $want"
+  done
+  grep -q "workspace 0 bytes" <<<"$out" || fail "contiguous in-place call should need no workspace"
+fi
+
+# Every simd target must print the same lines (bit-exact promise), so force the lowest ones too.
+targets=(EMU128)
+[[ "$(uname -m)" == x86_64 ]] && targets+=(SSE4)
+for target in "${targets[@]}"; do
+  if [[ -x "$adam" ]]; then
+    forced="$(MANTISSA_SIMD_TARGET=$target MANTISSA_NUM_THREADS=1 "$adam")" ||
+      fail "aclnn_apply_adam_d_inplace exited with $? under MANTISSA_SIMD_TARGET=$target"
+    [[ "$(grep -v workspace <<<"$forced")" == "$(grep -v workspace <<<"$out")" ]] ||
+      fail "output differs under MANTISSA_SIMD_TARGET=$target"
+  fi
+done
+
+exit $status
