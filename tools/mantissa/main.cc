@@ -4,7 +4,11 @@
 
 #include <cstdio>
 
+#include "mantissa/bench_command.h"
 #include "mantissa/mantissa.h"
+#if MANTISSA_HAVE_PRECISION_KIT
+#include "mantissa/commands.h"
+#endif
 
 namespace {
 
@@ -27,7 +31,15 @@ int main(int argc, char** argv) {
   CLI::App app{"mantissa: bit-exact mixed-precision training operators for CPUs"};
   app.require_subcommand(1);
   auto* info = app.add_subcommand("info", "CPU features, SIMD targets, the chosen target, threads");
+  auto bench = mantissa::tool::add_bench_command(app);
+#if MANTISSA_HAVE_PRECISION_KIT
+  auto check = mantissa::tool::add_check_command(app);
+#endif
   CLI11_PARSE(app, argc, argv);
+#if MANTISSA_HAVE_PRECISION_KIT
+  if (const int rc = check(); rc >= 0) return rc;
+#endif
   if (info->parsed()) return run_info();
+  if (const int rc = bench(); rc >= 0) return rc;
   return 0;
 }

@@ -1,0 +1,248 @@
+// Benchmark cases: buffers, realistic values, one operator call per run(); and the probe.
+#include "mantissa/bench_cases.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "acl/acl.h"
+#include "aclnnop/aclnn_amp_update_scale.h"
+#include "mantissa/mantissa.h"
+
+namespace mantissa::bench {
+
+void probe_range(int rmw_streams, int ro_streams, float* const* rmw, const float* const* ro,
+                 int64_t begin, int64_t end);
+
+namespace {
+
+// 64-byte aligned, first-touched buffer of n elements of `dtype`, filled from a cheap LCG
+// around `center` with spread `spread`.
+struct Buffer {
+  void* data = nullptr;
+  Buffer(DType dtype, int64_t n, float center, float spread) {
+    const std::size_t bytes = std::max<std::size_t>(64, dtype_size(dtype) * n);
+    data = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    uint32_t state = 12345u + static_cast<uint32_t>(n);
+    for (int64_t i = 0; i < n; ++i) {
+      state = state * 1664525u + 1013904223u;
+      const float u = static_cast<float>(state >> 8) * (1.0f / 16777216.0f) - 0.5f;
+      store_from_float(dtype, data, i, center + spread * u);
+    }
+  }
+  ~Buffer() { std::free(data); }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+};
+
+TensorView view(const Buffer& b, DType dtype, int64_t n) { return TensorView(b.data, dtype, {n}); }
+TensorView scalar(const Buffer& b, DType dtype) { return TensorView(b.data, dtype, {1}); }
+
+class SgdCall final : public PreparedCall {
+ public:
+  SgdCall(DType dtype, int64_t n, const std::string& variant)
+      : p_(dtype, n, 0.0f, 2.0f), g_(dtype, n, 0.0f, 0.02f), a_(dtype, n, 0.0f, 0.01f),
+        s_(dtype, n, 0.0f, 0.0f), lr_(dtype, 1, 0.01f, 0.0f),
+        m_(dtype, 1, variant == "no-momentum" ? 0.0f : 0.9f, 0.0f) {
+    t_ = {view(p_, dtype, n), view(g_, dtype, n), scalar(lr_, dtype), view(a_, dtype, n),
+          scalar(m_, dtype), view(s_, dtype, n), std::nullopt};
+    if (variant == "momentum+dampening+wd") params_ = {0.1f, 1e-4f, false};
+    if (variant == "nesterov+wd") params_ = {0.0f, 1e-4f, true};
+  }
+  void run() override { (void)sgd(t_, params_); }
+
+ private:
+  Buffer p_, g_, a_, s_, lr_, m_;
+  SgdTensors t_;
+  SgdParams params_;
+};
+
+class AdamCall final : public PreparedCall {
+ public:
+  AdamCall(DType dtype, int64_t n, bool nesterov)
+      : var_(dtype, n, 0.0f, 2.0f), m_(dtype, n, 0.0f, 0.1f), v_(dtype, n, 0.75f, 0.1f),
+        g_(dtype, n, 0.0f, 0.4f), b1p_(dtype, 1, 0.9f, 0.0f), b2p_(dtype, 1, 0.999f, 0.0f),
+        lr_(dtype, 1, 0.001f, 0.0f), b1_(dtype, 1, 0.9f, 0.0f), b2_(dtype, 1, 0.999f, 0.0f),
+        eps_(dtype, 1, 1e-7f, 0.0f) {
+    t_.var = view(var_, dtype, n);
+    t_.m = view(m_, dtype, n);
+    t_.v = view(v_, dtype, n);
+    t_.grad = view(g_, dtype, n);
+    t_.beta1_power = scalar(b1p_, dtype);
+    t_.beta2_power = scalar(b2p_, dtype);
+    t_.lr = scalar(lr_, dtype);
+    t_.beta1 = scalar(b1_, dtype);
+    t_.beta2 = scalar(b2_, dtype);
+    t_.epsilon = scalar(eps_, dtype);
+    params_.use_nesterov = nesterov;
+  }
+  void run() override { (void)apply_adam_d(t_, params_); }
+
+ private:
+  Buffer var_, m_, v_, g_, b1p_, b2p_, lr_, b1_, b2_, eps_;
+  ApplyAdamDTensors t_;
+  ApplyAdamDParams params_;
+};
+
+class AmpCppCall final : public PreparedCall {
+ public:
+  void run() override {
+    const AmpUpdateScaleTensors t{TensorView(&scale_, DType::kFloat32, {1}),
+                                  TensorView(&tracker_, DType::kInt32, {1}),
+                                  TensorView(&found_, DType::kFloat32, {1}),
+                                  TensorView(&scale_, DType::kFloat32, {1}),
+                                  TensorView(&tracker_, DType::kInt32, {1})};
+    (void)amp_update_scale(t, {2.0, 0.5, 1 << 30});
+  }
+
+ private:
+  float scale_ = 65536.0f, found_ = 0.0f;
+  int32_t tracker_ = 0;
+};
+
+class AmpAclnnCall final : public PreparedCall {
+ public:
+  AmpAclnnCall() {
+    const int64_t dims[] = {1}, strides[] = {1};
+    scale_t_ = aclCreateTensor(dims, 1, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, dims, 1, &scale_);
+    tracker_t_ = aclCreateTensor(dims, 1, ACL_INT32, strides, 0, ACL_FORMAT_ND, dims, 1, &tracker_);
+    found_t_ = aclCreateTensor(dims, 1, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, dims, 1, &found_);
+  }
+  ~AmpAclnnCall() override {
+    aclDestroyTensor(scale_t_);
+    aclDestroyTensor(tracker_t_);
+    aclDestroyTensor(found_t_);
+  }
+  void run() override {
+    uint64_t workspace_size = 0;
+    aclOpExecutor* executor = nullptr;
+    if (aclnnAmpUpdateScaleGetWorkspaceSize(scale_t_, tracker_t_, found_t_, 2.0, 0.5, 1 << 30,
+                                            scale_t_, tracker_t_, &workspace_size,
+                                            &executor) == ACLNN_SUCCESS) {
+      (void)aclnnAmpUpdateScale(nullptr, 0, executor, nullptr);
+    }
+  }
+
+ private:
+  float scale_ = 65536.0f, found_ = 0.0f;
+  int32_t tracker_ = 0;
+  aclTensor *scale_t_ = nullptr, *tracker_t_ = nullptr, *found_t_ = nullptr;
+};
+
+}  // namespace
+
+std::vector<OpCase> elementwise_cases() {
+  std::vector<OpCase> cases;
+  for (DType dtype : {DType::kFloat32, DType::kBFloat16, DType::kFloat16}) {
+    // SGD streams: momentum != 0 writes p, accum, stat (stat written without being read: read
+    // for ownership) and reads g; dampening also reads stat (same streams). momentum == 0 writes
+    // p only and reads g and accum (accum*0 may be NaN, so it is read).
+    cases.push_back({"SGD", dtype, "momentum", {3, 1}});
+    cases.push_back({"SGD", dtype, "momentum+dampening+wd", {3, 1}});
+    cases.push_back({"SGD", dtype, "nesterov+wd", {3, 1}});
+    cases.push_back({"SGD", dtype, "no-momentum", {1, 2}});
+    cases.push_back({"ApplyAdamD", dtype, "default", {3, 1}});
+    cases.push_back({"ApplyAdamD", dtype, "nesterov", {3, 1}});
+  }
+  return cases;
+}
+
+std::unique_ptr<PreparedCall> prepare(const OpCase& c, int64_t n) {
+  if (c.op == "SGD") return std::make_unique<SgdCall>(c.dtype, n, c.variant);
+  return std::make_unique<AdamCall>(c.dtype, n, c.variant == "nesterov");
+}
+
+std::unique_ptr<PreparedCall> prepare_amp_update_scale_cpp() {
+  return std::make_unique<AmpCppCall>();
+}
+std::unique_ptr<PreparedCall> prepare_amp_update_scale_aclnn() {
+  return std::make_unique<AmpAclnnCall>();
+}
+
+int64_t out_of_cache_elements(int64_t bytes_per_element) {
+  int64_t n = int64_t{64} << 20;
+  while (n * bytes_per_element < (int64_t{1} << 30)) n *= 2;
+  return n;
+}
+
+// ---- Probe: persistent worker threads, each owning a fixed contiguous part of the range.
+struct Probe::Impl {
+  Traffic traffic;
+  int64_t n;
+  std::vector<float*> rmw;
+  std::vector<const float*> ro;
+  std::vector<std::thread> workers;
+  std::atomic<uint64_t> generation{0};
+  std::atomic<int> pending{0};
+  std::atomic<bool> stop{false};
+  int active_threads = 1;
+
+  void part(int index, int parts) {
+    const int64_t begin = n * index / parts, end = n * (index + 1) / parts;
+    probe_range(traffic.rmw_streams, traffic.ro_streams, rmw.data(), ro.data(), begin, end);
+  }
+  void ensure_workers(int count) {
+    while (static_cast<int>(workers.size()) < count) {
+      const int index = static_cast<int>(workers.size()) + 1;
+      workers.emplace_back([this, index] {
+        uint64_t seen = 0;
+        for (;;) {
+          uint64_t g;
+          while ((g = generation.load(std::memory_order_acquire)) == seen) {
+            if (stop.load(std::memory_order_relaxed)) return;
+            std::this_thread::yield();
+          }
+          seen = g;
+          if (index < active_threads) part(index, active_threads);
+          pending.fetch_sub(1, std::memory_order_acq_rel);
+        }
+      });
+    }
+  }
+};
+
+Probe::Probe(Traffic traffic, int64_t bytes_per_stream) : impl_(std::make_unique<Impl>()) {
+  impl_->traffic = traffic;
+  impl_->n = bytes_per_stream / 4;
+  const std::size_t bytes = static_cast<std::size_t>(impl_->n) * 4 + 64;
+  for (int k = 0; k < traffic.rmw_streams; ++k) {
+    auto* p = static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+    std::fill_n(p, impl_->n, 1.0f);
+    impl_->rmw.push_back(p);
+  }
+  for (int k = 0; k < traffic.ro_streams; ++k) {
+    auto* p = static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+    std::fill_n(p, impl_->n, 0.001f);
+    impl_->ro.push_back(p);
+  }
+}
+
+Probe::~Probe() {
+  impl_->stop = true;
+  for (auto& t : impl_->workers) t.join();
+  for (float* p : impl_->rmw) std::free(p);
+  for (const float* p : impl_->ro) std::free(const_cast<float*>(p));
+}
+
+void Probe::run(int threads) {
+  Impl& s = *impl_;
+  threads = std::max(1, threads);
+  if (threads == 1) {
+    s.part(0, 1);
+    return;
+  }
+  s.ensure_workers(threads - 1);
+  s.active_threads = threads;
+  s.pending.store(static_cast<int>(s.workers.size()), std::memory_order_relaxed);
+  s.generation.fetch_add(1, std::memory_order_acq_rel);
+  s.part(0, threads);
+  while (s.pending.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+}
+
+int64_t Probe::bytes_per_pass() const {
+  return impl_->n * 4 * (2 * impl_->traffic.rmw_streams + impl_->traffic.ro_streams);
+}
+
+}  // namespace mantissa::bench

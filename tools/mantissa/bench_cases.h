@@ -1,0 +1,68 @@
+// Benchmark cases shared by `mantissa bench` and the Google Benchmark harness in bench/: each
+// case owns its buffers and runs one operator call; it knows the bytes per element it moves.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mantissa/dtype.h"
+
+namespace mantissa::bench {
+
+// Memory streams an operator variant touches per element. A read-modify-write stream is read and
+// written; a write-only stream costs a read too (the cache line is fetched before it is written),
+// so it counts as read-modify-write.
+struct Traffic {
+  int rmw_streams = 0;  // read and written (or written only: read for ownership)
+  int ro_streams = 0;   // read only
+  int64_t bytes_per_element(std::size_t element_size) const {
+    return static_cast<int64_t>(element_size) * (2 * rmw_streams + ro_streams);
+  }
+};
+
+struct OpCase {
+  std::string op;       // "SGD", "ApplyAdamD"
+  DType dtype;
+  std::string variant;  // "momentum", "momentum+dampening+wd", "nesterov+wd", "no-momentum", ...
+  Traffic traffic;
+};
+
+// Every element-wise case: SGD and ApplyAdamD x fp32/fp16/bf16 x variants.
+std::vector<OpCase> elementwise_cases();
+
+// A prepared call: buffers of n elements filled with realistic values; run() performs one step.
+class PreparedCall {
+ public:
+  virtual ~PreparedCall() = default;
+  virtual void run() = 0;
+};
+std::unique_ptr<PreparedCall> prepare(const OpCase& c, int64_t n);
+
+// Per-call overhead cases on tiny inputs.
+std::unique_ptr<PreparedCall> prepare_amp_update_scale_cpp();
+std::unique_ptr<PreparedCall> prepare_amp_update_scale_aclnn();  // both aclnn phases per run()
+
+// The bandwidth probe: the access pattern of an operator without its arithmetic. Each of the
+// `rmw` streams does x_k[i] = x_k[i]*a + y[i] (y the sum of the read-only streams), over fp32
+// arrays of `bytes_per_stream` bytes each, split into `threads` contiguous parts.
+class Probe {
+ public:
+  Probe(Traffic traffic, int64_t bytes_per_stream);
+  ~Probe();
+  Probe(const Probe&) = delete;
+  Probe& operator=(const Probe&) = delete;
+  void run(int threads);
+  int64_t bytes_per_pass() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Smallest element count >= 64M whose pass moves at least 1 GB for this case.
+int64_t out_of_cache_elements(int64_t bytes_per_element);
+
+}  // namespace mantissa::bench

@@ -1,0 +1,140 @@
+// `mantissa bench`: times every element-wise operator variant and the bandwidth probe with the
+// same access pattern, at sizes in cache and far out of it, and the per-call overhead of tiny
+// calls. Prints a table; --json writes the records for scripts/bench_side_by_side.py.
+#include "mantissa/bench_command.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "mantissa/bench_cases.h"
+#include "mantissa/mantissa.h"
+
+namespace mantissa::tool {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  std::vector<int> threads{1, 2};
+  std::vector<int64_t> sizes{4096, 65536, 1 << 20, 16 << 20, 0};  // 0: out of cache (>= 1 GB)
+  std::string op_filter, dtype_filter, json_path;
+  double min_seconds = 0.3;
+};
+
+// Median seconds per call of fn over enough repetitions to fill min_seconds (at least 3).
+template <class F>
+double time_per_call(F&& fn, double min_seconds) {
+  fn();  // warm-up: first touch, thread start-up
+  std::vector<double> samples;
+  double total = 0.0;
+  int64_t batch = 1;
+  while (samples.size() < 3 || total < min_seconds) {
+    const auto t0 = Clock::now();
+    for (int64_t i = 0; i < batch; ++i) fn();
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    samples.push_back(s / static_cast<double>(batch));
+    total += s;
+    if (s < 1e-3) batch *= 4;  // tiny calls: time batches, not single calls
+    if (samples.size() >= 200) break;
+  }
+  std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
+  return samples[samples.size() / 2];
+}
+
+int run(const Options& o) {
+  nlohmann::json records = nlohmann::json::array();
+  fmt::print("{}, SIMD target {}, hardware threads {}\n", version(), simd_target(),
+             num_threads());
+  fmt::print("{:<11} {:<5} {:<22} {:>10} {:>3} {:>10} {:>8} {:>9} {:>10} {:>7}\n", "op", "dtype",
+             "variant", "elements", "thr", "time", "GB/s", "Gelem/s", "probe GB/s", "%probe");
+  std::map<std::pair<std::string, int>, double> probe_cache;  // (traffic@bytes, threads) -> GB/s
+  for (const bench::OpCase& c : bench::elementwise_cases()) {
+    if (!o.op_filter.empty() && c.op != o.op_filter) continue;
+    if (!o.dtype_filter.empty() && dtype_short_name(c.dtype) != o.dtype_filter) continue;
+    const int64_t bpe = c.traffic.bytes_per_element(dtype_size(c.dtype));
+    for (int64_t size : o.sizes) {
+      const int64_t n = size > 0 ? size : bench::out_of_cache_elements(bpe);
+      auto call = bench::prepare(c, n);
+      for (int threads : o.threads) {
+        if (!set_num_threads(threads).ok()) continue;
+        const double seconds = time_per_call([&] { call->run(); }, o.min_seconds);
+        const int64_t stream_bytes = n * static_cast<int64_t>(dtype_size(c.dtype));
+        const std::string key = fmt::format("{}/{}/{}", c.traffic.rmw_streams,
+                                            c.traffic.ro_streams, stream_bytes);
+        double& probe_gbps = probe_cache[{key, threads}];
+        if (probe_gbps == 0.0) {
+          bench::Probe probe(c.traffic, stream_bytes);
+          const double ps = time_per_call([&] { probe.run(threads); }, o.min_seconds);
+          probe_gbps = static_cast<double>(probe.bytes_per_pass()) / ps / 1e9;
+        }
+        const double gbps = static_cast<double>(n * bpe) / seconds / 1e9;
+        const double ratio = gbps / probe_gbps;
+        fmt::print("{:<11} {:<5} {:<22} {:>10} {:>3} {:>8.3f}ms {:>8.2f} {:>9.3f} {:>10.2f} {:>6.0f}%\n",
+                   c.op, dtype_short_name(c.dtype), c.variant, n, threads, seconds * 1e3, gbps,
+                   static_cast<double>(n) / seconds / 1e9, probe_gbps, ratio * 100.0);
+        std::fflush(stdout);
+        records.push_back({{"op", c.op}, {"dtype", dtype_short_name(c.dtype)},
+                           {"variant", c.variant}, {"elements", n}, {"threads", threads},
+                           {"seconds", seconds}, {"bytes_per_element", bpe},
+                           {"gbps", gbps}, {"probe_gbps", probe_gbps}});
+      }
+    }
+  }
+  (void)set_num_threads(0);
+
+  fmt::print("\nper-call overhead (median):\n");
+  auto overhead = [&](const char* name, bench::PreparedCall& call) {
+    const double seconds = time_per_call([&] { call.run(); }, o.min_seconds);
+    fmt::print("  {:<44} {:>9.1f} ns\n", name, seconds * 1e9);
+    records.push_back({{"op", name}, {"elements", 1}, {"threads", 1}, {"seconds", seconds}});
+  };
+  (void)set_num_threads(1);
+  auto amp_cpp = bench::prepare_amp_update_scale_cpp();
+  overhead("AmpUpdateScale, 1 element, C++ API", *amp_cpp);
+  auto amp_aclnn = bench::prepare_amp_update_scale_aclnn();
+  overhead("AmpUpdateScale, 1 element, both aclnn phases", *amp_aclnn);
+  auto sgd_1k = bench::prepare({"SGD", DType::kFloat32, "momentum", {3, 1}}, 1024);
+  overhead("SGD fp32 momentum, 1K elements", *sgd_1k);
+  auto adam_1k = bench::prepare({"ApplyAdamD", DType::kFloat32, "default", {3, 1}}, 1024);
+  overhead("ApplyAdamD fp32, 1K elements", *adam_1k);
+  (void)set_num_threads(0);
+
+  if (!o.json_path.empty()) {
+    std::ofstream out(o.json_path);
+    out << nlohmann::json{{"version", version()}, {"simd_target", simd_target()},
+                          {"records", records}}
+               .dump(1)
+        << "\n";
+    if (!out) {
+      fmt::print(stderr, "mantissa bench: cannot write {}\n", o.json_path);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::function<int()> add_bench_command(CLI::App& app) {
+  auto options = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(
+      "bench", "Time every operator variant and a bandwidth probe with the same access pattern");
+  cmd->add_option("--threads", options->threads, "Thread counts to run")->delimiter(',');
+  cmd->add_option("--sizes", options->sizes,
+                  "Element counts; 0 means out of cache (at least 1 GB moved per call)")
+      ->delimiter(',');
+  cmd->add_option("--op", options->op_filter, "Only this operator (SGD, ApplyAdamD)");
+  cmd->add_option("--dtype", options->dtype_filter, "Only this dtype (fp32, fp16, bf16)");
+  cmd->add_option("--min-seconds", options->min_seconds, "Minimum timed seconds per measurement");
+  cmd->add_option("--json", options->json_path, "Write the records as JSON");
+  return [cmd, options] { return cmd->parsed() ? run(*options) : -1; };
+}
+
+}  // namespace mantissa::tool
