@@ -25,24 +25,12 @@ using mantissa::StatusCode;
 using mantissa::TensorView;
 
 constexpr DType kDtypes[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
-constexpr int kThreads[] = {1, 2, 3, 7};
 
 std::string label(DType d, bool nesterov) {
   return std::string(mantissa::dtype_name(d)) + (nesterov ? " nesterov" : " plain");
 }
 
-// Copies elements [begin, begin + n) of `big` into a problem of shape [n].
-Problem slice(const Problem& big, size_t begin, size_t n) {
-  Problem p = big;
-  p.shape = {static_cast<int64_t>(n)};
-  const size_t es = Buffer::elem_size(big.dtype);
-  for (Buffer* b : {&p.var, &p.m, &p.v, &p.grad}) {
-    b->bytes.erase(b->bytes.begin() + static_cast<std::ptrdiff_t>((begin + n) * es),
-                   b->bytes.end());
-    b->bytes.erase(b->bytes.begin(), b->bytes.begin() + static_cast<std::ptrdiff_t>(begin * es));
-  }
-  return p;
-}
+constexpr size_t kGrain = 32768;  // the kernel's parallel grain
 
 // Two scalar sets: the upstream case values and a late step with a small epsilon.
 const Scalars kScalarSets[] = {
@@ -88,63 +76,26 @@ TEST(ApplyAdamD, WorkedExampleFromDocs) {
 // place and with separate outputs.
 
 TEST(ApplyAdamD, BitExactOnEveryTargetThreadCountAndSize) {
-  adam_test::RuntimeReset reset;
-  // Sizes around the vector widths (up to 16 fp32 lanes: 1..3x lanes and odd sizes), across
-  // the parallel grain, and in the millions.
-  std::vector<size_t> small;
-  for (size_t n = 1; n <= 49; ++n) small.push_back(n);
-  for (size_t n : {63u, 64u, 65u, 127u, 129u, 255u, 1001u}) small.push_back(n);
-  const size_t kGrain = 32768;
-  const size_t large[] = {3 * kGrain + 5, (size_t{1} << 20) + 7};
-  const auto targets = mantissa::available_simd_targets();
-  ASSERT_FALSE(targets.empty());
-
-  for (DType dtype : kDtypes) {
-    for (size_t set = 0; set < std::size(kScalarSets); ++set) {
-      Problem big(dtype, {static_cast<int64_t>(large[1])}, kScalarSets[set]);
-      adam_test::fill_core(big, 1000 + static_cast<uint64_t>(dtype) * 10 + set);
-      for (bool nesterov : {false, true}) {
-        const Outputs big_golden = adam_test::golden32(big, nesterov);
-        std::vector<std::pair<Problem, Outputs>> cases;
-        for (size_t n : small) {
-          Problem s = slice(big, 3 * n, n);  // a different slice each size
-          Outputs g = adam_test::golden32(s, nesterov);
-          cases.emplace_back(std::move(s), std::move(g));
-        }
-        Problem mid = slice(big, 0, large[0]);
-        cases.emplace_back(mid, adam_test::golden32(mid, nesterov));
-        for (const std::string& target : targets) {
-          ASSERT_TRUE(mantissa::set_simd_target(target).ok());
-          for (int threads : kThreads) {
-            ASSERT_TRUE(mantissa::set_num_threads(threads).ok());
-            const std::string where = label(dtype, nesterov) + " scalars " + std::to_string(set) +
-                                      " " + target + " threads " + std::to_string(threads);
-            for (auto& [prob, golden] : cases) {
-              const std::string at = where + " n " + std::to_string(prob.size());
-              ASSERT_EQ(adam_test::compare_bits(adam_test::run_separate(prob, nesterov), golden),
-                        "")
-                  << at << " (separate outputs)";
-              ASSERT_EQ(adam_test::compare_bits(adam_test::run_in_place(prob, nesterov), golden),
-                        "")
-                  << at << " (in place)";
-            }
-            // The million-element problem: separate outputs for every thread count, in place
-            // for two of them (in place and separate are also compared on every size above).
-            ASSERT_EQ(adam_test::compare_bits(adam_test::run_separate(big, nesterov), big_golden),
-                      "")
-                << where << " n " << big.size();
-            if (threads == 1 || threads == 7) {
-              ASSERT_EQ(adam_test::compare_bits(adam_test::run_in_place(big, nesterov), big_golden),
-                        "")
-                  << where << " n " << big.size() << " (in place)";
-            }
-          }
-        }
-        (void)mantissa::set_simd_target("");
-        (void)mantissa::set_num_threads(0);
-      }
-    }
-  }
+  // Sizes around the vector widths (up to 16 fp32 lanes: 1..3x lanes and odd sizes) and across
+  // the parallel grain (three full chunks and a tail) ...
+  std::vector<size_t> sizes;
+  for (size_t n = 1; n <= 49; ++n) sizes.push_back(n);
+  for (size_t n : {63u, 64u, 65u, 127u, 129u, 255u, 1001u}) sizes.push_back(n);
+  sizes.push_back(3 * kGrain + 5);
+  adam_test::SweepPlan plan;
+  plan.sizes = sizes;
+  plan.threads = {1, 2, 3, 7};
+  plan.scalars = kScalarSets[0];
+  // ... and in the millions (separate outputs on every thread count, in place on one).
+  plan.big = (size_t{1} << 20) + 7;
+  plan.big_in_place_threads = {7};
+  plan.seed = 1000;
+  adam_test::run_sweep(plan);
+  // A late step with a small epsilon, on the small sizes.
+  plan.scalars = kScalarSets[1];
+  plan.big = 0;
+  plan.seed = 2000;
+  adam_test::run_sweep(plan);
 }
 
 // ---------------------------------------------------------------------------------------------

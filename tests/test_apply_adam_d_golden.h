@@ -402,4 +402,73 @@ struct RuntimeReset {
   }
 };
 
+// Copies elements [begin, begin + n) of `pool` into a problem of shape [n].
+inline Problem slice(const Problem& pool, size_t begin, size_t n) {
+  Problem p = pool;
+  p.shape = {static_cast<int64_t>(n)};
+  const size_t es = Buffer::elem_size(pool.dtype);
+  for (Buffer* b : {&p.var, &p.m, &p.v, &p.grad}) {
+    b->bytes.erase(b->bytes.begin() + static_cast<std::ptrdiff_t>((begin + n) * es),
+                   b->bytes.end());
+    b->bytes.erase(b->bytes.begin(), b->bytes.begin() + static_cast<std::ptrdiff_t>(begin * es));
+  }
+  return p;
+}
+
+// A bit-exactness sweep against golden32 over every dtype x use_nesterov x available SIMD
+// target x thread count.
+struct SweepPlan {
+  std::vector<size_t> sizes;  // each run separate and in place
+  std::vector<int> threads;
+  Scalars scalars;
+  size_t big = 0;                         // 0: none; else run separate on every thread count
+  std::vector<int> big_in_place_threads;  // thread counts that also run `big` in place
+  uint64_t seed = 1;
+};
+
+inline void run_sweep(const SweepPlan& plan) {
+  RuntimeReset reset;
+  const auto targets = mantissa::available_simd_targets();
+  ASSERT_FALSE(targets.empty());
+  size_t pool_size = plan.big;
+  for (size_t n : plan.sizes) pool_size = std::max(pool_size, 4 * n);
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    Problem pool(dtype, {static_cast<int64_t>(pool_size)}, plan.scalars);
+    fill_core(pool, plan.seed + static_cast<uint64_t>(dtype));
+    std::vector<Problem> problems;
+    for (size_t n : plan.sizes) problems.push_back(slice(pool, 3 * n, n));  // a slice per size
+    Problem big;
+    if (plan.big) big = slice(pool, 0, plan.big);
+    for (bool nesterov : {false, true}) {
+      std::vector<Outputs> goldens;
+      for (const Problem& p : problems) goldens.push_back(golden32(p, nesterov));
+      const Outputs big_golden = plan.big ? golden32(big, nesterov) : Outputs{};
+      for (const std::string& target : targets) {
+        ASSERT_TRUE(mantissa::set_simd_target(target).ok());
+        for (int threads : plan.threads) {
+          ASSERT_TRUE(mantissa::set_num_threads(threads).ok());
+          const std::string where = std::string(mantissa::dtype_name(dtype)) +
+                                    (nesterov ? " nesterov " : " plain ") + target + " threads " +
+                                    std::to_string(threads) + " n ";
+          for (size_t k = 0; k < problems.size(); ++k) {
+            const std::string at = where + std::to_string(problems[k].size());
+            ASSERT_EQ(compare_bits(run_separate(problems[k], nesterov), goldens[k]), "")
+                << at << " (separate outputs)";
+            ASSERT_EQ(compare_bits(run_in_place(problems[k], nesterov), goldens[k]), "")
+                << at << " (in place)";
+          }
+          if (!plan.big) continue;
+          ASSERT_EQ(compare_bits(run_separate(big, nesterov), big_golden), "")
+              << where << big.size() << " (separate outputs)";
+          if (std::find(plan.big_in_place_threads.begin(), plan.big_in_place_threads.end(),
+                        threads) != plan.big_in_place_threads.end()) {
+            ASSERT_EQ(compare_bits(run_in_place(big, nesterov), big_golden), "")
+                << where << big.size() << " (in place)";
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace adam_test
