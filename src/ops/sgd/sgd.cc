@@ -36,6 +36,16 @@ HWY_INLINE void StoreZero(D d, typename Format::Storage* HWY_RESTRICT p) {
   }
 }
 
+// Every NaN result becomes the positive quiet NaN 0x7FC00000 (fp16 0x7E00, bf16 0x7FC0 after
+// narrowing). Which operand's payload an IEEE operation propagates is left to the hardware, and
+// the compiler may swap the operands of a commutative operation differently per target; one NaN
+// encoding keeps the output bits the same on every target and CPU.
+template <class D>
+HWY_INLINE hn::Vec<D> CanonicalNaN(D d, hn::Vec<D> v) {
+  const hn::RebindToSigned<D> di;
+  return hn::IfThenElse(hn::IsNaN(v), hn::BitCast(d, hn::Set(di, 0x7FC00000)), v);
+}
+
 // One variant of the update. Each flag removes work at compile time:
 //   kWeightDecay  wd != 0: grad = g + p*wd (else grad = g; p*0 would turn inf into NaN)
 //   kDampening    d != 0: reads s, subtracts (grad*(1 - s))*d
@@ -75,9 +85,9 @@ void SgdVariant(const detail::SgdKernelArgs& args) {
       } else {
         step = hn::Mul(accum_t, vlr);
       }
-      StoreF32<Format>(d, hn::Sub(p, step), p_out + i);
+      StoreF32<Format>(d, CanonicalNaN(d, hn::Sub(p, step)), p_out + i);
       if constexpr (kWriteState) {
-        StoreF32<Format>(d, accum_t, accum + i);
+        StoreF32<Format>(d, CanonicalNaN(d, accum_t), accum + i);
         StoreZero<Format>(d, stat + i);
       }
     });
@@ -190,9 +200,10 @@ Status sgd_validate(const SgdTensors& t, const SgdParams& p) {
 
   // 6. Aliasing. The buffers written are accum, stat and the new parameters (parameters itself
   // when in place). Each shares no byte with any other argument; the one sharing allowed is
-  // parameters_out being the very same view as parameters. Read-only tensors (gradient, the
+  // parameters_out starting at parameters' data: with the dtype, shape and contiguity checked
+  // above, that is the very same buffer (the in-place form). Read-only tensors (gradient, the
   // scalars, and parameters when parameters_out is separate) may overlap each other.
-  const bool in_place = !has_out || same_view(out_view, t.parameters);
+  const bool in_place = !has_out || out_view.data == t.parameters.data;
   const Arg new_params = in_place ? params : out;
   const Arg written[] = {new_params, accum, stat};
   const Arg all[] = {params, grad, lr, accum, momentum, stat, out};
