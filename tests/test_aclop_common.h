@@ -33,7 +33,8 @@ struct Arg {
   aclDataType dtype = ACL_FLOAT;
   std::vector<int64_t> dims;
   aclFormat format = ACL_FORMAT_ND;
-  int alias_input = -1;               // outputs: use input k's memory and buffer size
+  int alias_input = -1;  // use input k's memory (from alias_offset bytes on)
+  size_t alias_offset = 0;
   std::optional<size_t> buffer_size;  // bytes reported by the data buffer (default: all of mem)
   bool null_data = false;             // the data buffer holds a null address
   std::vector<uint8_t> mem;
@@ -128,12 +129,12 @@ class Call {
 
   void* data_of(const Arg& a) {
     if (a.null_data) return nullptr;
-    if (a.alias_input >= 0) return ins_.at(a.alias_input).mem.data();
+    if (a.alias_input >= 0) return ins_.at(a.alias_input).mem.data() + a.alias_offset;
     return const_cast<uint8_t*>(a.mem.data());
   }
   size_t size_of(const Arg& a) {
     if (a.buffer_size) return *a.buffer_size;
-    if (a.alias_input >= 0) return ins_.at(a.alias_input).mem.size();
+    if (a.alias_input >= 0) return ins_.at(a.alias_input).mem.size() - a.alias_offset;
     return a.mem.size();
   }
 

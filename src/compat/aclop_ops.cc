@@ -6,6 +6,7 @@
 #include "compat/aclop_internal.h"
 #include "mantissa/ops/amp_update_scale.h"
 #include "mantissa/ops/apply_adam_d.h"
+#include "mantissa/ops/sgd.h"
 
 namespace mantissa::compat::aclop {
 namespace {
@@ -13,6 +14,12 @@ namespace {
 AttrValue bool_value(bool b) {
   AttrValue v{AttrType::kBool};
   v.b = b;
+  return v;
+}
+
+AttrValue float_value(float f) {
+  AttrValue v{AttrType::kFloat};
+  v.f = f;
   return v;
 }
 
@@ -34,6 +41,35 @@ Status run_amp_update_scale(const OpCall& c) {
   p.backoff_factor = c.attr_float("backoff_factor");
   p.growth_interval = c.attr_int("growth_interval");
   return c.execute(t, p, amp_update_scale_validate, amp_update_scale);
+}
+
+// ---- SGD ------------------------------------------------------------------------------------
+// The output is the new parameters: the input's buffer (in place) or another one, in which case
+// the input parameters are left unchanged. accum and stat have no output slot: they are updated
+// through their input buffers.
+constexpr std::array<const char*, 6> kSgdInputs{"parameters", "gradient", "learning_rate",
+                                                "accum",      "momentum", "stat"};
+constexpr std::array<const char*, 1> kSgdOutputs{"parameters"};
+const std::array<AttrSpec, 3> kSgdAttrs{{
+    {"dampening", AttrType::kFloat, false, float_value(0.0f)},
+    {"weight_decay", AttrType::kFloat, false, float_value(0.0f)},
+    {"nesterov", AttrType::kBool, false, bool_value(false)},
+}};
+
+Status run_sgd(const OpCall& c) {
+  SgdTensors t;
+  t.parameters = c.in(0);
+  t.gradient = c.in(1);
+  t.learning_rate = c.in(2);
+  t.accum = c.in(3);
+  t.momentum = c.in(4);
+  t.stat = c.in(5);
+  t.parameters_out = c.out(0);
+  SgdParams p;
+  p.dampening = c.attr_float("dampening");
+  p.weight_decay = c.attr_float("weight_decay");
+  p.nesterov = c.attr_bool("nesterov");
+  return c.execute(t, p, sgd_validate, sgd);
 }
 
 // ---- ApplyAdamD -----------------------------------------------------------------------------
@@ -68,8 +104,9 @@ Status run_apply_adam_d(const OpCall& c) {
 }
 
 // ---- The table ------------------------------------------------------------------------------
-const std::array<OpDef, 2> kOps{{
+const std::array<OpDef, 3> kOps{{
     {"AmpUpdateScale", kAmpInputs, kAmpOutputs, kAmpAttrs, run_amp_update_scale},
+    {"SGD", kSgdInputs, kSgdOutputs, kSgdAttrs, run_sgd},
     {"ApplyAdamD", kAdamInputs, kAdamOutputs, kAdamAttrs, run_apply_adam_d},
 }};
 
