@@ -1,4 +1,6 @@
-// A small persistent thread pool behind parallel_for.
+// A small persistent thread pool behind parallel_for. Workers spin briefly after a job before
+// sleeping, so back-to-back operator calls (an optimizer step over many tensors) do not pay a
+// kernel wake-up each; the caller works on chunks too and waits for the helpers it recruited.
 #include "core/parallel.h"
 
 #include <algorithm>
@@ -8,17 +10,35 @@
 #include <thread>
 #include <vector>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 #include "core/runtime_internal.h"
 
 namespace mantissa::detail {
 namespace {
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// A few tens of microseconds of pause instructions before a worker sleeps (or the caller yields):
+// long enough to bridge consecutive operator calls, short enough not to starve other threads
+// when the machine is oversubscribed.
+constexpr int kSpinIterations = 2048;
 
 class ThreadPool {
  public:
   ~ThreadPool() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
+      stopping_.store(true);
+      generation_.fetch_add(1);
     }
     wake_.notify_all();
     for (auto& t : workers_) t.join();
@@ -33,19 +53,27 @@ class ThreadPool {
     }
     ensure_workers(threads - 1);
     Job job{n, grain, chunk_count(n, grain), &fn};
-    {
+    const int tickets = threads - 1;
+    job_.store(&job, std::memory_order_relaxed);
+    finished_.store(0, std::memory_order_relaxed);
+    // Release: a worker whose ticket CAS reads this value also sees job_ and finished_.
+    tickets_.store(tickets, std::memory_order_release);
+    generation_.fetch_add(1);  // seq_cst: pairs with the sleepers_ handshake in worker_loop
+    if (sleepers_.load() > 0) {
       std::lock_guard<std::mutex> lock(mutex_);
-      job_ = &job;
-      helpers_wanted_ = threads - 1;
-      ++generation_;
+      wake_.notify_all();
     }
-    wake_.notify_all();
     work_on(job);
-    std::unique_lock<std::mutex> lock(mutex_);
-    // Every chunk is claimed: helpers that have not woken yet are not needed any more.
-    helpers_wanted_ = 0;
-    done_.wait(lock, [&] { return job.active_helpers == 0; });
-    job_ = nullptr;
+    // Every chunk is claimed. Tickets nobody took are withdrawn; wait for those who took one.
+    const int taken = tickets - tickets_.exchange(0);
+    for (int spins = 0; finished_.load(std::memory_order_acquire) != taken; ++spins) {
+      if (spins < kSpinIterations) {
+        cpu_relax();
+      } else {
+        std::this_thread::yield();
+      }
+    }
+    job_.store(nullptr, std::memory_order_relaxed);
   }
 
   static void run_serial(int64_t n, int64_t grain, RangeFn fn) {
@@ -57,7 +85,6 @@ class ThreadPool {
     int64_t n, grain, chunks;
     RangeFn* fn;
     std::atomic<int64_t> next{0};
-    int active_helpers = 0;  // guarded by mutex_
   };
 
   static void work_on(Job& job) {
@@ -75,32 +102,48 @@ class ThreadPool {
     }
   }
 
+  // Takes one helper ticket of the current job if any is left.
+  bool take_ticket() {
+    int t = tickets_.load(std::memory_order_acquire);
+    while (t > 0) {
+      if (tickets_.compare_exchange_weak(t, t - 1, std::memory_order_acq_rel)) return true;
+    }
+    return false;
+  }
+
   void worker_loop() {
-    uint64_t seen = 0;
-    std::unique_lock<std::mutex> lock(mutex_);
+    uint64_t seen = generation_.load();
     for (;;) {
-      wake_.wait(lock, [&] { return stopping_ || (generation_ != seen && helpers_wanted_ > 0); });
-      if (stopping_) return;
-      seen = generation_;
-      Job* job = job_;
-      --helpers_wanted_;
-      ++job->active_helpers;
-      lock.unlock();
+      // Spin a little for the next job, then sleep until one is posted.
+      for (int i = 0; i < kSpinIterations && generation_.load(std::memory_order_acquire) == seen;
+           ++i) {
+        cpu_relax();
+      }
+      if (generation_.load() == seen) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        sleepers_.fetch_add(1);  // seq_cst, then re-read generation_ under the lock
+        wake_.wait(lock, [&] { return generation_.load() != seen; });
+        sleepers_.fetch_sub(1);
+      }
+      if (stopping_.load()) return;
+      seen = generation_.load(std::memory_order_acquire);
+      if (!take_ticket()) continue;  // the job needs no more helpers (or is over)
+      Job* job = job_.load(std::memory_order_relaxed);
       work_on(*job);
-      lock.lock();
-      --job->active_helpers;
-      if (job->active_helpers == 0) done_.notify_all();
+      finished_.fetch_add(1, std::memory_order_release);
     }
   }
 
   std::mutex region_mutex_;
   std::mutex mutex_;
-  std::condition_variable wake_, done_;
+  std::condition_variable wake_;
   std::vector<std::thread> workers_;
-  Job* job_ = nullptr;
-  int helpers_wanted_ = 0;
-  uint64_t generation_ = 0;
-  bool stopping_ = false;
+  std::atomic<Job*> job_{nullptr};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> tickets_{0};
+  std::atomic<int> finished_{0};
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> stopping_{false};
 };
 
 ThreadPool& pool() {
