@@ -263,6 +263,18 @@ TEST(AmpUpdateScale, ValidationRows) {
   }
 }
 
+TEST(AmpUpdateScale, NaNResultsAreTheCanonicalQuietNaN) {
+  for (DType d : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    // A NaN scale with a payload, backed off: the result is the canonical NaN, sign cleared.
+    Scalars s(d, 1.0f, 0, 1.0f);
+    if (d == DType::kFloat32) s.scale = 0xFFA12345u;
+    else s.scale = d == DType::kFloat16 ? 0xFE55u : 0xFFA1u;
+    ASSERT_TRUE(amp_update_scale(s.separate(), params(2.0, 0.5, 10)).ok());
+    const uint32_t want = d == DType::kFloat32 ? 0x7FC00000u : d == DType::kFloat16 ? 0x7E00u : 0x7FC0u;
+    EXPECT_EQ(s.scale_out & (d == DType::kFloat32 ? 0xFFFFFFFFu : 0xFFFFu), want);
+  }
+}
+
 TEST(AmpUpdateScale, FactorsAreNotRangeChecked) {
   Scalars s(DType::kFloat32, 2.0f, 0, 1.0f);
   ASSERT_TRUE(amp_update_scale(s.separate(), params(-3.0, -1.5, 1)).ok());

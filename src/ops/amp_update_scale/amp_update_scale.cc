@@ -1,6 +1,7 @@
 // AmpUpdateScale: dynamic loss-scale update. Scalar work only, so no SIMD dispatch.
 #include "mantissa/ops/amp_update_scale.h"
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -71,6 +72,9 @@ Status amp_update_scale(const AmpUpdateScaleTensors& t, const AmpUpdateScalePara
       tracker = successful;
     }
   }
+  // A NaN result is stored as the canonical quiet NaN, as every operator does: payload
+  // propagation differs between CPUs, and results must not.
+  if (std::isnan(scale)) scale = std::bit_cast<float>(0x7FC00000u);
   store_from_float(dtype, t.updated_scale.data, 0, scale);
   std::memcpy(t.updated_growth_tracker.data, &tracker, sizeof(tracker));
   return {};
