@@ -1,0 +1,128 @@
+// Decoding and nearest-even rounding for fp32/fp16/bf16, written with integer arithmetic for any
+// (exponent bits, mantissa bits) layout.
+#include "precision/fp.h"
+
+#include <cmath>
+#include <cstdlib>
+
+namespace mantissa::precision {
+
+FloatLayout layout_of(DType dtype) noexcept {
+  switch (dtype) {
+    case DType::kFloat16: return {5, 10, 16};
+    case DType::kBFloat16: return {8, 7, 16};
+    default: return {8, 23, 32};
+  }
+}
+
+double decode_bits(uint32_t bits, DType dtype) noexcept {
+  const FloatLayout f = layout_of(dtype);
+  const uint32_t exp_max = (1u << f.exponent_bits) - 1u;
+  const uint32_t sign = (bits >> (f.width - 1)) & 1u;
+  const uint32_t exponent = (bits >> f.mantissa_bits) & exp_max;
+  const uint64_t mantissa = bits & ((1u << f.mantissa_bits) - 1u);
+  const uint64_t dsign = static_cast<uint64_t>(sign) << 63;
+  if (exponent == exp_max) {
+    if (mantissa == 0) return std::bit_cast<double>(dsign | 0x7FF0000000000000ull);
+    const uint64_t payload = mantissa << (52 - f.mantissa_bits);
+    return std::bit_cast<double>(dsign | 0x7FF8000000000000ull | payload);
+  }
+  const int bias = static_cast<int>(exp_max >> 1);
+  double magnitude;
+  if (exponent == 0) {
+    magnitude = std::ldexp(static_cast<double>(mantissa), 1 - bias - f.mantissa_bits);
+  } else {
+    const uint64_t significand = mantissa | (1ull << f.mantissa_bits);
+    magnitude = std::ldexp(static_cast<double>(significand),
+                           static_cast<int>(exponent) - bias - f.mantissa_bits);
+  }
+  return sign ? -magnitude : magnitude;
+}
+
+uint32_t round_to_bits(double x, DType dtype) noexcept {
+  const FloatLayout f = layout_of(dtype);
+  const uint64_t bits = std::bit_cast<uint64_t>(x);
+  const uint32_t sign = static_cast<uint32_t>(bits >> 63) << (f.width - 1);
+  const int dexp = static_cast<int>((bits >> 52) & 0x7FF);
+  const uint64_t dman = bits & ((1ull << 52) - 1);
+  const uint32_t exp_max = (1u << f.exponent_bits) - 1u;
+  const uint32_t inf = exp_max << f.mantissa_bits;
+  if (dexp == 0x7FF) {
+    if (dman == 0) return sign | inf;
+    const uint32_t quiet = 1u << (f.mantissa_bits - 1);
+    return sign | inf | quiet | static_cast<uint32_t>(dman >> (52 - f.mantissa_bits));
+  }
+  if (dexp == 0) return sign;  // zero or a double subnormal: far below every target's range
+  const int bias = static_cast<int>(exp_max >> 1);
+  const uint64_t significand = dman | (1ull << 52);  // value = significand * 2^(dexp-1075)
+  const int target_exp = dexp - 1023 + bias;         // biased exponent the value would take
+  if (target_exp >= static_cast<int>(exp_max)) return sign | inf;
+  // Keep mantissa_bits fraction bits for a normal result; shift further right for a subnormal.
+  int shift = 52 - f.mantissa_bits;
+  if (target_exp <= 0) shift += 1 - target_exp;
+  if (shift > 63) return sign;
+  const uint64_t kept = significand >> shift;
+  const uint64_t rest = significand & ((1ull << shift) - 1);
+  const uint64_t half = 1ull << (shift - 1);
+  const uint64_t round_up = (rest > half || (rest == half && (kept & 1))) ? 1 : 0;
+  // For a normal result `kept` holds the implicit bit at position mantissa_bits, so adding
+  // (target_exp - 1) << mantissa_bits yields the biased exponent; a rounding carry moves into
+  // the exponent (up to infinity), and a subnormal that rounds up becomes the smallest normal.
+  uint64_t out = kept + round_up;
+  if (target_exp > 0) out += static_cast<uint64_t>(target_exp - 1) << f.mantissa_bits;
+  if (out >= inf) return sign | inf;
+  return sign | static_cast<uint32_t>(out);
+}
+
+bool bits_is_nan(uint32_t bits, DType dtype) noexcept {
+  const FloatLayout f = layout_of(dtype);
+  const uint32_t magnitude = bits & ((f.width == 32 ? 0xFFFFFFFFu : (1u << f.width) - 1u) >> 1);
+  return magnitude > (((1u << f.exponent_bits) - 1u) << f.mantissa_bits);
+}
+
+bool bits_is_inf(uint32_t bits, DType dtype) noexcept {
+  const FloatLayout f = layout_of(dtype);
+  const uint32_t magnitude = bits & ((f.width == 32 ? 0xFFFFFFFFu : (1u << f.width) - 1u) >> 1);
+  return magnitude == (((1u << f.exponent_bits) - 1u) << f.mantissa_bits);
+}
+
+uint64_t ulp_distance(uint32_t a, uint32_t b, DType dtype) noexcept {
+  const FloatLayout f = layout_of(dtype);
+  const uint32_t sign_bit = 1u << (f.width - 1);
+  // Map sign-magnitude to a monotonic integer line: -x -> -|x|.
+  auto ordered = [sign_bit](uint32_t v) -> int64_t {
+    const int64_t magnitude = v & (sign_bit - 1u);
+    return (v & sign_bit) ? -magnitude : magnitude;
+  };
+  return static_cast<uint64_t>(std::llabs(ordered(a) - ordered(b)));
+}
+
+uint32_t quiet_nan_bits(DType dtype, bool negative) noexcept {
+  const FloatLayout f = layout_of(dtype);
+  const uint32_t bits =
+      (((1u << f.exponent_bits) - 1u) << f.mantissa_bits) | (1u << (f.mantissa_bits - 1));
+  return negative ? bits | (1u << (f.width - 1)) : bits;
+}
+
+uint32_t inf_bits(DType dtype, bool negative) noexcept {
+  const FloatLayout f = layout_of(dtype);
+  const uint32_t bits = ((1u << f.exponent_bits) - 1u) << f.mantissa_bits;
+  return negative ? bits | (1u << (f.width - 1)) : bits;
+}
+
+uint32_t max_finite_bits(DType dtype, bool negative) noexcept {
+  return inf_bits(dtype, negative) - 1u;
+}
+
+uint32_t min_subnormal_bits(DType dtype, bool negative) noexcept {
+  const FloatLayout f = layout_of(dtype);
+  return negative ? (1u << (f.width - 1)) | 1u : 1u;
+}
+
+uint32_t min_normal_bits(DType dtype, bool negative) noexcept {
+  const FloatLayout f = layout_of(dtype);
+  const uint32_t bits = 1u << f.mantissa_bits;
+  return negative ? bits | (1u << (f.width - 1)) : bits;
+}
+
+}  // namespace mantissa::precision

@@ -1,0 +1,60 @@
+// The precision kit's own floating-point encodings: decoding fp32/fp16/bf16 bit patterns to
+// double and rounding double to those formats (nearest, ties to even). Written independently of
+// the library's conversions, so that a bug there cannot hide in the goldens.
+#pragma once
+
+#include <bit>
+#include <cstdint>
+
+#include "mantissa/dtype.h"
+
+namespace mantissa::precision {
+
+// Bit layout of one of the three floating formats.
+struct FloatLayout {
+  int exponent_bits;
+  int mantissa_bits;
+  int width;  // total bits
+};
+
+// fp32, fp16 or bf16; any other dtype gets fp32's layout (callers check is_training_float).
+FloatLayout layout_of(DType dtype) noexcept;
+
+// Exact decoding of a bit pattern (held in the low bits) to double. NaN keeps its sign and
+// payload (placed in the top payload bits of the double) and is made quiet.
+double decode_bits(uint32_t bits, DType dtype) noexcept;
+
+// Rounds a double to the format once: nearest, ties to even; overflow gives +-inf; subnormals are
+// produced exactly; NaN keeps its sign and top payload bits and is made quiet.
+uint32_t round_to_bits(double x, DType dtype) noexcept;
+
+// The value of `x` rounded to the format and widened back to double.
+inline double round_to_dtype(double x, DType dtype) noexcept {
+  return decode_bits(round_to_bits(x, dtype), dtype);
+}
+
+// Bit pattern of the value widened exactly to fp32 (fp16/bf16 are subsets of fp32).
+inline float widen_to_float(uint32_t bits, DType dtype) noexcept {
+  return std::bit_cast<float>(round_to_bits(decode_bits(bits, dtype), DType::kFloat32));
+}
+
+// Rounds an fp32 value to the format (nearest even): the single rounding of golden32.
+inline uint32_t narrow_float(float f, DType dtype) noexcept {
+  return round_to_bits(static_cast<double>(f), dtype);
+}
+
+bool bits_is_nan(uint32_t bits, DType dtype) noexcept;
+bool bits_is_inf(uint32_t bits, DType dtype) noexcept;
+
+// Distance in units in the last place of the format between two non-NaN patterns (+0 and -0 are
+// 0 apart; the largest finite value and infinity are 1 apart).
+uint64_t ulp_distance(uint32_t a, uint32_t b, DType dtype) noexcept;
+
+// Special values of a format, as bit patterns.
+uint32_t quiet_nan_bits(DType dtype, bool negative) noexcept;
+uint32_t inf_bits(DType dtype, bool negative) noexcept;
+uint32_t max_finite_bits(DType dtype, bool negative) noexcept;
+uint32_t min_subnormal_bits(DType dtype, bool negative) noexcept;
+uint32_t min_normal_bits(DType dtype, bool negative) noexcept;
+
+}  // namespace mantissa::precision

@@ -1,0 +1,296 @@
+// Deterministic input generation: one splitmix64 stream per (seed, case id, input name), a
+// Box-Muller normal written here, values rounded once to the tensor's dtype. Nothing depends on
+// thread count or on the order of inputs in the file.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <numbers>
+
+#include "precision/fp.h"
+#include "precision/kit.h"
+
+namespace mantissa::precision {
+namespace {
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char ch : s) {
+    h ^= ch;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// splitmix64 (Steele, Lea, Flood): small, fast, and the same on every platform.
+class Stream {
+ public:
+  Stream(uint64_t seed, const std::string& case_id, const std::string& input)
+      : state_(mix64(seed ^ 0x6d616e7469737361ull) ^ mix64(fnv1a(case_id)) ^
+               mix64(fnv1a(input) + 0x9e3779b97f4a7c15ull)) {}
+  uint64_t next() {
+    state_ += 0x9e3779b97f4a7c15ull;
+    return mix64(state_);
+  }
+  // Uniform in [0, 1) with 53 random bits.
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+  // Standard normal by Box-Muller (both values of a pair are used).
+  double normal() {
+    if (has_spare_) {
+      has_spare_ = false;
+      return spare_;
+    }
+    const double u1 = 1.0 - uniform();  // (0, 1]: log is finite
+    const double u2 = uniform();
+    const double r = std::sqrt(-2.0 * std::log(u1));
+    const double angle = 2.0 * std::numbers::pi * u2;
+    spare_ = r * std::sin(angle);
+    has_spare_ = true;
+    return r * std::cos(angle);
+  }
+
+ private:
+  uint64_t state_;
+  bool has_spare_ = false;
+  double spare_ = 0.0;
+};
+
+bool is_float(DType d) {
+  return d == DType::kFloat32 || d == DType::kFloat16 || d == DType::kBFloat16;
+}
+
+uint32_t value_bits(const GeneratorSpec::Value& v, DType dtype) {
+  if (v.is_name) return *special_value_bits(v.name, dtype);
+  return round_to_bits(v.number, dtype);
+}
+
+std::string case_error(const CaseSpec& c, const std::string& key, const std::string& msg) {
+  return fmt::format("{}: case {}: key '{}': {}", c.file, c.id, key, msg);
+}
+
+}  // namespace
+
+bool is_special_value_name(const std::string& name) noexcept {
+  return special_value_bits(name, DType::kFloat32).has_value();
+}
+
+std::optional<uint32_t> special_value_bits(const std::string& raw, DType dtype) noexcept {
+  bool negative = false;
+  std::string name = raw;
+  if (!name.empty() && (name[0] == '-' || name[0] == '+')) {
+    negative = name[0] == '-';
+    name = name.substr(1);
+  }
+  const uint32_t sign = negative ? 1u << (layout_of(dtype).width - 1) : 0u;
+  if (name == "nan") return quiet_nan_bits(dtype, negative);
+  if (name == "inf") return inf_bits(dtype, negative);
+  if (name == "0.0" || name == "0") return sign;
+  if (name == "denorm" || name == "min_subnormal") return min_subnormal_bits(dtype, negative);
+  if (name == "max_subnormal") return min_normal_bits(dtype, negative) - 1u;
+  if (name == "min_normal") return min_normal_bits(dtype, negative);
+  if (name == "max") return max_finite_bits(dtype, negative);
+  return std::nullopt;
+}
+
+HostTensor::HostTensor(DType type, std::vector<int64_t> dims)
+    : dtype(type), shape(std::move(dims)) {
+  bytes.assign(static_cast<std::size_t>(numel()) * element_size(), 0);
+}
+
+int64_t HostTensor::numel() const noexcept {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::size_t HostTensor::element_size() const noexcept {
+  switch (dtype) {
+    case DType::kFloat16:
+    case DType::kBFloat16: return 2;
+    case DType::kBool:
+    case DType::kInt8:
+    case DType::kUInt8: return 1;
+    default: return 4;
+  }
+}
+
+uint32_t HostTensor::bits(int64_t i) const noexcept {
+  const std::size_t size = element_size();
+  uint32_t v = 0;
+  if (size == 4) std::memcpy(&v, bytes.data() + i * 4, 4);
+  if (size == 2) {
+    uint16_t h;
+    std::memcpy(&h, bytes.data() + i * 2, 2);
+    v = h;
+  }
+  if (size == 1) v = bytes[static_cast<std::size_t>(i)];
+  return v;
+}
+
+void HostTensor::set_bits(int64_t i, uint32_t v) noexcept {
+  const std::size_t size = element_size();
+  if (size == 4) std::memcpy(bytes.data() + i * 4, &v, 4);
+  if (size == 2) {
+    const auto h = static_cast<uint16_t>(v);
+    std::memcpy(bytes.data() + i * 2, &h, 2);
+  }
+  if (size == 1) bytes[static_cast<std::size_t>(i)] = static_cast<uint8_t>(v);
+}
+
+double HostTensor::value(int64_t i) const noexcept {
+  if (is_float(dtype)) return decode_bits(bits(i), dtype);
+  if (dtype == DType::kInt32) return static_cast<double>(static_cast<int32_t>(bits(i)));
+  return static_cast<double>(bits(i));
+}
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
+
+std::string check_case_against_op(const CaseSpec& c, const OpEntry& op) {
+  for (std::size_t i = 0; i < c.inputs.size(); ++i) {
+    const InputSpec& s = c.inputs[i];
+    const std::string key = fmt::format("inputs[{}]({})", i, s.name);
+    const int ti = op.input_index(s.name), ai = op.attr_index(s.name);
+    if (ti < 0 && ai < 0) {
+      std::string known;
+      for (const auto& t : op.inputs) known += (known.empty() ? "" : ", ") + t.name;
+      for (const auto& a : op.attrs) known += ", " + a.name;
+      return case_error(
+          c, key + ".name",
+          fmt::format("{} has no input or attr named \"{}\" (known: {})", op.name, s.name, known));
+    }
+    if (ti >= 0 && s.is_attr) return case_error(c, key + ".type", "is a tensor of " + op.name);
+    if (ai >= 0 && !s.is_attr) return case_error(c, key + ".type", "is an attr of " + op.name);
+  }
+  DType float_dtype = DType::kUndefined;
+  std::string float_from;
+  for (const TensorSlot& slot : op.inputs) {
+    const InputSpec* s = c.find_input(slot.name);
+    if (!s) return case_error(c, "inputs", fmt::format("missing tensor \"{}\"", slot.name));
+    const std::string key = fmt::format("inputs({})", slot.name);
+    if (slot.kind == TensorSlot::Kind::kFloat) {
+      if (!is_float(s->dtype)) {
+        return case_error(
+            c, key + ".dtype",
+            fmt::format("{} takes fp32, fp16 or bf16, got {}", op.name, s->dtype_text));
+      }
+      if (float_dtype == DType::kUndefined) {
+        float_dtype = s->dtype;
+        float_from = slot.name;
+      } else if (s->dtype != float_dtype) {
+        return case_error(c, key + ".dtype",
+                          fmt::format("{} differs from {}'s dtype", s->dtype_text, float_from));
+      }
+    } else if (s->dtype != DType::kInt32) {
+      return case_error(c, key + ".dtype", fmt::format("must be int32, got {}", s->dtype_text));
+    }
+    const int rank = static_cast<int>(s->shape.size());
+    if (rank < slot.min_rank || rank > slot.max_rank) {
+      return case_error(
+          c, key + ".shape",
+          fmt::format("rank {} outside [{}, {}]", rank, slot.min_rank, slot.max_rank));
+    }
+    int64_t n = 1;
+    for (int64_t d : s->shape) n *= d;
+    if (slot.shape == TensorSlot::Shape::kOneElement && n != 1) {
+      return case_error(c, key + ".shape",
+                        fmt::format("must hold one element, got {}", shape_string(s->shape)));
+    }
+    if (slot.shape == TensorSlot::Shape::kLike) {
+      const InputSpec* like = c.find_input(slot.like);
+      if (like && like->shape != s->shape) {
+        return case_error(c, key + ".shape",
+                          fmt::format("{} differs from {}'s {}", shape_string(s->shape), slot.like,
+                                      shape_string(like->shape)));
+      }
+    }
+  }
+  for (const AttrSlot& slot : op.attrs) {
+    const InputSpec* s = c.find_input(slot.name);
+    const std::string key = fmt::format("inputs({})", slot.name);
+    if (!s) {
+      if (slot.required)
+        return case_error(c, "inputs", fmt::format("missing attr \"{}\"", slot.name));
+      continue;
+    }
+    if (s->attr.kind != slot.kind) {
+      static const char* kNames[] = {"bool", "int32/int64", "fp32/fp64"};
+      return case_error(c, key + ".dtype",
+                        fmt::format("{} takes a {} attr, got {}", op.name,
+                                    kNames[static_cast<int>(slot.kind)], s->dtype_text));
+    }
+  }
+  return "";
+}
+
+std::string generate_inputs(const CaseSpec& c, const OpEntry& op, uint64_t seed, OpInputs& out) {
+  if (std::string err = check_case_against_op(c, op); !err.empty()) return err;
+  out.tensors.clear();
+  out.attrs.clear();
+  for (const TensorSlot& slot : op.inputs) {
+    const InputSpec& s = *c.find_input(slot.name);
+    HostTensor t(s.dtype, s.shape);
+    const int64_t n = t.numel();
+    const GeneratorSpec& g = s.generator;
+    Stream rng(seed, c.id, s.name);
+    if (is_float(s.dtype)) {
+      switch (g.kind) {
+        case GeneratorSpec::Kind::kNormal: {
+          const double mean = g.mean_lo + (g.mean_hi - g.mean_lo) * rng.uniform();
+          const double stddev = g.std_lo + (g.std_hi - g.std_lo) * rng.uniform();
+          for (int64_t i = 0; i < n; ++i) {
+            t.set_bits(i, round_to_bits(mean + stddev * rng.normal(), s.dtype));
+          }
+          break;
+        }
+        case GeneratorSpec::Kind::kUniform:
+          for (int64_t i = 0; i < n; ++i) {
+            t.set_bits(i, round_to_bits(g.lo + (g.hi - g.lo) * rng.uniform(), s.dtype));
+          }
+          break;
+        case GeneratorSpec::Kind::kConst:
+        case GeneratorSpec::Kind::kSpecial:
+          for (int64_t i = 0; i < n; ++i) {
+            t.set_bits(
+                i, value_bits(g.values[static_cast<std::size_t>(i) % g.values.size()], s.dtype));
+          }
+          break;
+      }
+    } else {
+      const std::string key = fmt::format("inputs({}).range_values", s.name);
+      if (g.kind == GeneratorSpec::Kind::kConst) {
+        const double v = g.values[0].number;
+        if (v != std::floor(v) || v < INT32_MIN || v > INT32_MAX) {
+          return case_error(c, key, fmt::format("{} is not an int32 value", v));
+        }
+        for (int64_t i = 0; i < n; ++i) {
+          t.set_bits(i, static_cast<uint32_t>(static_cast<int32_t>(v)));
+        }
+      } else {
+        const double lo = std::ceil(g.lo), hi = std::floor(g.hi);
+        if (lo > hi || lo < INT32_MIN || hi > INT32_MAX) {
+          return case_error(c, key, "range holds no int32 value");
+        }
+        for (int64_t i = 0; i < n; ++i) {
+          const double v = std::min(hi, lo + std::floor((hi - lo + 1) * rng.uniform()));
+          t.set_bits(i, static_cast<uint32_t>(static_cast<int32_t>(v)));
+        }
+      }
+    }
+    out.tensors.push_back(std::move(t));
+  }
+  for (const AttrSlot& slot : op.attrs) {
+    const InputSpec* s = c.find_input(slot.name);
+    out.attrs.push_back(s ? s->attr : slot.default_value);
+  }
+  return "";
+}
+
+}  // namespace mantissa::precision

@@ -1,0 +1,92 @@
+// The kit's operator registry and small name tables. Adding an operator: write its entry (schema,
+// golden, golden32, backends) in op_<name>.cc, list it here, ship cases under cases/<op>/.
+#include <fmt/format.h>
+
+#include "precision/op_defs.h"
+
+namespace mantissa::precision {
+
+const std::map<std::string, OpEntry>& registry() {
+  static const std::map<std::string, OpEntry> ops = [] {
+    std::map<std::string, OpEntry> m;
+    for (OpEntry e : {amp_update_scale_entry(), sgd_entry(), apply_adam_d_entry()}) {
+      m.emplace(e.name, std::move(e));
+    }
+    return m;
+  }();
+  return ops;
+}
+
+const OpEntry* find_op(const std::string& name) {
+  const auto& r = registry();
+  const auto it = r.find(name);
+  return it == r.end() ? nullptr : &it->second;
+}
+
+int OpEntry::input_index(const std::string& n) const noexcept {
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].name == n) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+int OpEntry::attr_index(const std::string& n) const noexcept {
+  for (std::size_t i = 0; i < attrs.size(); ++i) {
+    if (attrs[i].name == n) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::vector<HostTensor> OpEntry::make_outputs(const OpInputs& in) const {
+  std::vector<HostTensor> out;
+  for (const OutputSlot& o : outputs) {
+    const HostTensor& c = in.tensors[static_cast<std::size_t>(o.counterpart)];
+    out.emplace_back(c.dtype, c.shape);
+  }
+  return out;
+}
+
+const char* backend_name(Backend b) noexcept {
+  switch (b) {
+    case Backend::kKernel: return "kernel";
+    case Backend::kAclnn: return "aclnn";
+    case Backend::kAclop: return "aclop";
+  }
+  return "?";
+}
+
+std::optional<Backend> backend_from_name(const std::string& name) noexcept {
+  if (name == "kernel") return Backend::kKernel;
+  if (name == "aclnn") return Backend::kAclnn;
+  if (name == "aclop") return Backend::kAclop;
+  return std::nullopt;
+}
+
+const char* standard_name(StandardKind kind) noexcept {
+  switch (kind) {
+    case StandardKind::kSingleBm: return "single_bm";
+    case StandardKind::kMixed: return "mixed";
+    case StandardKind::kBitwise: return "bitwise";
+  }
+  return "?";
+}
+
+const char* verdict_name(Verdict v) noexcept {
+  switch (v) {
+    case Verdict::kPass: return "PASS";
+    case Verdict::kFail: return "FAIL";
+    case Verdict::kError: return "ERROR";
+    case Verdict::kNotApplicable: return "N/A";
+  }
+  return "?";
+}
+
+double StandardSpec::threshold(DType dtype) const noexcept {
+  switch (dtype) {
+    case DType::kFloat16: return fp16_error;
+    case DType::kBFloat16: return bf16_error;
+    default: return fp32_error;
+  }
+}
+
+}  // namespace mantissa::precision
