@@ -12,6 +12,7 @@ const std::map<std::string, OpEntry>& registry() {
     for (OpEntry e : {amp_update_scale_entry(), sgd_entry(), apply_adam_d_entry()}) {
       m.emplace(e.name, std::move(e));
     }
+    add_compat_backends(m);
     return m;
   }();
   return ops;
