@@ -279,6 +279,37 @@ TEST(AclopExecute, NullDescriptorsAndBuffers) {
   }
 }
 
+// Null handles are found before formats, attributes and the operator's own rows.
+TEST(AclopExecute, NullHandlesBeforeOtherChecks) {
+  Call c = amp_call();
+  fill_amp(c);
+  c.in(0).format = ACL_FORMAT_NCHW;
+  c.remove_attr("growth_interval");
+  std::vector<aclTensorDesc*> in_desc;
+  std::vector<aclDataBuffer*> in_buf;
+  for (auto& a : c.ins()) {
+    in_desc.push_back(aclCreateTensorDesc(a.dtype, 1, a.dims.data(), a.format));
+    in_buf.push_back(aclCreateDataBuffer(a.mem.data(), a.mem.size()));
+  }
+  aclTensorDesc* out_desc[2] = {in_desc[0], nullptr};
+  aclDataBuffer* out_buf[2] = {in_buf[0], in_buf[1]};
+  EXPECT_EQ(
+      aclopCompileAndExecuteV2("AmpUpdateScale", 3, in_desc.data(), in_buf.data(), 2, out_desc,
+                               out_buf, nullptr, ACL_ENGINE_SYS, ACL_COMPILE_SYS, nullptr, nullptr),
+      kNullptr);
+  EXPECT_NE(recent().find("outputDesc[1]"), std::string::npos) << recent();
+  // With the handle present, the format is next; then the attributes.
+  out_desc[1] = in_desc[1];
+  EXPECT_EQ(
+      aclopCompileAndExecuteV2("AmpUpdateScale", 3, in_desc.data(), in_buf.data(), 2, out_desc,
+                               out_buf, nullptr, ACL_ENGINE_SYS, ACL_COMPILE_SYS, nullptr, nullptr),
+      kInvalid);
+  EXPECT_NE(recent().find("inputDesc[0] (current_scale) format is 0"), std::string::npos)
+      << recent();
+  for (auto* d : in_desc) aclDestroyTensorDesc(d);
+  for (auto* b : in_buf) aclDestroyDataBuffer(b);
+}
+
 // A buffer with a null address whose descriptor needs bytes: the operator's null-pointer row.
 TEST(AclopExecute, NullDataAddress) {
   for (int k = 0; k < 5; ++k) {

@@ -27,7 +27,7 @@ std::string dims_string(const std::vector<int64_t>& dims) {
   return fmt::format("[{}]", fmt::join(dims, ", "));
 }
 
-// Every descriptor and buffer handle of one side (inputs or outputs) is present and ND.
+// Every descriptor and buffer handle of one side (inputs or outputs) is present.
 Status check_handles(const OpDef& def, const char* side, std::span<const char* const> names,
                      aclTensorDesc* const* desc, aclDataBuffer* const* buffers) {
   const int n = static_cast<int>(names.size());
@@ -47,7 +47,13 @@ Status check_handles(const OpDef& def, const char* side, std::span<const char* c
       return fail(StatusCode::kParamNullptr, def.type, "{}s[{}] ({}) is null", side, i, names[i]);
     }
   }
-  for (int i = 0; i < n; ++i) {
+  return {};
+}
+
+// Operators take row-major ND tensors only.
+Status check_formats(const OpDef& def, const char* side, std::span<const char* const> names,
+                     aclTensorDesc* const* desc) {
+  for (size_t i = 0; i < names.size(); ++i) {
     if (desc[i]->format != ACL_FORMAT_ND) {
       return fail(StatusCode::kParamInvalid, def.type,
                   "{}Desc[{}] ({}) format is {} (only ACL_FORMAT_ND = 2 is supported)", side, i,
@@ -189,6 +195,8 @@ Status compile_and_execute(const char* op_type, int num_inputs, aclTensorDesc* i
   if (Status s = check_handles(*def, "output", def->outputs, output_desc, outputs); !s.ok()) {
     return s;
   }
+  if (Status s = check_formats(*def, "input", def->inputs, input_desc); !s.ok()) return s;
+  if (Status s = check_formats(*def, "output", def->outputs, output_desc); !s.ok()) return s;
   std::map<std::string_view, AttrValue> resolved;
   if (Status s = resolve_attrs(*def, attr, resolved); !s.ok()) return s;
 
