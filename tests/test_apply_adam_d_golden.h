@@ -404,14 +404,25 @@ struct RuntimeReset {
 
 // Copies elements [begin, begin + n) of `pool` into a problem of shape [n].
 inline Problem slice(const Problem& pool, size_t begin, size_t n) {
-  Problem p = pool;
+  Problem p;
+  p.dtype = pool.dtype;
   p.shape = {static_cast<int64_t>(n)};
   const size_t es = Buffer::elem_size(pool.dtype);
-  for (Buffer* b : {&p.var, &p.m, &p.v, &p.grad}) {
-    b->bytes.erase(b->bytes.begin() + static_cast<std::ptrdiff_t>((begin + n) * es),
-                   b->bytes.end());
-    b->bytes.erase(b->bytes.begin(), b->bytes.begin() + static_cast<std::ptrdiff_t>(begin * es));
-  }
+  const auto part = [&](const Buffer& b) {
+    Buffer out(pool.dtype, n);
+    std::memcpy(out.data(), b.bytes.data() + begin * es, n * es);
+    return out;
+  };
+  p.var = part(pool.var);
+  p.m = part(pool.m);
+  p.v = part(pool.v);
+  p.grad = part(pool.grad);
+  p.beta1_power = pool.beta1_power;
+  p.beta2_power = pool.beta2_power;
+  p.lr = pool.lr;
+  p.beta1 = pool.beta1;
+  p.beta2 = pool.beta2;
+  p.epsilon = pool.epsilon;
   return p;
 }
 
