@@ -1,0 +1,37 @@
+// SGD on multi-million-element tensors: every dtype, attribute combination and momentum class
+// against the scalar golden on every SIMD target with 1 and 7 threads, so that many parallel
+// chunks, their boundaries and the ragged end are covered. Slow; labelled exhaustive.
+#include <gtest/gtest.h>
+
+#include "core/parallel.h"
+#include "test_sgd_support.h"
+
+namespace mantissa {
+namespace {
+
+class SgdSweep : public ::testing::TestWithParam<DType> {};
+
+TEST_P(SgdSweep, MillionsOfElementsMatchGolden) {
+  testing::ThreadCountGuard guard;
+  const DType dt = GetParam();
+  // About 92 chunks of the parallel grain and an odd tail.
+  const size_t n = static_cast<size_t>(92 * detail::kDefaultGrain + 4099);
+  uint64_t seed = 5000;
+  for (const SgdParams& prm : sgd_test::attribute_combinations()) {
+    for (const auto& mom : sgd_test::momentum_values(dt)) {
+      SCOPED_TRACE(sgd_test::describe(prm) + " momentum " + mom.name);
+      const sgd_test::Case input = sgd_test::random_case(dt, n, ++seed, 0.0078125f, mom.bits);
+      sgd_test::check_against_golden(input, prm, {1, 7});
+      if (HasFailure()) return;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDTypes, SgdSweep,
+                         ::testing::Values(DType::kFloat32, DType::kFloat16, DType::kBFloat16),
+                         [](const ::testing::TestParamInfo<DType>& p) {
+                           return std::string(dtype_short_name(p.param));
+                         });
+
+}  // namespace
+}  // namespace mantissa
