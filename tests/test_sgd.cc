@@ -256,6 +256,25 @@ TEST(SgdWorkedExample, NesterovGroupingDiffersFromUpstreamByOneUlp) {
   EXPECT_EQ(std::bit_cast<uint32_t>(upstream), 0x3F655561u) << upstream;  // 0.895834029
 }
 
+// The documented PyTorch difference: momentum 0, dampening 0.1, stat 0 steps by
+// (0.5 - 0.5*0.1)*0.1 = 0.045 where torch.optim.SGD steps by 0.05; accum and stat stay.
+TEST(SgdWorkedExample, ZeroMomentumDampeningExample) {
+  float p = 1.0f, g = 0.5f, a = 0.25f, s = 0.0f, lr = 0.1f, m = 0.0f;
+  SgdTensors t{TensorView(&p, DType::kFloat32, {1}),
+               TensorView(&g, DType::kFloat32, {1}),
+               TensorView(&lr, DType::kFloat32, {1}),
+               TensorView(&a, DType::kFloat32, {1}),
+               TensorView(&m, DType::kFloat32, {1}),
+               TensorView(&s, DType::kFloat32, {1}),
+               std::nullopt};
+  ASSERT_TRUE(sgd(t, {0.1f, 0.0f, false}).ok());
+  EXPECT_EQ(std::bit_cast<uint32_t>(p), 0x3F747AE1u) << p;  // 0.954999983
+  EXPECT_EQ(a, 0.25f);
+  EXPECT_EQ(std::bit_cast<uint32_t>(s), 0u);
+  const float torch_p = 1.0f + (-0.1f) * 0.5f;  // PyTorch ignores dampening at momentum 0
+  EXPECT_EQ(std::bit_cast<uint32_t>(torch_p), 0x3F733333u) << torch_p;  // 0.949999988
+}
+
 // ------------------------------------------------------------------------------------------
 // Validation: every row of the contract, through the C++ API, with nothing written.
 
