@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "mantissa/ops/apply_adam_d.h"
+#include "mantissa/runtime.h"
+#include "target_sweep.h"
 #include "test_aclop_common.h"
 
 namespace {
@@ -140,6 +142,29 @@ TEST(AclopApplyAdamD, Attributes) {
     EXPECT_FALSE(bytes_equal(plain.out(0), nesterov.out(0))) << dt;
     EXPECT_TRUE(bytes_equal(plain.out(1), nesterov.out(1)));  // m and v do not depend on it
     EXPECT_TRUE(bytes_equal(plain.out(2), nesterov.out(2)));
+  }
+}
+
+// The same bits on every SIMD target and thread count (several parallel chunks, a vector tail).
+TEST(AclopApplyAdamD, SameBitsOnEveryTargetAndThreadCount) {
+  const std::vector<int64_t> dims{70001};
+  mantissa::testing::ThreadCountGuard guard;
+  for (aclDataType dt : aclop_test::training_dtypes()) {
+    for (bool nesterov : {false, true}) {
+      Call e = run_cpp(dt, dims, nesterov, 21, true);
+      mantissa::testing::for_each_target([&](const std::string&) {
+        for (int threads : {1, 3}) {
+          ASSERT_TRUE(mantissa::set_num_threads(threads).ok());
+          Call c = make_call(dt, dims, nesterov, true);
+          fill(c, 21, true);
+          ASSERT_EQ(c.run(), ACL_SUCCESS) << aclGetRecentErrMsg();
+          for (int k = 0; k < 3; ++k) {
+            EXPECT_TRUE(bytes_equal(c.in(k), e.out(k)))
+                << kNames[k] << " threads " << threads << " dtype " << dt;
+          }
+        }
+      });
+    }
   }
 }
 

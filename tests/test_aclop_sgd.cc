@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "mantissa/ops/sgd.h"
+#include "mantissa/runtime.h"
+#include "target_sweep.h"
 #include "test_aclop_common.h"
 
 namespace {
@@ -160,6 +162,29 @@ TEST(AclopSgd, SeparateOutputLeavesParametersAndUpdatesState) {
       ASSERT_EQ(in_place.run(), ACL_SUCCESS);
       EXPECT_TRUE(bytes_equal(in_place.in(0), c.out(0))) << describe(dt, v);
     }
+  }
+}
+
+// The op-by-name results carry the operator's determinism: the same bits on every SIMD target
+// and thread count (a size spanning several parallel chunks, with a vector tail).
+TEST(AclopSgd, SameBitsOnEveryTargetAndThreadCount) {
+  const std::vector<int64_t> dims{70001};
+  const Variant v{0.9f, 0.25f, 0.01f, false};
+  mantissa::testing::ThreadCountGuard guard;
+  for (aclDataType dt : aclop_test::training_dtypes()) {
+    const Call expected = run_cpp(dt, dims, v, 77);
+    mantissa::testing::for_each_target([&](const std::string&) {
+      for (int threads : {1, 3}) {
+        ASSERT_TRUE(mantissa::set_num_threads(threads).ok());
+        Call c = make_call(dt, dims, v, false);
+        fill(c, v, 77);
+        ASSERT_EQ(c.run(), ACL_SUCCESS) << aclGetRecentErrMsg();
+        Call e = expected;
+        EXPECT_TRUE(bytes_equal(c.out(0), e.out(0))) << "threads " << threads << " dtype " << dt;
+        EXPECT_TRUE(bytes_equal(c.in(3), e.in(3))) << "threads " << threads << " dtype " << dt;
+        EXPECT_TRUE(bytes_equal(c.in(5), e.in(5))) << "threads " << threads << " dtype " << dt;
+      }
+    });
   }
 }
 
