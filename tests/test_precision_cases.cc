@@ -1,12 +1,11 @@
 // The shipped case sets: every case passes on every backend, with the same bits from each
-// backend and for any thread count.
+// backend (thread counts and SIMD targets: test_precision_cli.cc, through the tool).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <map>
 #include <string>
 
-#include "mantissa/runtime.h"
 #include "precision/kit.h"
 
 namespace mantissa::precision {
@@ -46,24 +45,6 @@ TEST(PrecisionShippedCases, AllPassOnEveryBackend) {
   EXPECT_GT(per_op["AmpUpdateScale"], 0);
   EXPECT_GT(per_op["SGD"], 0);
   EXPECT_GT(per_op["ApplyAdamD"], 0);
-}
-
-TEST(PrecisionShippedCases, SameBitsForAnyThreadCount) {
-  CheckOptions opt;
-  opt.case_dir = case_dir();
-  ASSERT_TRUE(set_num_threads(1).ok());
-  const CheckReport one = run_check(opt);
-  ASSERT_TRUE(set_num_threads(3).ok());
-  const CheckReport three = run_check(opt);
-  ASSERT_TRUE(set_num_threads(0).ok());
-  ASSERT_EQ(one.rows.size(), three.rows.size());
-  for (std::size_t i = 0; i < one.rows.size(); ++i) {
-    ASSERT_EQ(one.rows[i].actual.size(), three.rows[i].actual.size());
-    for (std::size_t o = 0; o < one.rows[i].actual.size(); ++o) {
-      EXPECT_EQ(one.rows[i].actual[o].bytes, three.rows[i].actual[o].bytes)
-          << one.rows[i].case_id << " output " << o;
-    }
-  }
 }
 
 }  // namespace

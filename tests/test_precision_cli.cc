@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -105,6 +106,53 @@ TEST_F(CheckCli, NothingSelectedIsAnError) {
   const ToolRun r = check("--case no_such_case");
   EXPECT_EQ(r.status, 1) << r.out;
   EXPECT_NE(r.out.find("0 passed, 0 failed"), std::string::npos) << r.out;
+}
+
+// The tool links only the shared library, so the environment variables set its thread count and
+// SIMD target for the whole process. Every shipped case gives the same output digests for 1 and 3
+// threads on every available target.
+TEST_F(CheckCli, ShippedCasesGiveTheSameBitsOnEveryTargetAndThreadCount) {
+  const char* src = std::getenv("MANTISSA_SOURCE_DIR");
+  const std::string cases = std::string(src ? src : ".") + "/cases";
+  const fs::path info_out = dir_ / "info.txt";
+  ASSERT_EQ(std::system((tool_.string() + " info > " + info_out.string()).c_str()), 0);
+  std::ifstream info(info_out);
+  std::vector<std::string> targets;
+  for (std::string line; std::getline(info, line);) {
+    if (line.rfind("available targets:", 0) != 0) continue;
+    std::istringstream words(line.substr(18));
+    for (std::string t; words >> t;) targets.push_back(t);
+  }
+  ASSERT_FALSE(targets.empty());
+  auto digests = [&](const std::string& target, int threads) {
+    const fs::path json = dir_ / "digest.json";
+    const std::string cmd = "MANTISSA_SIMD_TARGET=" + target +
+                            " MANTISSA_NUM_THREADS=" + std::to_string(threads) + " " +
+                            tool_.string() + " check --case-dir " + cases + " --json " +
+                            json.string() + " > /dev/null 2>&1";
+    [[maybe_unused]] const int status = std::system(cmd.c_str());
+    std::ifstream in(json);
+    const nlohmann::json doc = nlohmann::json::parse(in);
+    std::vector<std::string> out;
+    for (const auto& c : doc["cases"]) {
+      for (const auto& o : c["outputs"]) {
+        out.push_back(c["id"].get<std::string>() + "/" + o["name"].get<std::string>() + "=" +
+                      o["digest"].get<std::string>());
+      }
+    }
+    return out;
+  };
+  const std::vector<std::string> reference = digests(targets.front(), 1);
+  ASSERT_GT(reference.size(), 300u);
+  for (const std::string& target : targets) {
+    for (int threads : {1, 3}) {
+      const std::vector<std::string> got = digests(target, threads);
+      ASSERT_EQ(got.size(), reference.size()) << target << " " << threads;
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        EXPECT_EQ(got[i], reference[i]) << target << ", " << threads << " threads";
+      }
+    }
+  }
 }
 
 }  // namespace
