@@ -5,6 +5,7 @@
 #include <exception>
 #include <limits>
 #include <new>
+#include <optional>
 #include <string>
 
 #include "acl/acl_op_compiler.h"
