@@ -1,0 +1,68 @@
+/* A C program on the installed aclnn API: one AmpUpdateScale step with growth, in place. */
+#include <stdio.h>
+#include <string.h>
+
+#include "acl/acl.h"
+#include "aclnnop/aclnn_amp_update_scale.h"
+
+static aclTensor* scalar_tensor(aclDataType dtype, void* data) {
+  const int64_t dims[1] = {1};
+  const int64_t strides[1] = {1};
+  return aclCreateTensor(dims, 1, dtype, strides, 0, ACL_FORMAT_ND, dims, 1, data);
+}
+
+int main(void) {
+  if (aclInit(NULL) != ACL_SUCCESS || aclrtSetDevice(0) != ACL_SUCCESS) return 1;
+  aclrtStream stream = NULL;
+  if (aclrtCreateStream(&stream) != ACL_SUCCESS) return 1;
+
+  void* scale = NULL;
+  void* tracker = NULL;
+  void* found = NULL;
+  if (aclrtMalloc(&scale, sizeof(float), ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS ||
+      aclrtMalloc(&tracker, sizeof(int32_t), ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS ||
+      aclrtMalloc(&found, sizeof(float), ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS) {
+    return 1;
+  }
+  const float scale_host = 1024.0f, found_host = 0.0f;
+  const int32_t tracker_host = 4;
+  aclrtMemcpy(scale, sizeof(float), &scale_host, sizeof(float), ACL_MEMCPY_HOST_TO_DEVICE);
+  aclrtMemcpy(tracker, sizeof(int32_t), &tracker_host, sizeof(int32_t), ACL_MEMCPY_HOST_TO_DEVICE);
+  aclrtMemcpy(found, sizeof(float), &found_host, sizeof(float), ACL_MEMCPY_HOST_TO_DEVICE);
+
+  aclTensor* t_scale = scalar_tensor(ACL_FLOAT, scale);
+  aclTensor* t_tracker = scalar_tensor(ACL_INT32, tracker);
+  aclTensor* t_found = scalar_tensor(ACL_FLOAT, found);
+  uint64_t workspace_size = 0;
+  aclOpExecutor* executor = NULL;
+  aclnnStatus status = aclnnAmpUpdateScaleGetWorkspaceSize(
+      t_scale, t_tracker, t_found, 2.0, 0.5, 5, t_scale, t_tracker, &workspace_size, &executor);
+  if (status != ACLNN_SUCCESS) {
+    printf("phase one failed: %d %s\n", status, aclGetRecentErrMsg());
+    return 1;
+  }
+  status = aclnnAmpUpdateScale(NULL, workspace_size, executor, stream);
+  if (status != ACLNN_SUCCESS || aclrtSynchronizeStream(stream) != ACL_SUCCESS) {
+    printf("phase two failed: %d %s\n", status, aclGetRecentErrMsg());
+    return 1;
+  }
+  /* A second run of the spent one-shot executor is refused. */
+  if (aclnnAmpUpdateScale(NULL, 0, executor, stream) != ACLNN_ERR_PARAM_INVALID) return 1;
+
+  float scale_out = 0.0f;
+  int32_t tracker_out = -1;
+  aclrtMemcpy(&scale_out, sizeof(float), scale, sizeof(float), ACL_MEMCPY_DEVICE_TO_HOST);
+  aclrtMemcpy(&tracker_out, sizeof(int32_t), tracker, sizeof(int32_t), ACL_MEMCPY_DEVICE_TO_HOST);
+  printf("consumer_aclnn: scale %.1f tracker %d\n", scale_out, tracker_out);
+
+  aclDestroyTensor(t_scale);
+  aclDestroyTensor(t_tracker);
+  aclDestroyTensor(t_found);
+  aclrtFree(scale);
+  aclrtFree(tracker);
+  aclrtFree(found);
+  aclrtDestroyStream(stream);
+  aclrtResetDevice(0);
+  aclFinalize();
+  return (scale_out == 2048.0f && tracker_out == 0) ? 0 : 1;
+}
