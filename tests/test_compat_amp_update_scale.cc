@@ -284,7 +284,7 @@ TEST(CompatAmpUpdateScaleValidation, EveryRow) {
        [](Call& c) { c.dtypes_[0] = c.dtypes_[2] = c.dtypes_[3] = ACL_DOUBLE; }, 1000,
        ACLNN_ERR_PARAM_INVALID, "current_scale"},
       {"current_scale unknown dtype",
-       [](Call& c) { c.dtypes_[0] = c.dtypes_[2] = c.dtypes_[3] = static_cast<aclDataType>(99); },
+       [](Call& c) { c.dtypes_[0] = c.dtypes_[2] = c.dtypes_[3] = static_cast<aclDataType>(30); },
        1000, ACLNN_ERR_PARAM_INVALID, "current_scale"},
       {"current_scale STRING",
        [](Call& c) { c.dtypes_[0] = c.dtypes_[2] = c.dtypes_[3] = ACL_STRING; }, 1000,

@@ -513,7 +513,7 @@ TEST(CompatApplyAdamDValidation, EveryRowWritesNothing) {
       {"unknown dtype",
        [](AdamCall& c) {
          for (int k = 0; k < 10; ++k) {
-           c.tensor(k).dtype = static_cast<aclDataType>(99);
+           c.tensor(k).dtype = static_cast<aclDataType>(30);
            c.tensor(k).make_handle();
          }
        },

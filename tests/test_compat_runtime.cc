@@ -168,7 +168,7 @@ TEST(CompatTensor, AcceptsValidViews) {
       aclCreateTensor(empty, 2, ACL_FLOAT, nullptr, 0, ACL_FORMAT_ND, empty, 2, nullptr),
       aclCreateTensor(dims, 2, ACL_FLOAT, strides, 0, ACL_FORMAT_NCHW, storage, 1, nullptr),
       aclCreateTensor(dims, 2, ACL_STRING, strides, 0, ACL_FORMAT_ND, storage, 1, data),
-      aclCreateTensor(dims, 2, static_cast<aclDataType>(99), strides, 0, ACL_FORMAT_ND, storage, 1,
+      aclCreateTensor(dims, 2, static_cast<aclDataType>(30), strides, 0, ACL_FORMAT_ND, storage, 1,
                       data),
       aclCreateTensor(dims, 2, static_cast<aclDataType>(-7), strides, 0, ACL_FORMAT_ND, storage, 1,
                       data),

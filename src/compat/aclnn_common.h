@@ -38,8 +38,7 @@ inline aclnnStatus check_tensor_args(const char* fn, std::span<const TensorArg> 
   for (const TensorArg& a : args) {
     if (a.tensor->format != ACL_FORMAT_ND) {
       set_recent_error(fmt::format("{}: {} format {} is not supported (expected ND, {})", fn,
-                                   a.name, static_cast<int>(a.tensor->format),
-                                   static_cast<int>(ACL_FORMAT_ND)));
+                                   a.name, a.tensor->format, static_cast<int>(ACL_FORMAT_ND)));
       return ACLNN_ERR_PARAM_INVALID;
     }
   }

@@ -6,6 +6,7 @@
 // rejected with an error code instead of being dereferenced or freed.
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -154,8 +155,9 @@ aclError aclrtSynchronizeStream(aclrtStream stream) {
 aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy /*policy*/) {
   if (devPtr == nullptr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtMalloc: devPtr is null");
   if (size == 0) return fail(ACL_ERROR_INVALID_PARAM, "aclrtMalloc: size is 0");
-  // std::aligned_alloc wants a multiple of the alignment.
-  if (size > SIZE_MAX - (kDeviceAlignment - 1)) {
+  // No object may exceed PTRDIFF_MAX bytes; std::aligned_alloc wants a multiple of the
+  // alignment.
+  if (size > static_cast<size_t>(PTRDIFF_MAX) - kDeviceAlignment) {
     return fail(ACL_ERROR_BAD_ALLOC, fmt::format("aclrtMalloc: cannot allocate {} bytes", size));
   }
   const size_t rounded = (size + kDeviceAlignment - 1) / kDeviceAlignment * kDeviceAlignment;

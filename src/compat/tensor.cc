@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstring>
 #include <mutex>
 #include <new>
 #include <span>
@@ -67,7 +68,7 @@ bool tensor_is_live(const aclTensor* tensor) {
 }
 
 TensorView to_view(const aclTensor& tensor) {
-  const auto dtype = static_cast<DType>(static_cast<int32_t>(tensor.dtype));
+  const auto dtype = static_cast<DType>(tensor.dtype);
   void* data = tensor.data;
   if (data != nullptr) {
     // aclCreateTensor checked that offset * element size fits the storage's byte size.
@@ -88,6 +89,11 @@ extern "C" {
 aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, aclDataType dataType,
                            const int64_t* stride, int64_t offset, aclFormat format,
                            const int64_t* storageDims, uint64_t storageDimsNum, void* tensorData) {
+  // Read the enums as integers: a C caller may pass any int (see aclTensor).
+  static_assert(sizeof(aclDataType) == sizeof(int32_t) && sizeof(aclFormat) == sizeof(int32_t));
+  int32_t dtype = 0, layout = 0;
+  std::memcpy(&dtype, &dataType, sizeof dtype);
+  std::memcpy(&layout, &format, sizeof layout);
   if (viewDims == nullptr && viewDimsNum != 0) {
     return reject(fmt::format("viewDims is null but viewDimsNum is {}", viewDimsNum));
   }
@@ -141,7 +147,7 @@ aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, aclDat
   }
   // Byte offsets computed later (offset * element size, spans) must fit int64.
   const auto elem = static_cast<int64_t>(
-      std::max<size_t>(1, mantissa::dtype_size(static_cast<mantissa::DType>(dataType))));
+      std::max<size_t>(1, mantissa::dtype_size(static_cast<mantissa::DType>(dtype))));
   int64_t storage_bytes = 0;
   if (__builtin_mul_overflow(std::max(storage_count, offset), elem, &storage_bytes)) {
     return reject(
@@ -155,8 +161,8 @@ aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, aclDat
     tensor->strides = std::move(strides);
     tensor->storage_dims.assign(storage.begin(), storage.end());
     tensor->offset = offset;
-    tensor->dtype = dataType;
-    tensor->format = format;
+    tensor->dtype = dtype;
+    tensor->format = layout;
     tensor->data = tensorData;
     auto& r = mantissa::compat::registry();
     std::lock_guard lock(r.mutex);

@@ -14,8 +14,10 @@ struct aclTensor {
   std::vector<int64_t> view_dims;  // any rank
   std::vector<int64_t> strides;    // one per view dim
   int64_t offset = 0;              // elements from `data` to the view's first element
-  aclDataType dtype = ACL_DT_UNDEFINED;
-  aclFormat format = ACL_FORMAT_ND;
+  // The caller's enum values as integers: C callers may pass values outside the C++ enums'
+  // ranges, which must be rejected by operators, not loaded as enums.
+  int32_t dtype = ACL_DT_UNDEFINED;
+  int32_t format = ACL_FORMAT_ND;
   std::vector<int64_t> storage_dims;
   void* data = nullptr;
 };

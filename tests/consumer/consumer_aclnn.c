@@ -49,6 +49,17 @@ int main(void) {
   /* A second run of the spent one-shot executor is refused. */
   if (aclnnAmpUpdateScale(NULL, 0, executor, stream) != ACLNN_ERR_PARAM_INVALID) return 1;
 
+  /* From C any int is an aclDataType: an unknown value makes a tensor that operators reject. */
+  aclTensor* t_odd = scalar_tensor((aclDataType)99, found);
+  if (t_odd == NULL) return 1;
+  executor = NULL;
+  if (aclnnAmpUpdateScaleGetWorkspaceSize(t_odd, t_tracker, t_odd, 2.0, 0.5, 5, t_odd, t_tracker,
+                                          &workspace_size, &executor) != ACLNN_ERR_PARAM_INVALID ||
+      executor != NULL) {
+    return 1;
+  }
+  aclDestroyTensor(t_odd);
+
   float scale_out = 0.0f;
   int32_t tracker_out = -1;
   aclrtMemcpy(&scale_out, sizeof(float), scale, sizeof(float), ACL_MEMCPY_DEVICE_TO_HOST);
