@@ -70,7 +70,8 @@ TEST_P(SgdDType, SpecialValuesInEveryInput) {
           base.s.set_bits(i, s);
           ++i;
         }
-  for (float lr : {0.01f, std::numeric_limits<float>::infinity()}) {
+  for (float lr : {0.01f, std::numeric_limits<float>::infinity(), -0.0f,
+                   std::numeric_limits<float>::quiet_NaN()}) {
     for (const SgdParams& prm : sgd_test::attribute_combinations()) {
       for (const auto& mom : sgd_test::momentum_values(dt)) {
         SCOPED_TRACE(std::string(describe(prm)) + " momentum " + mom.name);
@@ -81,6 +82,32 @@ TEST_P(SgdDType, SpecialValuesInEveryInput) {
         if (HasFailure()) return;
       }
     }
+  }
+}
+
+// Unusual attribute values the contract accepts: NaN, infinite and negative dampening, infinite
+// and subnormal weight decay, -0.0 for both (which counts as zero and skips the term).
+TEST_P(SgdDType, SpecialAttributeValues) {
+  ThreadCountGuard guard;
+  const DType dt = GetParam();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const float tiny = std::numeric_limits<float>::denorm_min();
+  uint64_t seed = 300;
+  for (float d : {nan, inf, -0.5f, -0.0f, tiny}) {
+    for (float wd : {0.0f, -0.0f, inf, tiny, 3.0f}) {
+      for (const auto& mom : sgd_test::momentum_values(dt)) {
+        const SgdParams prm{d, wd, false};
+        SCOPED_TRACE(describe(prm) + " momentum " + mom.name);
+        const Case input = sgd_test::random_case(dt, 67, ++seed, 0.25f, mom.bits);
+        sgd_test::check_against_golden(input, prm, {1});
+        if (HasFailure()) return;
+      }
+    }
+  }
+  for (float wd : {-0.0f, inf, tiny}) {  // nesterov with dampening -0.0 (== 0)
+    const Case input = sgd_test::random_case(dt, 67, ++seed, 0.25f, 0);
+    sgd_test::check_against_golden(input, {-0.0f, wd, true}, {1});
   }
 }
 
