@@ -15,6 +15,11 @@ fail() {
   status=1
 }
 
+# A sanitized build's library needs its users built with the same sanitizers.
+sanitize="$(sed -n 's/^MANTISSA_SANITIZE:STRING=//p' "$bin/CMakeCache.txt" 2>/dev/null || true)"
+san_flags=""
+[[ -n "$sanitize" ]] && san_flags="-fsanitize=$sanitize"
+
 cmake --install "$bin" --prefix "$prefix" >"$work/install.log" ||
   { cat "$work/install.log"; echo "FAIL: cmake --install" >&2; exit 1; }
 
@@ -46,7 +51,8 @@ fi
 
 # 1. A CMake consumer through find_package(mantissa) and mantissa::mantissa.
 if cmake -S "$src/tests/consumer" -B "$work/consumer" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-     -DCMAKE_PREFIX_PATH="$prefix" >"$work/consumer.log" 2>&1 &&
+     -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_FLAGS="$san_flags" -DCMAKE_CXX_FLAGS="$san_flags" \
+     -DCMAKE_EXE_LINKER_FLAGS="$san_flags" >"$work/consumer.log" 2>&1 &&
    cmake --build "$work/consumer" >>"$work/consumer.log" 2>&1; then
   for program in consumer_aclnn consumer_cxx; do
     exe="$work/consumer/$program"
@@ -66,8 +72,8 @@ fi
 # 2. The CANN sample, unchanged, with plain g++ and pkg-config.
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 if flags="$(pkg-config --cflags --libs mantissa)"; then
-  # shellcheck disable=SC2086  # the flags are several words
-  if g++ -std=c++17 "$src/examples/test_aclnn_amp_update_scale.cpp" $flags \
+  # shellcheck disable=SC2086  # the flag lists are several words
+  if g++ -std=c++17 $san_flags "$src/examples/test_aclnn_amp_update_scale.cpp" $flags \
        -o "$work/sample" 2>"$work/sample.log"; then
     out="$(LD_LIBRARY_PATH="$prefix/lib" "$work/sample")" || fail "the sample exited with $?"
     echo "$out"
