@@ -17,6 +17,8 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 // clang-format on
 
+#include <type_traits>
+
 #include "core/parallel.h"
 #include "core/simd-inl.h"
 #include "hwy/highway.h"
@@ -131,7 +133,7 @@ void SgdImpl(const detail::SgdKernelArgs& args) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include <cmath>
+#include <string>
 #include <string_view>
 
 #include "core/runtime_internal.h"
@@ -212,11 +214,12 @@ Status sgd_validate(const SgdTensors& t, const SgdParams& p) {
       if (&x.t == &w.t) continue;
       if (in_place && &x.t == &out_view) continue;  // parameters_out is parameters itself
       if (memory_overlaps(w.t, x.t)) {
-        return detail::fail(StatusCode::kParamInvalid, kOp,
-                            "{} {} overlaps {} {}: a tensor the operator writes must share no "
-                            "byte with any other argument{}",
-                            w.name, byte_range(w.t), x.name, byte_range(x.t),
-                            &w.t == &out_view ? " (or be the same view as parameters)" : "");
+        return detail::fail(
+            StatusCode::kParamInvalid, kOp,
+            "{} {} overlaps {} {}: a tensor the operator writes must share no "
+            "byte with any other argument{}",
+            w.name, byte_range(w.t), x.name, byte_range(x.t),
+            &w.t == &out_view ? " (or start at parameters' data: the in-place form)" : "");
       }
     }
   }
