@@ -456,6 +456,7 @@ inline void run_sweep(const SweepPlan& plan) {
       const Outputs big_golden = plan.big ? golden32(big, nesterov) : Outputs{};
       for (const std::string& target : targets) {
         ASSERT_TRUE(mantissa::set_simd_target(target).ok());
+        ASSERT_EQ(mantissa::simd_target(), target);  // the dispatch really moved
         for (int threads : plan.threads) {
           ASSERT_TRUE(mantissa::set_num_threads(threads).ok());
           const std::string where = std::string(mantissa::dtype_name(dtype)) +
