@@ -98,6 +98,47 @@ TEST(ApplyAdamD, BitExactOnEveryTargetThreadCountAndSize) {
   adam_test::run_sweep(plan);
 }
 
+// Views that start one element into their buffers (unaligned for every vector width).
+TEST(ApplyAdamD, UnalignedViewsGiveTheSameBits) {
+  adam_test::RuntimeReset reset;
+  for (DType dtype : kDtypes) {
+    for (bool nesterov : {false, true}) {
+      const size_t n = 3 * 16 + 5;
+      Problem p(dtype, {static_cast<int64_t>(n + 1)}, Scalars{});
+      adam_test::fill_core(p, 77);
+      const Outputs golden = adam_test::golden32(adam_test::slice(p, 1, n), nesterov);
+      for (const std::string& target : mantissa::available_simd_targets()) {
+        ASSERT_TRUE(mantissa::set_simd_target(target).ok());
+        Problem q = p;
+        Outputs o{Buffer(dtype, n + 1), Buffer(dtype, n + 1), Buffer(dtype, n + 1)};
+        const size_t es = Buffer::elem_size(dtype);
+        const auto at1 = [&](Buffer& b) {
+          return TensorView(b.bytes.data() + es, dtype, {static_cast<int64_t>(n)});
+        };
+        mantissa::ApplyAdamDTensors t = q.tensors();
+        t.var = at1(q.var);
+        t.m = at1(q.m);
+        t.v = at1(q.v);
+        t.grad = at1(q.grad);
+        t.var_out = at1(o.var);
+        t.m_out = at1(o.m);
+        t.v_out = at1(o.v);
+        mantissa::ApplyAdamDParams params;
+        params.use_nesterov = nesterov;
+        ASSERT_TRUE(mantissa::apply_adam_d(t, params).ok());
+        Problem out_view = p;
+        out_view.var = o.var;
+        out_view.m = o.m;
+        out_view.v = o.v;
+        const Problem s = adam_test::slice(out_view, 1, n);
+        EXPECT_EQ(adam_test::compare_bits(Outputs{s.var, s.m, s.v}, golden), "")
+            << label(dtype, nesterov) << " " << target;
+        EXPECT_EQ(o.var.bits(0), 0u) << "element before the view written";
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Precision against the fp64 golden: the upstream case matrix under single_bm.
 
