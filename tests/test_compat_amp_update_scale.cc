@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "acl/acl.h"
@@ -431,6 +432,17 @@ TEST(CompatAmpUpdateScaleExecutor, OneShotExecutorIsSpentAfterItsRun) {
   EXPECT_EQ(call.tracker_out(), 901);  // the second call ran nothing
   EXPECT_EQ(aclDestroyAclOpExecutor(executor), ACLNN_ERR_PARAM_INVALID);
   EXPECT_EQ(aclSetAclOpExecutorRepeatable(executor), ACLNN_ERR_PARAM_INVALID);
+  // New executors never reuse a spent handle, so it stays refused.
+  std::vector<aclOpExecutor*> fresh;
+  for (int i = 0; i < 100; ++i) {
+    aclOpExecutor* e = nullptr;
+    ASSERT_EQ(call.phase_one(2.0, 0.5, 1000, &e, &ws), ACLNN_SUCCESS);
+    EXPECT_NE(e, executor);
+    fresh.push_back(e);
+  }
+  EXPECT_EQ(aclnnAmpUpdateScale(nullptr, ws, executor, nullptr), ACLNN_ERR_PARAM_INVALID);
+  EXPECT_EQ(call.tracker_out(), 901);
+  for (aclOpExecutor* e : fresh) EXPECT_EQ(aclDestroyAclOpExecutor(e), ACLNN_SUCCESS);
 }
 
 TEST(CompatAmpUpdateScaleExecutor, RepeatableExecutorRunsUntilDestroyed) {
@@ -510,6 +522,36 @@ TEST(CompatAmpUpdateScaleExecutor, WorkspaceArgumentsAreAcceptedWhenSizeIsZero) 
   ASSERT_EQ(aclnnAmpUpdateScale(scratch, sizeof scratch, executor, nullptr), ACLNN_SUCCESS);
   for (unsigned char b : scratch) ASSERT_EQ(b, 0x11);
   EXPECT_EQ(call.tracker_out(), 901);
+}
+
+// Threads calling concurrently: each gets its own results, its own recent error, and the
+// executor registry stays consistent (every spent executor refused, every live one run once).
+TEST(CompatAmpUpdateScaleExecutor, ConcurrentCallsOnSeveralThreads) {
+  constexpr int kThreads = 8, kIterations = 200;
+  std::vector<int> failures(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int th = 0; th < kThreads; ++th) {
+    threads.emplace_back([th, &failures] {
+      for (int it = 0; it < kIterations; ++it) {
+        const int32_t tracker = th * 1000 + it;
+        Call call(ACL_FLOAT, 4.0f, tracker, 0.0f);
+        call.make();
+        uint64_t ws = 0;
+        aclOpExecutor* executor = nullptr;
+        if (call.phase_one(2.0, 0.5, 1 << 30, &executor, &ws) != ACLNN_SUCCESS ||
+            aclnnAmpUpdateScale(nullptr, ws, executor, nullptr) != ACLNN_SUCCESS ||
+            call.tracker_out() != tracker + 1 || call.scale_out() != 4.0f) {
+          ++failures[th];
+        }
+        if (aclnnAmpUpdateScale(nullptr, ws, executor, nullptr) != ACLNN_ERR_PARAM_INVALID ||
+            std::string(aclGetRecentErrMsg()).find("not a live executor") == std::string::npos) {
+          ++failures[th];
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int th = 0; th < kThreads; ++th) EXPECT_EQ(failures[th], 0) << "thread " << th;
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
 // aclOpExecutor and the registry of live executors.
 //
-// The registry maps each live handle to its plan. Phase two looks the handle up (it never
-// dereferences a pointer it did not find) and, for a one-shot executor, removes it before
-// running, so a second call with the same handle, or with any pointer that is not a live
-// executor, is answered 161002.
+// An executor handle is not a pointer to memory: it is a tagged serial number, never reissued in
+// the life of the process, looked up in the registry of live executors. Phase two never
+// dereferences a handle, and a spent one-shot executor stays spent even after later executors
+// are created (a heap address could be reused; a serial number is not). The tag puts every
+// handle outside the user address space, so no pointer to real memory is mistaken for one.
 #include <fmt/format.h>
 
 #include <memory>
@@ -17,27 +18,33 @@
 #include "compat/compat_internal.h"
 #include "compat/executor_internal.h"
 
-struct aclOpExecutor {
-  std::string op;
-  uint64_t workspace_size = 0;
-  bool repeatable = false;
-  mantissa::compat::ExecutorRun run;
-};
-
 namespace mantissa::compat {
 namespace {
 
+struct Plan {
+  std::string op;
+  uint64_t workspace_size = 0;
+  bool repeatable = false;
+  ExecutorRun run;
+};
+
+// Top nibble 0xE: a non-canonical address on x86-64 and outside user space on AArch64.
+constexpr uintptr_t kHandleTag = uintptr_t{0xE} << 60;
+
 struct ExecutorRegistry {
   std::mutex mutex;
+  uint64_t issued = 0;  // serial numbers handed out so far
   // Shared ownership: a repeatable executor being run on one thread stays valid even if another
   // thread destroys its handle meanwhile.
-  std::unordered_map<const aclOpExecutor*, std::shared_ptr<aclOpExecutor>> live;
+  std::unordered_map<uintptr_t, std::shared_ptr<Plan>> live;
 };
 
 ExecutorRegistry& registry() {
   static ExecutorRegistry* r = new ExecutorRegistry;  // never destroyed: usable during teardown
   return *r;
 }
+
+uintptr_t key(const aclOpExecutor* executor) { return reinterpret_cast<uintptr_t>(executor); }
 
 aclnnStatus invalid(std::string message) {
   set_recent_error(std::move(message));
@@ -48,15 +55,15 @@ aclnnStatus invalid(std::string message) {
 
 aclOpExecutor* create_executor(std::string op, uint64_t workspace_size, ExecutorRun run) {
   try {
-    auto executor = std::make_shared<aclOpExecutor>();
-    executor->op = std::move(op);
-    executor->workspace_size = workspace_size;
-    executor->run = std::move(run);
-    aclOpExecutor* handle = executor.get();
+    auto plan = std::make_shared<Plan>();
+    plan->op = op;
+    plan->workspace_size = workspace_size;
+    plan->run = std::move(run);
     ExecutorRegistry& r = registry();
     std::lock_guard lock(r.mutex);
-    r.live.emplace(handle, std::move(executor));
-    return handle;
+    const uintptr_t handle = kHandleTag | static_cast<uintptr_t>(++r.issued);
+    r.live.emplace(handle, std::move(plan));
+    return reinterpret_cast<aclOpExecutor*>(handle);
   } catch (const std::bad_alloc&) {
     set_recent_error(op + "GetWorkspaceSize: out of memory creating the executor");
     return nullptr;
@@ -69,11 +76,11 @@ aclnnStatus run_executor(const char* op, void* workspace, uint64_t workspace_siz
     set_recent_error(fmt::format("{}: executor is null", op));
     return ACLNN_ERR_PARAM_NULLPTR;
   }
-  std::shared_ptr<aclOpExecutor> plan;
+  std::shared_ptr<Plan> plan;
   {
     ExecutorRegistry& r = registry();
     std::lock_guard lock(r.mutex);
-    const auto it = r.live.find(executor);
+    const auto it = r.live.find(key(executor));
     if (it == r.live.end()) {
       return invalid(fmt::format(
           "{}: executor {} is not a live executor (a one-shot executor is spent after its "
@@ -114,7 +121,7 @@ aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor* executor) {
   }
   ExecutorRegistry& r = registry();
   std::lock_guard lock(r.mutex);
-  const auto it = r.live.find(executor);
+  const auto it = r.live.find(key(executor));
   if (it == r.live.end()) {
     return invalid(fmt::format("aclSetAclOpExecutorRepeatable: {} is not a live executor",
                                static_cast<const void*>(executor)));
@@ -129,10 +136,10 @@ aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor* executor) {
     set_recent_error("aclDestroyAclOpExecutor: executor is null");
     return ACLNN_ERR_PARAM_NULLPTR;
   }
-  std::shared_ptr<aclOpExecutor> plan;  // released outside the lock
+  std::shared_ptr<Plan> plan;  // released outside the lock
   ExecutorRegistry& r = registry();
   std::lock_guard lock(r.mutex);
-  const auto it = r.live.find(executor);
+  const auto it = r.live.find(key(executor));
   if (it == r.live.end()) {
     return invalid(fmt::format("aclDestroyAclOpExecutor: {} is not a live executor",
                                static_cast<const void*>(executor)));
