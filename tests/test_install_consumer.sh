@@ -43,7 +43,7 @@ for path in \
   [[ -e "$prefix/$path" ]] || fail "not installed: $path"
 done
 # Internal headers stay out of the installed tree.
-if find "$prefix/include" -name '*internal*' | grep -q .; then
+if [ -n "$(find "$prefix/include" -name '*internal*')" ]; then
   fail "internal headers were installed: $(find "$prefix/include" -name '*internal*')"
 fi
 [[ -x "$prefix/bin/mantissa" ]] && { "$prefix/bin/mantissa" --help >/dev/null ||
@@ -57,8 +57,10 @@ if cmake -S "$src/tests/consumer" -B "$work/consumer" -G Ninja -DCMAKE_BUILD_TYP
   for program in consumer_aclnn consumer_cxx; do
     exe="$work/consumer/$program"
     # It must load the installed library, not the build tree's.
-    ldd "$exe" | grep -q "$prefix/lib/libmantissa.so" ||
-      fail "$program does not load $prefix/lib/libmantissa.so: $(ldd "$exe" | grep mantissa)"
+    # (Capture first: with pipefail, grep -q closing the pipe early would fail the pipeline.)
+    libs="$(ldd "$exe")"
+    grep -q "$prefix/lib/libmantissa.so" <<<"$libs" ||
+      fail "$program does not load $prefix/lib/libmantissa.so: $(grep mantissa <<<"$libs")"
     out="$("$exe")" || fail "$program exited with $?: $out"
     echo "$out"
   done

@@ -99,6 +99,16 @@ HWY_INLINE hn::Vec<U16For<D>> F32ToF16(D d, hn::Vec<D> f) {
   return hn::DemoteTo(du16, hn::Or(result, sign));
 }
 
+// Every NaN lane becomes the canonical quiet NaN 0x7FC00000 (narrowed: fp16 0x7E00, bf16
+// 0x7FC0). Which operand's NaN an operation returns differs between CPUs, and compilers may swap
+// the operands of commutative operations per target; operators store computed NaNs this way so
+// their bits are the same everywhere.
+template <class D>
+HWY_INLINE hn::Vec<D> CanonicalNaN(D d, hn::Vec<D> v) {
+  const hn::RebindToSigned<D> di;
+  return hn::IfThenElse(hn::IsNaN(v), hn::BitCast(d, hn::Set(di, 0x7FC00000)), v);
+}
+
 // Typed access to fp32 lanes. Storage is float (fp32) or uint16_t with a format tag.
 struct Fp32 {
   using Storage = float;

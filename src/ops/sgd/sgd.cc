@@ -38,16 +38,6 @@ HWY_INLINE void StoreZero(D d, typename Format::Storage* HWY_RESTRICT p) {
   }
 }
 
-// Every NaN result becomes the positive quiet NaN 0x7FC00000 (fp16 0x7E00, bf16 0x7FC0 after
-// narrowing). Which operand's payload an IEEE operation propagates is left to the hardware, and
-// the compiler may swap the operands of a commutative operation differently per target; one NaN
-// encoding keeps the output bits the same on every target and CPU.
-template <class D>
-HWY_INLINE hn::Vec<D> CanonicalNaN(D d, hn::Vec<D> v) {
-  const hn::RebindToSigned<D> di;
-  return hn::IfThenElse(hn::IsNaN(v), hn::BitCast(d, hn::Set(di, 0x7FC00000)), v);
-}
-
 // One variant of the update. Each flag removes work at compile time:
 //   kWeightDecay  wd != 0: grad = g + p*wd (else grad = g; p*0 would turn inf into NaN)
 //   kDampening    d != 0: reads s, subtracts (grad*(1 - s))*d
