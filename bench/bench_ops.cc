@@ -71,7 +71,7 @@ void register_all() {
     run_small(s, mantissa::bench::prepare_amp_update_scale_aclnn());
   });
   benchmark::RegisterBenchmark("Overhead/SGD/fp32/momentum/1024", [](benchmark::State& s) {
-    run_small(s, mantissa::bench::prepare({"SGD", mantissa::DType::kFloat32, "momentum", {3, 1}},
+    run_small(s, mantissa::bench::prepare({"SGD", mantissa::DType::kFloat32, "momentum", {2, 2}},
                                           1024));
   });
   benchmark::RegisterBenchmark("Overhead/ApplyAdamD/fp32/default/1024", [](benchmark::State& s) {

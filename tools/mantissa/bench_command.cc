@@ -100,7 +100,7 @@ int run(const Options& o) {
   overhead("AmpUpdateScale, 1 element, C++ API", *amp_cpp);
   auto amp_aclnn = bench::prepare_amp_update_scale_aclnn();
   overhead("AmpUpdateScale, 1 element, both aclnn phases", *amp_aclnn);
-  auto sgd_1k = bench::prepare({"SGD", DType::kFloat32, "momentum", {3, 1}}, 1024);
+  auto sgd_1k = bench::prepare({"SGD", DType::kFloat32, "momentum", {2, 2}}, 1024);
   overhead("SGD fp32 momentum, 1K elements", *sgd_1k);
   auto adam_1k = bench::prepare({"ApplyAdamD", DType::kFloat32, "default", {3, 1}}, 1024);
   overhead("ApplyAdamD fp32, 1K elements", *adam_1k);

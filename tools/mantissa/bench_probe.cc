@@ -41,6 +41,7 @@ void ProbeRange(int rmw_streams, int ro_streams, float* const* rmw, const float*
   if (rmw_streams == 1 && ro_streams == 2) return ProbeStreams<1, 2>(rmw, ro, begin, end);
   if (rmw_streams == 1 && ro_streams == 3) return ProbeStreams<1, 3>(rmw, ro, begin, end);
   if (rmw_streams == 2 && ro_streams == 1) return ProbeStreams<2, 1>(rmw, ro, begin, end);
+  if (rmw_streams == 2 && ro_streams == 2) return ProbeStreams<2, 2>(rmw, ro, begin, end);
   return ProbeStreams<1, 1>(rmw, ro, begin, end);
 }
 

@@ -6,8 +6,8 @@
 //
 // Memory traffic per element (logical bytes; in place or with a separate parameters_out alike):
 //   variant                     reads          writes         total
-//   m != 0, d == 0              p, g, a   3E   p, a, s   3E    6E  (s is written, never read)
-//   m != 0, d != 0              p, g, a, s 4E  p, a, s   3E    7E
+//   m != 0, d == 0              p, g, a, s 4E  p, a, (s) 2E    6E  (s is read as bits and written
+//   m != 0, d != 0              p, g, a, s 4E  p, a, (s) 2E    6E   only where not already +0.0)
 //   m == 0, d == 0              p, g, a   3E   p         1E    4E  (a is read: a*m can be NaN)
 //   m == 0, d != 0              p, g, a, s 4E  p         1E    5E
 // weight_decay and nesterov change the arithmetic only, not the traffic.
@@ -27,14 +27,19 @@
 HWY_BEFORE_NAMESPACE();
 namespace mantissa::HWY_NAMESPACE {
 
-// Stores +0.0 (all bits zero) without converting: the same bits in every format.
+// Makes every element +0.0 (all bits zero), storing only when some element is not already
+// +0.0. After the first step stat is all +0.0, so this turns a write (whose cache line must be
+// fetched first anyway) into a read: the vector is loaded as raw bits, never converted.
 template <class Format, class D>
-HWY_INLINE void StoreZero(D d, typename Format::Storage* HWY_RESTRICT p) {
+HWY_INLINE void ClearToPositiveZero(D d, typename Format::Storage* HWY_RESTRICT p) {
   if constexpr (std::is_same_v<Format, Fp32>) {
-    hn::StoreU(hn::Zero(d), d, p);
+    const hn::RebindToUnsigned<D> du;
+    const auto bits = hn::LoadU(du, reinterpret_cast<const uint32_t*>(p));
+    if (!hn::AllTrue(du, hn::Eq(bits, hn::Zero(du)))) hn::StoreU(hn::Zero(d), d, p);
   } else {
     const U16For<D> du16;
-    hn::StoreU(hn::Zero(du16), du16, p);
+    const auto bits = hn::LoadU(du16, p);
+    if (!hn::AllTrue(du16, hn::Eq(bits, hn::Zero(du16)))) hn::StoreU(hn::Zero(du16), du16, p);
   }
 }
 
@@ -80,7 +85,7 @@ void SgdVariant(const detail::SgdKernelArgs& args) {
       StoreF32<Format>(d, CanonicalNaN(d, hn::Sub(p, step)), p_out + i);
       if constexpr (kWriteState) {
         StoreF32<Format>(d, CanonicalNaN(d, accum_t), accum + i);
-        StoreZero<Format>(d, stat + i);
+        ClearToPositiveZero<Format>(d, stat + i);
       }
     });
   };
