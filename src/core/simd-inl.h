@@ -149,6 +149,12 @@ HWY_INLINE void ForEachVector(int64_t begin, int64_t end, Body&& body) {
   const hn::ScalableTag<float> d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   int64_t i = begin;
+  // Two vectors per iteration: independent work for the out-of-order core to overlap with
+  // memory latency. Each vector is still computed by the same lane operations.
+  for (; i + 2 * lanes <= end; i += 2 * lanes) {
+    body(d, i);
+    body(d, i + lanes);
+  }
   for (; i + lanes <= end; i += lanes) body(d, i);
   const hn::CappedTag<float, 1> d1;
   for (; i < end; ++i) body(d1, i);

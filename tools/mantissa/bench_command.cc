@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
-#include <map>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -28,24 +28,60 @@ struct Options {
   double min_seconds = 0.3;
 };
 
-// Median seconds per call of fn over enough repetitions to fill min_seconds (at least 3).
+// Calls per timed sample so that one sample lasts at least ~1 ms (tiny calls are timed in
+// batches, big ones one by one).
 template <class F>
-double time_per_call(F&& fn, double min_seconds) {
+int64_t batch_for(F&& fn) {
   fn();  // warm-up: first touch, thread start-up
-  std::vector<double> samples;
-  double total = 0.0;
   int64_t batch = 1;
-  while (samples.size() < 3 || total < min_seconds) {
+  for (;;) {
     const auto t0 = Clock::now();
     for (int64_t i = 0; i < batch; ++i) fn();
-    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    samples.push_back(s / static_cast<double>(batch));
-    total += s;
-    if (s < 1e-3) batch *= 4;  // tiny calls: time batches, not single calls
-    if (samples.size() >= 200) break;
+    if (std::chrono::duration<double>(Clock::now() - t0).count() >= 1e-3 || batch >= (1 << 20)) {
+      return batch;
+    }
+    batch *= 4;
   }
-  std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
-  return samples[samples.size() / 2];
+}
+
+template <class F>
+double sample(F&& fn, int64_t batch) {
+  const auto t0 = Clock::now();
+  for (int64_t i = 0; i < batch; ++i) fn();
+  return std::chrono::duration<double>(Clock::now() - t0).count() / static_cast<double>(batch);
+}
+
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+// Median seconds per call of fn, over samples filling min_seconds (at least 5 samples).
+template <class F>
+double time_per_call(F&& fn, double min_seconds) {
+  const int64_t batch = batch_for(fn);
+  std::vector<double> samples;
+  double total = 0.0;
+  while (samples.size() < 5 || (total < min_seconds && samples.size() < 400)) {
+    samples.push_back(sample(fn, batch));
+    total += samples.back() * static_cast<double>(batch);
+  }
+  return median(samples);
+}
+
+// The operator and the probe timed in alternation (A B A B ...), so that drifts of the machine's
+// memory bandwidth (other tenants, frequency) hit both alike; medians of each.
+template <class A, class B>
+std::pair<double, double> time_side_by_side(A&& a, B&& b, double min_seconds) {
+  const int64_t batch_a = batch_for(a), batch_b = batch_for(b);
+  std::vector<double> sa, sb;
+  double total = 0.0;
+  while (sa.size() < 5 || (total < 2 * min_seconds && sa.size() < 400)) {
+    sa.push_back(sample(a, batch_a));
+    sb.push_back(sample(b, batch_b));
+    total += sa.back() * static_cast<double>(batch_a) + sb.back() * static_cast<double>(batch_b);
+  }
+  return {median(sa), median(sb)};
 }
 
 int run(const Options& o) {
@@ -54,7 +90,6 @@ int run(const Options& o) {
              num_threads());
   fmt::print("{:<11} {:<5} {:<22} {:>10} {:>3} {:>10} {:>8} {:>9} {:>10} {:>7}\n", "op", "dtype",
              "variant", "elements", "thr", "time", "GB/s", "Gelem/s", "probe GB/s", "%probe");
-  std::map<std::pair<std::string, int>, double> probe_cache;  // (traffic@bytes, threads) -> GB/s
   for (const bench::OpCase& c : bench::elementwise_cases()) {
     if (!o.op_filter.empty() && c.op != o.op_filter) continue;
     if (!o.dtype_filter.empty() && dtype_short_name(c.dtype) != o.dtype_filter) continue;
@@ -62,18 +97,13 @@ int run(const Options& o) {
     for (int64_t size : o.sizes) {
       const int64_t n = size > 0 ? size : bench::out_of_cache_elements(bpe);
       auto call = bench::prepare(c, n);
+      // The probe moves the same bytes over the same streams (fp32 arrays of equal byte size).
+      bench::Probe probe(c.traffic, n * static_cast<int64_t>(dtype_size(c.dtype)));
       for (int threads : o.threads) {
         if (!set_num_threads(threads).ok()) continue;
-        const double seconds = time_per_call([&] { call->run(); }, o.min_seconds);
-        const int64_t stream_bytes = n * static_cast<int64_t>(dtype_size(c.dtype));
-        const std::string key = fmt::format("{}/{}/{}", c.traffic.rmw_streams,
-                                            c.traffic.ro_streams, stream_bytes);
-        double& probe_gbps = probe_cache[{key, threads}];
-        if (probe_gbps == 0.0) {
-          bench::Probe probe(c.traffic, stream_bytes);
-          const double ps = time_per_call([&] { probe.run(threads); }, o.min_seconds);
-          probe_gbps = static_cast<double>(probe.bytes_per_pass()) / ps / 1e9;
-        }
+        const auto [seconds, probe_seconds] = time_side_by_side(
+            [&] { call->run(); }, [&] { probe.run(threads); }, o.min_seconds);
+        const double probe_gbps = static_cast<double>(probe.bytes_per_pass()) / probe_seconds / 1e9;
         const double gbps = static_cast<double>(n * bpe) / seconds / 1e9;
         const double ratio = gbps / probe_gbps;
         fmt::print("{:<11} {:<5} {:<22} {:>10} {:>3} {:>8.3f}ms {:>8.2f} {:>9.3f} {:>10.2f} {:>6.0f}%\n",
