@@ -24,6 +24,27 @@ namespace hn = hwy::HWY_NAMESPACE;
 template <class D>
 using U16For = hn::Rebind<uint16_t, D>;
 
+// x86 targets from AVX2 up have F16C (Highway requires it for them).
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+#undef MANTISSA_HAVE_F16C
+#define MANTISSA_HAVE_F16C 1
+#else
+#undef MANTISSA_HAVE_F16C
+#define MANTISSA_HAVE_F16C 0
+#endif
+
+// u32 lanes holding values <= 0xFFFF -> u16 lanes (exact). One vpmovdw on AVX-512; elsewhere
+// Highway's saturating demotion (exact for such values).
+template <class D>
+HWY_INLINE hn::Vec<U16For<D>> NarrowToU16(D /*d*/, hn::Vec<hn::RebindToSigned<D>> v) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  if constexpr (hn::MaxLanes(D()) == 16) {
+    return hn::Vec<U16For<D>>{_mm512_cvtepi32_epi16(v.raw)};
+  }
+#endif
+  return hn::DemoteTo(U16For<D>(), v);
+}
+
 // bf16 bits (in u16 lanes) -> fp32, exact.
 template <class D>
 HWY_INLINE hn::Vec<D> Bf16ToF32(D d, hn::Vec<U16For<D>> h) {
@@ -33,9 +54,8 @@ HWY_INLINE hn::Vec<D> Bf16ToF32(D d, hn::Vec<U16For<D>> h) {
 
 // fp32 -> bf16 bits, round to nearest even; NaN stays NaN (quiet, sign and top payload kept).
 template <class D>
-HWY_INLINE hn::Vec<U16For<D>> F32ToBf16(D /*d*/, hn::Vec<D> f) {
+HWY_INLINE hn::Vec<U16For<D>> F32ToBf16(D d, hn::Vec<D> f) {
   const hn::RebindToSigned<D> di;
-  const U16For<D> du16;
   const auto bits = hn::BitCast(di, f);
   const auto magnitude = hn::And(bits, hn::Set(di, 0x7FFFFFFF));
   const auto is_nan = hn::Gt(magnitude, hn::Set(di, 0x7F800000));
@@ -44,13 +64,17 @@ HWY_INLINE hn::Vec<U16For<D>> F32ToBf16(D /*d*/, hn::Vec<D> f) {
   // Wrap-around of bits + bias only happens for NaN inputs, which take the other branch.
   const auto rounded = hn::And(hn::ShiftRight<16>(hn::Add(bits, bias)), hn::Set(di, 0xFFFF));
   const auto quiet_nan = hn::Or(high, hn::Set(di, 0x0040));
-  // Every lane now holds a value in [0, 0xFFFF], so the saturating demotion is exact.
-  return hn::DemoteTo(du16, hn::IfThenElse(is_nan, quiet_nan, rounded));
+  // Every lane now holds a value in [0, 0xFFFF], so the narrowing is exact.
+  return NarrowToU16(d, hn::IfThenElse(is_nan, quiet_nan, rounded));
 }
 
 // fp16 bits (in u16 lanes) -> fp32, exact; NaN made quiet with its payload kept.
 template <class D>
 HWY_INLINE hn::Vec<D> F16ToF32(D d, hn::Vec<U16For<D>> h) {
+#if MANTISSA_HAVE_F16C
+  // F16C's conversion is exact and quiets NaN keeping the payload: the same bits as below.
+  return hn::PromoteTo(d, hn::BitCast(hn::Rebind<hwy::float16_t, D>(), h));
+#else
   const hn::RebindToSigned<D> di;
   const auto h32 = hn::BitCast(di, hn::PromoteTo(hn::RebindToUnsigned<D>(), h));
   const auto sign = hn::ShiftLeft<16>(hn::And(h32, hn::Set(di, 0x8000)));
@@ -64,24 +88,29 @@ HWY_INLINE hn::Vec<D> F16ToF32(D d, hn::Vec<U16For<D>> h) {
   const auto inf_nan = hn::Or(hn::Or(shifted, hn::Set(di, 0x7F800000)), quiet);
   // Subnormal or zero: mantissa * 2^-24, exactly (0.5 + m*2^-24) - 0.5 in fp32.
   const auto half = hn::Set(d, 0.5f);
-  const auto sub = hn::BitCast(
-      di, hn::Sub(hn::BitCast(d, hn::Or(mantissa, hn::BitCast(di, half))), half));
-  const auto magnitude = hn::IfThenElse(
-      hn::Eq(exponent, hn::Set(di, 0x7C00)), inf_nan,
-      hn::IfThenElse(hn::Eq(exponent, hn::Zero(di)), sub, normal));
+  const auto sub =
+      hn::BitCast(di, hn::Sub(hn::BitCast(d, hn::Or(mantissa, hn::BitCast(di, half))), half));
+  const auto magnitude =
+      hn::IfThenElse(hn::Eq(exponent, hn::Set(di, 0x7C00)), inf_nan,
+                     hn::IfThenElse(hn::Eq(exponent, hn::Zero(di)), sub, normal));
   return hn::BitCast(d, hn::Or(magnitude, sign));
+#endif
 }
 
 // fp32 -> fp16 bits, round to nearest even; overflow to inf; subnormals exact; NaN kept quiet.
 template <class D>
 HWY_INLINE hn::Vec<U16For<D>> F32ToF16(D d, hn::Vec<D> f) {
+#if MANTISSA_HAVE_F16C
+  // F16C's vcvtps2ph with round-to-nearest-even: the same bits as below (tested on all 2^32
+  // inputs), in one instruction.
+  return hn::BitCast(U16For<D>(), hn::DemoteTo(hn::Rebind<hwy::float16_t, D>(), f));
+#else
   const hn::RebindToSigned<D> di;
-  const U16For<D> du16;
   const auto bits = hn::BitCast(di, f);
   const auto sign = hn::And(hn::ShiftRight<16>(bits), hn::Set(di, 0x8000));
   const auto magnitude = hn::And(bits, hn::Set(di, 0x7FFFFFFF));
-  const auto nan = hn::Or(hn::Set(di, 0x7E00),
-                          hn::And(hn::ShiftRight<13>(magnitude), hn::Set(di, 0x03FF)));
+  const auto nan =
+      hn::Or(hn::Set(di, 0x7E00), hn::And(hn::ShiftRight<13>(magnitude), hn::Set(di, 0x03FF)));
   // Normal result: rebias 127 -> 15, then round away the low 13 bits to nearest even. A carry
   // into the exponent is the correct result (up to 0x7C00 = inf is excluded by the test below).
   const auto rebased = hn::Sub(magnitude, hn::Set(di, 0x38000000));
@@ -90,13 +119,14 @@ HWY_INLINE hn::Vec<U16For<D>> F32ToF16(D d, hn::Vec<D> f) {
   // Subnormal result (|f| < 2^-14): 0.5 + |f| rounds |f| to a multiple of 2^-24 in hardware
   // (the fp32 spacing in [0.5, 1)); the bits above 0.5 are the fp16 encoding, 0x400 included.
   const auto half = hn::Set(d, 0.5f);
-  const auto sub = hn::Sub(hn::BitCast(di, hn::Add(hn::BitCast(d, magnitude), half)),
-                           hn::BitCast(di, half));
+  const auto sub =
+      hn::Sub(hn::BitCast(di, hn::Add(hn::BitCast(d, magnitude), half)), hn::BitCast(di, half));
   const auto result = hn::IfThenElse(
       hn::Gt(magnitude, hn::Set(di, 0x7F800000)), nan,
       hn::IfThenElse(hn::Gt(magnitude, hn::Set(di, 0x477FEFFF)), hn::Set(di, 0x7C00),
                      hn::IfThenElse(hn::Gt(magnitude, hn::Set(di, 0x387FFFFF)), normal, sub)));
-  return hn::DemoteTo(du16, hn::Or(result, sign));
+  return NarrowToU16(d, hn::Or(result, sign));
+#endif
 }
 
 // Every NaN lane becomes the canonical quiet NaN 0x7FC00000 (narrowed: fp16 0x7E00, bf16
@@ -139,6 +169,29 @@ HWY_INLINE void StoreF32(D d, hn::Vec<D> v, typename Format::Storage* HWY_RESTRI
     hn::StoreU(F32ToF16(d, v), U16For<D>(), p);
   } else {
     hn::StoreU(F32ToBf16(d, v), U16For<D>(), p);
+  }
+}
+
+// fp32 -> bf16 bits for lanes whose NaNs are already canonical (see CanonicalNaN): rounding
+// alone maps 0x7FC00000 to 0x7FC0 and +-inf to itself, so the NaN test is not needed.
+template <class D>
+HWY_INLINE hn::Vec<U16For<D>> CanonicalF32ToBf16(D d, hn::Vec<D> f) {
+  const hn::RebindToUnsigned<D> du;
+  const auto bits = hn::BitCast(du, f);
+  const auto bias =
+      hn::Add(hn::Set(du, 0x7FFFu), hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u)));
+  return NarrowToU16(d,
+                     hn::BitCast(hn::RebindToSigned<D>(), hn::ShiftRight<16>(hn::Add(bits, bias))));
+}
+
+// Stores an operator result: NaN made canonical, then rounded once to the storage format.
+template <class Format, class D>
+HWY_INLINE void StoreResult(D d, hn::Vec<D> v, typename Format::Storage* HWY_RESTRICT p) {
+  const auto canonical = CanonicalNaN(d, v);
+  if constexpr (std::is_same_v<Format, Bf16>) {
+    hn::StoreU(CanonicalF32ToBf16(d, canonical), U16For<D>(), p);
+  } else {
+    StoreF32<Format>(d, canonical, p);
   }
 }
 

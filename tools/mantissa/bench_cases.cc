@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -167,16 +169,21 @@ int64_t out_of_cache_elements(int64_t bytes_per_element) {
   return n;
 }
 
-// ---- Probe: persistent worker threads, each owning a fixed contiguous part of the range.
+// ---- Probe: persistent worker threads, each owning a fixed contiguous part of the range. Idle
+// workers sleep (after a short spin), so they do not compete with the operator being timed in
+// alternation with the probe.
 struct Probe::Impl {
   Traffic traffic;
-  int64_t n;
+  int64_t n = 0;
   std::vector<float*> rmw;
   std::vector<const float*> ro;
   std::vector<std::thread> workers;
-  std::atomic<uint64_t> generation{0};
+  std::mutex mutex;
+  std::condition_variable wake;
+  uint64_t generation = 0;  // guarded by mutex; also read with a spin below
+  std::atomic<uint64_t> posted{0};
   std::atomic<int> pending{0};
-  std::atomic<bool> stop{false};
+  bool stop = false;        // guarded by mutex
   int active_threads = 1;
 
   void part(int index, int parts) {
@@ -189,13 +196,15 @@ struct Probe::Impl {
       workers.emplace_back([this, index] {
         uint64_t seen = 0;
         for (;;) {
-          uint64_t g;
-          while ((g = generation.load(std::memory_order_acquire)) == seen) {
-            if (stop.load(std::memory_order_relaxed)) return;
-            std::this_thread::yield();
+          for (int i = 0; i < 4096 && posted.load(std::memory_order_acquire) == seen; ++i) {
           }
-          seen = g;
-          if (index < active_threads) part(index, active_threads);
+          std::unique_lock<std::mutex> lock(mutex);
+          wake.wait(lock, [&] { return stop || generation != seen; });
+          if (stop) return;
+          seen = generation;
+          const int parts = active_threads;
+          lock.unlock();
+          if (index < parts) part(index, parts);
           pending.fetch_sub(1, std::memory_order_acq_rel);
         }
       });
@@ -220,7 +229,11 @@ Probe::Probe(Traffic traffic, int64_t bytes_per_stream) : impl_(std::make_unique
 }
 
 Probe::~Probe() {
-  impl_->stop = true;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->stop = true;
+  }
+  impl_->wake.notify_all();
   for (auto& t : impl_->workers) t.join();
   for (float* p : impl_->rmw) std::free(p);
   for (const float* p : impl_->ro) std::free(const_cast<float*>(p));
@@ -234,9 +247,14 @@ void Probe::run(int threads) {
     return;
   }
   s.ensure_workers(threads - 1);
-  s.active_threads = threads;
-  s.pending.store(static_cast<int>(s.workers.size()), std::memory_order_relaxed);
-  s.generation.fetch_add(1, std::memory_order_acq_rel);
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.active_threads = threads;
+    s.pending.store(static_cast<int>(s.workers.size()), std::memory_order_relaxed);
+    ++s.generation;
+    s.posted.store(s.generation, std::memory_order_release);
+  }
+  s.wake.notify_all();
   s.part(0, threads);
   while (s.pending.load(std::memory_order_acquire) != 0) std::this_thread::yield();
 }

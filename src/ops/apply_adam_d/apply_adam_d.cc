@@ -54,9 +54,9 @@ void ApplyAdamDRange(const detail::ApplyAdamDKernelArgs& a) {
       // rounded on every target, so all targets give the same bits.
       const auto var_new =
           hn::Sub(var, hn::Div(hn::Mul(lr_t, numerator), hn::Add(epsilon, hn::Sqrt(v_new))));
-      StoreF32<Format>(d, CanonicalNaN(d, var_new), var_out + i);
-      StoreF32<Format>(d, CanonicalNaN(d, m_new), m_out + i);
-      StoreF32<Format>(d, CanonicalNaN(d, v_new), v_out + i);
+      StoreResult<Format>(d, var_new, var_out + i);
+      StoreResult<Format>(d, m_new, m_out + i);
+      StoreResult<Format>(d, v_new, v_out + i);
     });
   };
   detail::parallel_for(a.n, detail::kDefaultGrain, chunk);

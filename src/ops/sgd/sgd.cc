@@ -82,9 +82,9 @@ void SgdVariant(const detail::SgdKernelArgs& args) {
       } else {
         step = hn::Mul(accum_t, vlr);
       }
-      StoreF32<Format>(d, CanonicalNaN(d, hn::Sub(p, step)), p_out + i);
+      StoreResult<Format>(d, hn::Sub(p, step), p_out + i);
       if constexpr (kWriteState) {
-        StoreF32<Format>(d, CanonicalNaN(d, accum_t), accum + i);
+        StoreResult<Format>(d, accum_t, accum + i);
         ClearToPositiveZero<Format>(d, stat + i);
       }
     });
