@@ -70,14 +70,18 @@ double time_per_call(F&& fn, double min_seconds) {
 }
 
 // The operator and the probe timed in alternation (A B A B ...), so that drifts of the machine's
-// memory bandwidth (other tenants, frequency) hit both alike; medians of each.
+// memory bandwidth (other tenants, frequency) hit both alike; medians of each. One untimed call
+// before each sample restores that side's cache state (the other side's buffers evicted it), so
+// sizes that fit in cache are timed warm, as a training loop would run them.
 template <class A, class B>
 std::pair<double, double> time_side_by_side(A&& a, B&& b, double min_seconds) {
   const int64_t batch_a = batch_for(a), batch_b = batch_for(b);
   std::vector<double> sa, sb;
   double total = 0.0;
   while (sa.size() < 5 || (total < 2 * min_seconds && sa.size() < 400)) {
+    a();
     sa.push_back(sample(a, batch_a));
+    b();
     sb.push_back(sample(b, batch_b));
     total += sa.back() * static_cast<double>(batch_a) + sb.back() * static_cast<double>(batch_b);
   }
