@@ -1,0 +1,57 @@
+// Runs one operator 10 times on 64K elements, for instruction counting under callgrind
+// (scripts/instructions_per_element.sh). Usage: instructions_per_element fp32|fp16|bf16 adam|sgd
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "mantissa/mantissa.h"
+
+int main(int argc, char** argv) {
+  using namespace mantissa;
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: %s fp32|fp16|bf16 adam|sgd\n", argv[0]);
+    return 2;
+  }
+  const DType dt = dtype_from_name(argv[1]);
+  const bool adam = std::strcmp(argv[2], "adam") == 0;
+  if (!is_training_float(dt)) return 2;
+  constexpr int64_t n = int64_t{1} << 16;
+  std::vector<uint32_t> a(n), b(n), c(n), g(n), s(6);
+  for (int64_t i = 0; i < n; ++i) {
+    store_from_float(dt, a.data(), i, 1.0f);
+    store_from_float(dt, b.data(), i, 0.1f);
+    store_from_float(dt, c.data(), i, 0.5f);
+    store_from_float(dt, g.data(), i, 0.2f);
+  }
+  for (int k = 0; k < 6; ++k) store_from_float(dt, s.data(), k, k == 2 ? 0.001f : 0.9f);
+  auto tensor = [&](void* p) { return TensorView(p, dt, {n}); };
+  auto scalar = [&](int k) {
+    return TensorView(reinterpret_cast<char*>(s.data()) + k * dtype_size(dt), dt, {1});
+  };
+  for (int r = 0; r < 10; ++r) {
+    Status st;
+    if (adam) {
+      ApplyAdamDTensors t;
+      t.var = tensor(a.data());
+      t.m = tensor(b.data());
+      t.v = tensor(c.data());
+      t.grad = tensor(g.data());
+      t.beta1_power = scalar(0);
+      t.beta2_power = scalar(1);
+      t.lr = scalar(2);
+      t.beta1 = scalar(3);
+      t.beta2 = scalar(4);
+      t.epsilon = scalar(5);
+      st = apply_adam_d(t, {});
+    } else {
+      st = sgd({tensor(a.data()), tensor(g.data()), scalar(2), tensor(b.data()), scalar(0),
+                tensor(c.data()), std::nullopt},
+               {});
+    }
+    if (!st.ok()) {
+      std::fprintf(stderr, "%s\n", st.message().c_str());
+      return 1;
+    }
+  }
+  return 0;
+}
