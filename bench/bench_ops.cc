@@ -48,16 +48,16 @@ void register_all() {
     for (int64_t size : kSizes) {
       const int64_t n = size > 0 ? size : mantissa::bench::out_of_cache_elements(bpe);
       for (int threads : {1, 2}) {
-        const std::string name = fmt::format("{}/{}/{}/{}/threads:{}", c.op,
-                                             mantissa::dtype_short_name(c.dtype), c.variant, n,
-                                             threads);
+        const std::string name =
+            fmt::format("{}/{}/{}/{}/threads:{}", c.op, mantissa::dtype_short_name(c.dtype),
+                        c.variant, n, threads);
         benchmark::RegisterBenchmark(name.c_str(), run_op, c, n, threads)
             ->Unit(benchmark::kMicrosecond)
             ->UseRealTime();
         const int64_t stream_bytes = n * static_cast<int64_t>(mantissa::dtype_size(c.dtype));
-        const std::string probe = fmt::format("Probe/rmw{}_ro{}/{}B/threads:{}",
-                                              c.traffic.rmw_streams, c.traffic.ro_streams,
-                                              stream_bytes, threads);
+        const std::string probe =
+            fmt::format("Probe/rmw{}_ro{}/{}B/threads:{}", c.traffic.rmw_streams,
+                        c.traffic.ro_streams, stream_bytes, threads);
         benchmark::RegisterBenchmark(probe.c_str(), run_probe, c.traffic, stream_bytes, threads)
             ->Unit(benchmark::kMicrosecond)
             ->UseRealTime();
@@ -67,12 +67,12 @@ void register_all() {
   benchmark::RegisterBenchmark("Overhead/AmpUpdateScale/cpp", [](benchmark::State& s) {
     run_small(s, mantissa::bench::prepare_amp_update_scale_cpp());
   });
-  benchmark::RegisterBenchmark("Overhead/AmpUpdateScale/aclnn_both_phases", [](benchmark::State& s) {
-    run_small(s, mantissa::bench::prepare_amp_update_scale_aclnn());
-  });
+  benchmark::RegisterBenchmark(
+      "Overhead/AmpUpdateScale/aclnn_both_phases",
+      [](benchmark::State& s) { run_small(s, mantissa::bench::prepare_amp_update_scale_aclnn()); });
   benchmark::RegisterBenchmark("Overhead/SGD/fp32/momentum/1024", [](benchmark::State& s) {
-    run_small(s, mantissa::bench::prepare({"SGD", mantissa::DType::kFloat32, "momentum", {2, 2}},
-                                          1024));
+    run_small(
+        s, mantissa::bench::prepare({"SGD", mantissa::DType::kFloat32, "momentum", {2, 2}}, 1024));
   });
   benchmark::RegisterBenchmark("Overhead/ApplyAdamD/fp32/default/1024", [](benchmark::State& s) {
     run_small(s, mantissa::bench::prepare(

@@ -37,8 +37,8 @@ inline uint16_t reference_fp32_to_fp16(float x) {
   const auto sign = static_cast<uint16_t>((bits >> 31) << 15);
   if (std::isnan(x)) return static_cast<uint16_t>(sign | 0x7E00u | ((bits >> 13) & 0x3FFu));
   if (std::isinf(x)) return static_cast<uint16_t>(sign | 0x7C00u);
-  return static_cast<uint16_t>(sign | reference_round(std::fabs(static_cast<double>(x)), 10, -14,
-                                                      15, 15));
+  return static_cast<uint16_t>(sign |
+                               reference_round(std::fabs(static_cast<double>(x)), 10, -14, 15, 15));
 }
 
 inline uint16_t reference_fp32_to_bf16(float x) {
@@ -46,8 +46,8 @@ inline uint16_t reference_fp32_to_bf16(float x) {
   const auto sign = static_cast<uint16_t>((bits >> 31) << 15);
   if (std::isnan(x)) return static_cast<uint16_t>((bits >> 16) | 0x0040u);
   if (std::isinf(x)) return static_cast<uint16_t>(sign | 0x7F80u);
-  return static_cast<uint16_t>(sign | reference_round(std::fabs(static_cast<double>(x)), 7, -126,
-                                                      127, 127));
+  return static_cast<uint16_t>(
+      sign | reference_round(std::fabs(static_cast<double>(x)), 7, -126, 127, 127));
 }
 
 // Widening: value = (-1)^s * 2^(e - bias) * 1.m, or subnormal, computed with ldexp in double.

@@ -135,7 +135,9 @@ TEST_P(AmpUpdateScaleDTypes, ScalesAreRoundedOnceToTheDType) {
 
 INSTANTIATE_TEST_SUITE_P(AllDTypes, AmpUpdateScaleDTypes,
                          ::testing::Values(DType::kFloat32, DType::kFloat16, DType::kBFloat16),
-                         [](const auto& param_info) { return std::string(dtype_short_name(param_info.param)); });
+                         [](const auto& param_info) {
+                           return std::string(dtype_short_name(param_info.param));
+                         });
 
 TEST(AmpUpdateScale, Fp32OverflowExample) {
   Scalars s(DType::kFloat32, 3e38f, 99, 0.0f);
@@ -170,7 +172,8 @@ TEST(AmpUpdateScale, FactorsAreAppliedInFp32) {
 }
 
 TEST(AmpUpdateScale, OneElementShapes) {
-  for (std::vector<int64_t> shape : {std::vector<int64_t>{}, {1}, {1, 1}, {1, 1, 1, 1, 1, 1, 1, 1}}) {
+  for (std::vector<int64_t> shape :
+       {std::vector<int64_t>{}, {1}, {1, 1}, {1, 1, 1, 1, 1, 1, 1, 1}}) {
     Scalars s(DType::kFloat32, 16.0f, 1, 0.0f, shape);
     ASSERT_TRUE(amp_update_scale(s.separate(), params(2.0, 0.5, 2)).ok());
     EXPECT_EQ(s.out_scale(), 32.0f);
@@ -267,10 +270,14 @@ TEST(AmpUpdateScale, NaNResultsAreTheCanonicalQuietNaN) {
   for (DType d : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
     // A NaN scale with a payload, backed off: the result is the canonical NaN, sign cleared.
     Scalars s(d, 1.0f, 0, 1.0f);
-    if (d == DType::kFloat32) s.scale = 0xFFA12345u;
-    else s.scale = d == DType::kFloat16 ? 0xFE55u : 0xFFA1u;
+    if (d == DType::kFloat32)
+      s.scale = 0xFFA12345u;
+    else
+      s.scale = d == DType::kFloat16 ? 0xFE55u : 0xFFA1u;
     ASSERT_TRUE(amp_update_scale(s.separate(), params(2.0, 0.5, 10)).ok());
-    const uint32_t want = d == DType::kFloat32 ? 0x7FC00000u : d == DType::kFloat16 ? 0x7E00u : 0x7FC0u;
+    const uint32_t want = d == DType::kFloat32   ? 0x7FC00000u
+                          : d == DType::kFloat16 ? 0x7E00u
+                                                 : 0x7FC0u;
     EXPECT_EQ(s.scale_out & (d == DType::kFloat32 ? 0xFFFFFFFFu : 0xFFFFu), want);
   }
 }

@@ -33,7 +33,8 @@ TEST(ConvertExhaustive, AllFp32InputsOnEveryTarget) {
           in[i] = x;
           want16[i] = testing::reference_fp32_to_fp16(x);
           wantbf[i] = testing::reference_fp32_to_bf16(x);
-          scalar_bad[w] += (float_to_fp16_bits(x) != want16[i]) + (float_to_bf16_bits(x) != wantbf[i]);
+          scalar_bad[w] +=
+              (float_to_fp16_bits(x) != want16[i]) + (float_to_bf16_bits(x) != wantbf[i]);
         }
       });
     }

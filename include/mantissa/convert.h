@@ -2,10 +2,10 @@
 // same bits as the scalar conversions in dtype.h on every target.
 #pragma once
 
-#include "mantissa/export.h"
-
 #include <cstddef>
 #include <cstdint>
+
+#include "mantissa/export.h"
 
 namespace mantissa {
 

@@ -1,11 +1,11 @@
 // Element types and the exact, round-to-nearest-even conversions between fp32 and fp16/bf16.
 #pragma once
 
-#include "mantissa/export.h"
-
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+
+#include "mantissa/export.h"
 
 namespace mantissa {
 

@@ -7,12 +7,11 @@
 //                         target is the one that runs. For tests and bug reports.
 #pragma once
 
-#include "mantissa/export.h"
-
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "mantissa/export.h"
 #include "mantissa/status.h"
 
 namespace mantissa {

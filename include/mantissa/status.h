@@ -2,26 +2,26 @@
 // argument and values.
 #pragma once
 
-#include "mantissa/export.h"
-
 #include <cstdint>
 #include <string>
 #include <utility>
+
+#include "mantissa/export.h"
 
 namespace mantissa {
 
 enum class StatusCode : int32_t {
   kSuccess = 0,
-  kParamNullptr = 161001,         // ACLNN_ERR_PARAM_NULLPTR
-  kParamInvalid = 161002,         // ACLNN_ERR_PARAM_INVALID
-  kRuntimeError = 361001,         // ACLNN_ERR_RUNTIME_ERROR
-  kInner = 561000,                // ACLNN_ERR_INNER
-  kInferShape = 561001,           // ACLNN_ERR_INNER_INFERSHAPE_ERROR
-  kTiling = 561002,               // ACLNN_ERR_INNER_TILING_ERROR
-  kFindKernel = 561003,           // ACLNN_ERR_INNER_FIND_KERNEL_ERROR
-  kCreateExecutor = 561101,       // ACLNN_ERR_INNER_CREATE_EXECUTOR
-  kNotTransExecutor = 561102,     // ACLNN_ERR_INNER_NOT_TRANS_EXECUTOR
-  kInnerNullptr = 561103,         // ACLNN_ERR_INNER_NULLPTR
+  kParamNullptr = 161001,      // ACLNN_ERR_PARAM_NULLPTR
+  kParamInvalid = 161002,      // ACLNN_ERR_PARAM_INVALID
+  kRuntimeError = 361001,      // ACLNN_ERR_RUNTIME_ERROR
+  kInner = 561000,             // ACLNN_ERR_INNER
+  kInferShape = 561001,        // ACLNN_ERR_INNER_INFERSHAPE_ERROR
+  kTiling = 561002,            // ACLNN_ERR_INNER_TILING_ERROR
+  kFindKernel = 561003,        // ACLNN_ERR_INNER_FIND_KERNEL_ERROR
+  kCreateExecutor = 561101,    // ACLNN_ERR_INNER_CREATE_EXECUTOR
+  kNotTransExecutor = 561102,  // ACLNN_ERR_INNER_NOT_TRANS_EXECUTOR
+  kInnerNullptr = 561103,      // ACLNN_ERR_INNER_NULLPTR
 };
 
 // Symbolic name of a code ("ACLNN_ERR_PARAM_INVALID"); "UNKNOWN" for other values.

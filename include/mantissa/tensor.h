@@ -1,8 +1,6 @@
 // Non-owning tensor views: dtype, shape (rank 0..8), strides in elements, data pointer.
 #pragma once
 
-#include "mantissa/export.h"
-
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -12,6 +10,7 @@
 #include <string>
 
 #include "mantissa/dtype.h"
+#include "mantissa/export.h"
 
 namespace mantissa {
 

@@ -1,7 +1,9 @@
 // Bulk fp32 <-> fp16/bf16 conversion, one kernel for every SIMD target.
+// clang-format off: foreach_target.h must come first; it re-includes this file once per target.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "core/convert.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
+// clang-format on
 
 #include "core/parallel.h"
 #include "core/simd-inl.h"
@@ -15,9 +17,8 @@ void ConvertRange(const void* src, void* dst, int64_t n) {
   const auto* in = static_cast<const typename From::Storage*>(src);
   auto* out = static_cast<typename To::Storage*>(dst);
   auto chunk = [&](int64_t begin, int64_t end) {
-    ForEachVector(begin, end, [&](auto d, int64_t i) {
-      StoreF32<To>(d, LoadF32<From>(d, in + i), out + i);
-    });
+    ForEachVector(begin, end,
+                  [&](auto d, int64_t i) { StoreF32<To>(d, LoadF32<From>(d, in + i), out + i); });
   };
   detail::parallel_for(n, detail::kDefaultGrain * 4, chunk);
 }

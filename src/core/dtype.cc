@@ -1,7 +1,7 @@
 // dtype names and sizes.
-#include <cstring>
-
 #include "mantissa/dtype.h"
+
+#include <cstring>
 
 namespace mantissa {
 namespace {
@@ -14,12 +14,12 @@ struct DTypeInfo {
 };
 
 constexpr DTypeInfo kDTypes[] = {
-    {DType::kFloat32, 4, "FLOAT", "fp32"},   {DType::kFloat16, 2, "FLOAT16", "fp16"},
+    {DType::kFloat32, 4, "FLOAT", "fp32"},     {DType::kFloat16, 2, "FLOAT16", "fp16"},
     {DType::kBFloat16, 2, "BFLOAT16", "bf16"}, {DType::kInt8, 1, "INT8", "int8"},
-    {DType::kInt32, 4, "INT32", "int32"},    {DType::kUInt8, 1, "UINT8", "uint8"},
-    {DType::kInt16, 2, "INT16", "int16"},    {DType::kUInt16, 2, "UINT16", "uint16"},
-    {DType::kUInt32, 4, "UINT32", "uint32"}, {DType::kInt64, 8, "INT64", "int64"},
-    {DType::kUInt64, 8, "UINT64", "uint64"}, {DType::kFloat64, 8, "DOUBLE", "fp64"},
+    {DType::kInt32, 4, "INT32", "int32"},      {DType::kUInt8, 1, "UINT8", "uint8"},
+    {DType::kInt16, 2, "INT16", "int16"},      {DType::kUInt16, 2, "UINT16", "uint16"},
+    {DType::kUInt32, 4, "UINT32", "uint32"},   {DType::kInt64, 8, "INT64", "int64"},
+    {DType::kUInt64, 8, "UINT64", "uint64"},   {DType::kFloat64, 8, "DOUBLE", "fp64"},
     {DType::kBool, 1, "BOOL", "bool"},
 };
 

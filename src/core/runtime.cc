@@ -1,4 +1,6 @@
 // Runtime settings: thread count and SIMD target selection (through Highway's target mask).
+#include "mantissa/runtime.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -10,7 +12,6 @@
 #include "core/runtime_internal.h"
 #include "hwy/highway.h"
 #include "hwy/targets.h"
-#include "mantissa/runtime.h"
 
 namespace mantissa {
 namespace {
@@ -111,8 +112,8 @@ Status set_simd_target(std::string_view name) {
       std::string list;
       for (const auto& n : available_simd_targets()) list += (list.empty() ? "" : ", ") + n;
       return Status(StatusCode::kParamInvalid, "set_simd_target: target '" + std::string(name) +
-                                                   "' is not available here (available: " +
-                                                   list + ")");
+                                                   "' is not available here (available: " + list +
+                                                   ")");
     }
     hwy::SetSupportedTargetsForTest(target);
   }

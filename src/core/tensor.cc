@@ -13,8 +13,10 @@ TensorView::TensorView(void* data_ptr, DType type, std::span<const int64_t> dims
   for (int i = kept - 1; i >= 0; --i) {
     strides[i] = stride;
     // Saturate instead of overflowing; such a view is rejected by numel() anyway.
-    if (shape[i] > 0 && stride > INT64_MAX / shape[i]) stride = INT64_MAX;
-    else if (shape[i] > 0) stride *= shape[i];
+    if (shape[i] > 0 && stride > INT64_MAX / shape[i])
+      stride = INT64_MAX;
+    else if (shape[i] > 0)
+      stride *= shape[i];
   }
 }
 

@@ -50,8 +50,8 @@ Status check_rank(std::string_view op, Arg a, int lo, int hi) {
 Status check_not_empty(std::string_view op, Arg a) {
   for (int i = 0; i < a.t.rank && i < kMaxRank; ++i) {
     if (a.t.shape[i] <= 0) {
-      return fail(StatusCode::kParamInvalid, op, "{} shape {} has dimension {} of size {}",
-                  a.name, a.t.shape_string(), i, a.t.shape[i]);
+      return fail(StatusCode::kParamInvalid, op, "{} shape {} has dimension {} of size {}", a.name,
+                  a.t.shape_string(), i, a.t.shape[i]);
     }
   }
   return {};

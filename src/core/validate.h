@@ -10,10 +10,10 @@
 #include "mantissa/status.h"
 #include "mantissa/tensor.h"
 
-#define MANTISSA_RETURN_IF_ERROR(expr)          \
-  do {                                          \
-    ::mantissa::Status status_ = (expr);        \
-    if (!status_.ok()) return status_;          \
+#define MANTISSA_RETURN_IF_ERROR(expr)   \
+  do {                                   \
+    ::mantissa::Status status_ = (expr); \
+    if (!status_.ok()) return status_;   \
   } while (0)
 
 namespace mantissa::detail {

@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <mutex>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "acl/acl.h"
@@ -45,11 +45,14 @@ TensorView scalar(const Buffer& b, DType dtype) { return TensorView(b.data, dtyp
 class SgdCall final : public PreparedCall {
  public:
   SgdCall(DType dtype, int64_t n, const std::string& variant)
-      : p_(dtype, n, 0.0f, 2.0f), g_(dtype, n, 0.0f, 0.02f), a_(dtype, n, 0.0f, 0.01f),
-        s_(dtype, n, 0.0f, 0.0f), lr_(dtype, 1, 0.01f, 0.0f),
+      : p_(dtype, n, 0.0f, 2.0f),
+        g_(dtype, n, 0.0f, 0.02f),
+        a_(dtype, n, 0.0f, 0.01f),
+        s_(dtype, n, 0.0f, 0.0f),
+        lr_(dtype, 1, 0.01f, 0.0f),
         m_(dtype, 1, variant == "no-momentum" ? 0.0f : 0.9f, 0.0f) {
     t_ = {view(p_, dtype, n), view(g_, dtype, n), scalar(lr_, dtype), view(a_, dtype, n),
-          scalar(m_, dtype), view(s_, dtype, n), std::nullopt};
+          scalar(m_, dtype),  view(s_, dtype, n), std::nullopt};
     if (variant == "momentum+dampening+wd") params_ = {0.1f, 1e-4f, false};
     if (variant == "nesterov+wd") params_ = {0.0f, 1e-4f, true};
   }
@@ -64,9 +67,15 @@ class SgdCall final : public PreparedCall {
 class AdamCall final : public PreparedCall {
  public:
   AdamCall(DType dtype, int64_t n, bool nesterov)
-      : var_(dtype, n, 0.0f, 2.0f), m_(dtype, n, 0.0f, 0.1f), v_(dtype, n, 0.75f, 0.1f),
-        g_(dtype, n, 0.0f, 0.4f), b1p_(dtype, 1, 0.9f, 0.0f), b2p_(dtype, 1, 0.999f, 0.0f),
-        lr_(dtype, 1, 0.001f, 0.0f), b1_(dtype, 1, 0.9f, 0.0f), b2_(dtype, 1, 0.999f, 0.0f),
+      : var_(dtype, n, 0.0f, 2.0f),
+        m_(dtype, n, 0.0f, 0.1f),
+        v_(dtype, n, 0.75f, 0.1f),
+        g_(dtype, n, 0.0f, 0.4f),
+        b1p_(dtype, 1, 0.9f, 0.0f),
+        b2p_(dtype, 1, 0.999f, 0.0f),
+        lr_(dtype, 1, 0.001f, 0.0f),
+        b1_(dtype, 1, 0.9f, 0.0f),
+        b2_(dtype, 1, 0.999f, 0.0f),
         eps_(dtype, 1, 1e-7f, 0.0f) {
     t_.var = view(var_, dtype, n);
     t_.m = view(m_, dtype, n);
@@ -91,11 +100,10 @@ class AdamCall final : public PreparedCall {
 class AmpCppCall final : public PreparedCall {
  public:
   void run() override {
-    const AmpUpdateScaleTensors t{TensorView(&scale_, DType::kFloat32, {1}),
-                                  TensorView(&tracker_, DType::kInt32, {1}),
-                                  TensorView(&found_, DType::kFloat32, {1}),
-                                  TensorView(&scale_, DType::kFloat32, {1}),
-                                  TensorView(&tracker_, DType::kInt32, {1})};
+    const AmpUpdateScaleTensors t{
+        TensorView(&scale_, DType::kFloat32, {1}), TensorView(&tracker_, DType::kInt32, {1}),
+        TensorView(&found_, DType::kFloat32, {1}), TensorView(&scale_, DType::kFloat32, {1}),
+        TensorView(&tracker_, DType::kInt32, {1})};
     (void)amp_update_scale(t, {2.0, 0.5, 1 << 30});
   }
 
@@ -183,7 +191,7 @@ struct Probe::Impl {
   uint64_t generation = 0;  // guarded by mutex; also read with a spin below
   std::atomic<uint64_t> posted{0};
   std::atomic<int> pending{0};
-  bool stop = false;        // guarded by mutex
+  bool stop = false;  // guarded by mutex
   int active_threads = 1;
 
   void part(int index, int parts) {

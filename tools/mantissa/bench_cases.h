@@ -24,7 +24,7 @@ struct Traffic {
 };
 
 struct OpCase {
-  std::string op;       // "SGD", "ApplyAdamD"
+  std::string op;  // "SGD", "ApplyAdamD"
   DType dtype;
   std::string variant;  // "momentum", "momentum+dampening+wd", "nesterov+wd", "no-momentum", ...
   Traffic traffic;

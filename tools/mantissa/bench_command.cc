@@ -4,13 +4,13 @@
 #include "mantissa/bench_command.h"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <fstream>
-#include <utility>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mantissa/bench_cases.h"
@@ -90,8 +90,7 @@ std::pair<double, double> time_side_by_side(A&& a, B&& b, double min_seconds) {
 
 int run(const Options& o) {
   nlohmann::json records = nlohmann::json::array();
-  fmt::print("{}, SIMD target {}, hardware threads {}\n", version(), simd_target(),
-             num_threads());
+  fmt::print("{}, SIMD target {}, hardware threads {}\n", version(), simd_target(), num_threads());
   fmt::print("{:<11} {:<5} {:<22} {:>10} {:>3} {:>10} {:>8} {:>9} {:>10} {:>7}\n", "op", "dtype",
              "variant", "elements", "thr", "time", "GB/s", "Gelem/s", "probe GB/s", "%probe");
   for (const bench::OpCase& c : bench::elementwise_cases()) {
@@ -105,19 +104,25 @@ int run(const Options& o) {
       bench::Probe probe(c.traffic, n * static_cast<int64_t>(dtype_size(c.dtype)));
       for (int threads : o.threads) {
         if (!set_num_threads(threads).ok()) continue;
-        const auto [seconds, probe_seconds] = time_side_by_side(
-            [&] { call->run(); }, [&] { probe.run(threads); }, o.min_seconds);
+        const auto [seconds, probe_seconds] =
+            time_side_by_side([&] { call->run(); }, [&] { probe.run(threads); }, o.min_seconds);
         const double probe_gbps = static_cast<double>(probe.bytes_per_pass()) / probe_seconds / 1e9;
         const double gbps = static_cast<double>(n * bpe) / seconds / 1e9;
         const double ratio = gbps / probe_gbps;
-        fmt::print("{:<11} {:<5} {:<22} {:>10} {:>3} {:>8.3f}ms {:>8.2f} {:>9.3f} {:>10.2f} {:>6.0f}%\n",
-                   c.op, dtype_short_name(c.dtype), c.variant, n, threads, seconds * 1e3, gbps,
-                   static_cast<double>(n) / seconds / 1e9, probe_gbps, ratio * 100.0);
+        fmt::print(
+            "{:<11} {:<5} {:<22} {:>10} {:>3} {:>8.3f}ms {:>8.2f} {:>9.3f} {:>10.2f} {:>6.0f}%\n",
+            c.op, dtype_short_name(c.dtype), c.variant, n, threads, seconds * 1e3, gbps,
+            static_cast<double>(n) / seconds / 1e9, probe_gbps, ratio * 100.0);
         std::fflush(stdout);
-        records.push_back({{"op", c.op}, {"dtype", dtype_short_name(c.dtype)},
-                           {"variant", c.variant}, {"elements", n}, {"threads", threads},
-                           {"seconds", seconds}, {"bytes_per_element", bpe},
-                           {"gbps", gbps}, {"probe_gbps", probe_gbps}});
+        records.push_back({{"op", c.op},
+                           {"dtype", dtype_short_name(c.dtype)},
+                           {"variant", c.variant},
+                           {"elements", n},
+                           {"threads", threads},
+                           {"seconds", seconds},
+                           {"bytes_per_element", bpe},
+                           {"gbps", gbps},
+                           {"probe_gbps", probe_gbps}});
       }
     }
   }
@@ -142,7 +147,8 @@ int run(const Options& o) {
 
   if (!o.json_path.empty()) {
     std::ofstream out(o.json_path);
-    out << nlohmann::json{{"version", version()}, {"simd_target", simd_target()},
+    out << nlohmann::json{{"version", version()},
+                          {"simd_target", simd_target()},
                           {"records", records}}
                .dump(1)
         << "\n";

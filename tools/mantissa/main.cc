@@ -1,7 +1,7 @@
 // The mantissa command-line tool: info (and, with the precision kit, check; bench).
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 
 #include "mantissa/bench_command.h"

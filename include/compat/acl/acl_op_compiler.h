@@ -21,11 +21,11 @@ typedef enum aclCompileType { ACL_COMPILE_SYS = 0, ACL_COMPILE_UNREGISTERED = 1 
  * buffers. Returns an aclnn status code: 161001 for a null op type, descriptor or buffer; 561003
  * for an unknown op type; 161002 for wrong counts, attributes, short buffers and every operator
  * validation rule (or the operator's own code where its contract gives one). */
-ACL_FUNC_VISIBILITY aclError aclopCompileAndExecuteV2(
-    const char* opType, int numInputs, aclTensorDesc* inputDesc[], aclDataBuffer* inputs[],
-    int numOutputs, aclTensorDesc* outputDesc[], aclDataBuffer* outputs[], aclopAttr* attr,
-    aclopEngineType engineType, aclopCompileType compileType, const char* opPath,
-    aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError
+aclopCompileAndExecuteV2(const char* opType, int numInputs, aclTensorDesc* inputDesc[],
+                         aclDataBuffer* inputs[], int numOutputs, aclTensorDesc* outputDesc[],
+                         aclDataBuffer* outputs[], aclopAttr* attr, aclopEngineType engineType,
+                         aclopCompileType compileType, const char* opPath, aclrtStream stream);
 
 #ifdef __cplusplus
 }

@@ -1,10 +1,9 @@
 // AmpUpdateScale: one step of dynamic loss scaling (CANN aclnnAmpUpdateScale).
 #pragma once
 
-#include "mantissa/export.h"
-
 #include <cstdint>
 
+#include "mantissa/export.h"
 #include "mantissa/status.h"
 #include "mantissa/tensor.h"
 
@@ -19,14 +18,15 @@ struct AmpUpdateScaleTensors {
 };
 
 struct AmpUpdateScaleParams {
-  double growth_factor = 2.0;     // applied in fp32; not range-checked (as upstream)
-  double backoff_factor = 0.5;    // applied in fp32; not range-checked (as upstream)
-  int64_t growth_interval = 2000; // must lie in [1, 2147483647]
+  double growth_factor = 2.0;      // applied in fp32; not range-checked (as upstream)
+  double backoff_factor = 0.5;     // applied in fp32; not range-checked (as upstream)
+  int64_t growth_interval = 2000;  // must lie in [1, 2147483647]
 };
 
 // Validates everything, then updates. On error nothing is written.
 MANTISSA_API Status amp_update_scale(const AmpUpdateScaleTensors& t, const AmpUpdateScaleParams& p);
 // Validation only (what the first aclnn phase runs).
-MANTISSA_API Status amp_update_scale_validate(const AmpUpdateScaleTensors& t, const AmpUpdateScaleParams& p);
+MANTISSA_API Status amp_update_scale_validate(const AmpUpdateScaleTensors& t,
+                                              const AmpUpdateScaleParams& p);
 
 }  // namespace mantissa

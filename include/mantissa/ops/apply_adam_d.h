@@ -1,10 +1,9 @@
 // ApplyAdamD: one Adam step, bias correction folded into the learning rate (TensorFlow form).
 #pragma once
 
-#include "mantissa/export.h"
-
 #include <optional>
 
+#include "mantissa/export.h"
 #include "mantissa/status.h"
 #include "mantissa/tensor.h"
 
@@ -13,7 +12,7 @@ namespace mantissa {
 struct ApplyAdamDTensors {
   TensorView var, m, v;  // FLOAT, FLOAT16 or BFLOAT16; rank 0..8; empty allowed
   TensorView beta1_power, beta2_power, lr, beta1, beta2, epsilon;  // one element each
-  TensorView grad;       // same shape as var
+  TensorView grad;                                                 // same shape as var
   // Outputs; unset means in place. Each may be the same view as its input or a separate,
   // non-overlapping buffer of var's shape and dtype.
   std::optional<TensorView> var_out, m_out, v_out;

@@ -1,10 +1,9 @@
 // SGD: CANN's momentum SGD with a per-element first-step flag (ops-nn optim/sgd).
 #pragma once
 
-#include "mantissa/export.h"
-
 #include <optional>
 
+#include "mantissa/export.h"
 #include "mantissa/status.h"
 #include "mantissa/tensor.h"
 

@@ -36,8 +36,8 @@ Status amp_update_scale_validate(const AmpUpdateScaleTensors& t, const AmpUpdate
     }
   }
   if (p.growth_interval < 1 || p.growth_interval > INT32_MAX) {
-    return detail::fail(StatusCode::kTiling, kOp,
-                        "growth_interval {} is outside [1, 2147483647]", p.growth_interval);
+    return detail::fail(StatusCode::kTiling, kOp, "growth_interval {} is outside [1, 2147483647]",
+                        p.growth_interval);
   }
   // The two outputs are written one after the other; they must not share bytes.
   MANTISSA_RETURN_IF_ERROR(detail::check_disjoint(kOp, tracker_out, scale_out));
