@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <set>
+#include <string>
 
 #include "mantissa/bench_cases.h"
 #include "mantissa/mantissa.h"
@@ -43,6 +45,7 @@ void run_small(benchmark::State& state, std::unique_ptr<mantissa::bench::Prepare
 }
 
 void register_all() {
+  std::set<std::string> probes;
   for (const OpCase& c : mantissa::bench::elementwise_cases()) {
     const int64_t bpe = c.traffic.bytes_per_element(mantissa::dtype_size(c.dtype));
     for (int64_t size : kSizes) {
@@ -58,6 +61,7 @@ void register_all() {
         const std::string probe =
             fmt::format("Probe/rmw{}_ro{}/{}B/threads:{}", c.traffic.rmw_streams,
                         c.traffic.ro_streams, stream_bytes, threads);
+        if (!probes.insert(probe).second) continue;  // same streams and size: register once
         benchmark::RegisterBenchmark(probe.c_str(), run_probe, c.traffic, stream_bytes, threads)
             ->Unit(benchmark::kMicrosecond)
             ->UseRealTime();
