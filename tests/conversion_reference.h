@@ -32,6 +32,21 @@ inline uint32_t reference_round(double a, int mantissa_bits, int emin, int emax,
          (static_cast<uint32_t>(r) - (1u << mantissa_bits));
 }
 
+// double -> fp16 / bf16 bits, rounded once (RNE); NaN -> quiet NaN with the sign of x.
+inline uint16_t reference_double_to_fp16(double x) {
+  const uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+  if (std::isnan(x)) return sign | 0x7E00;
+  if (std::isinf(x)) return sign | 0x7C00;
+  return static_cast<uint16_t>(sign | reference_round(std::fabs(x), 10, -14, 15, 15));
+}
+
+inline uint16_t reference_double_to_bf16(double x) {
+  const uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+  if (std::isnan(x)) return sign | 0x7FC0;
+  if (std::isinf(x)) return sign | 0x7F80;
+  return static_cast<uint16_t>(sign | reference_round(std::fabs(x), 7, -126, 127, 127));
+}
+
 inline uint16_t reference_fp32_to_fp16(float x) {
   const uint32_t bits = std::bit_cast<uint32_t>(x);
   const auto sign = static_cast<uint16_t>((bits >> 31) << 15);

@@ -17,58 +17,25 @@
 #include <string>
 #include <vector>
 
+#include "conversion_reference.h"
 #include "mantissa/ops/apply_adam_d.h"
 #include "mantissa/runtime.h"
+#include "target_sweep.h"
 
 namespace adam_test {
 
 using mantissa::DType;
 
 // ---------------------------------------------------------------------------------------------
-// Rounding and widening (double arithmetic and nearbyint; nothing shared with the library).
+// Rounding and widening: the test references of conversion_reference.h (double arithmetic and
+// nearbyint; nothing shared with the library).
 
-// Rounds a >= 0 (finite) to a binary format with `p` stored mantissa bits, minimum normal
-// exponent emin, maximum exponent emax and exponent bias `bias`: the encoding without sign.
-inline uint32_t round_magnitude(double a, int p, int emin, int emax, int bias) {
-  if (a == 0.0) return 0;
-  int e = std::max(std::ilogb(a), emin);            // a in [2^e, 2^(e+1)) or subnormal
-  double r = std::nearbyint(std::ldexp(a, p - e));  // exact scaling, then RNE
-  if (r == std::ldexp(1.0, p + 1)) {                // rounded up to the next binade
-    r = std::ldexp(1.0, p);
-    ++e;
-  }
-  const uint32_t inf = static_cast<uint32_t>(emax + bias + 1) << p;
-  if (e > emax) return inf;
-  const auto ri = static_cast<uint32_t>(r);
-  if (ri < (1u << p)) return ri;  // subnormal (e == emin)
-  return (static_cast<uint32_t>(e + bias) << p) | (ri - (1u << p));
-}
-
-// double -> fp16 bits, RNE; NaN -> quiet NaN with the sign of x.
-inline uint16_t double_to_fp16(double x) {
-  const uint16_t sign = std::signbit(x) ? 0x8000 : 0;
-  if (std::isnan(x)) return sign | 0x7E00;
-  if (std::isinf(x)) return sign | 0x7C00;
-  return static_cast<uint16_t>(sign | round_magnitude(std::fabs(x), 10, -14, 15, 15));
-}
-
-// double -> bf16 bits, RNE; NaN -> quiet NaN with the sign of x.
-inline uint16_t double_to_bf16(double x) {
-  const uint16_t sign = std::signbit(x) ? 0x8000 : 0;
-  if (std::isnan(x)) return sign | 0x7FC0;
-  if (std::isinf(x)) return sign | 0x7F80;
-  return static_cast<uint16_t>(sign | round_magnitude(std::fabs(x), 7, -126, 127, 127));
-}
+// double -> fp16 / bf16 bits, rounded once (RNE); NaN -> quiet NaN with the sign of x.
+inline uint16_t double_to_fp16(double x) { return mantissa::testing::reference_double_to_fp16(x); }
+inline uint16_t double_to_bf16(double x) { return mantissa::testing::reference_double_to_bf16(x); }
 
 inline double fp16_to_double(uint16_t h) {
-  const double sign = (h & 0x8000) ? -1.0 : 1.0;
-  const int e = (h >> 10) & 0x1F;
-  const int m = h & 0x3FF;
-  if (e == 0x1F)
-    return m ? std::copysign(std::numeric_limits<double>::quiet_NaN(), sign)
-             : sign * std::numeric_limits<double>::infinity();
-  if (e == 0) return sign * std::ldexp(m, -24);
-  return sign * std::ldexp(1024 + m, e - 25);
+  return std::bit_cast<float>(mantissa::testing::reference_fp16_to_fp32_bits(h));
 }
 
 inline double bf16_to_double(uint16_t h) {
@@ -438,8 +405,6 @@ struct SweepPlan {
 
 inline void run_sweep(const SweepPlan& plan) {
   RuntimeReset reset;
-  const auto targets = mantissa::available_simd_targets();
-  ASSERT_FALSE(targets.empty());
   size_t pool_size = plan.big;
   for (size_t n : plan.sizes) pool_size = std::max(pool_size, 4 * n);
   for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
@@ -453,9 +418,7 @@ inline void run_sweep(const SweepPlan& plan) {
       std::vector<Outputs> goldens;
       for (const Problem& p : problems) goldens.push_back(golden32(p, nesterov));
       const Outputs big_golden = plan.big ? golden32(big, nesterov) : Outputs{};
-      for (const std::string& target : targets) {
-        ASSERT_TRUE(mantissa::set_simd_target(target).ok());
-        ASSERT_EQ(mantissa::simd_target(), target);  // the dispatch really moved
+      mantissa::testing::for_each_target([&](const std::string& target) {
         for (int threads : plan.threads) {
           ASSERT_TRUE(mantissa::set_num_threads(threads).ok());
           const std::string where = std::string(mantissa::dtype_name(dtype)) +
@@ -477,7 +440,7 @@ inline void run_sweep(const SweepPlan& plan) {
                 << where << big.size() << " (in place)";
           }
         }
-      }
+      });
     }
   }
 }

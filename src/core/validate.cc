@@ -104,10 +104,13 @@ Status check_alias_or_disjoint(std::string_view op, Arg out, Arg in) {
 
 Status check_disjoint(std::string_view op, Arg out, Arg in) {
   if (memory_overlaps(out.t, in.t)) {
+    const auto range = [](const TensorView& t) {
+      return fmt::format("[{}, +{} bytes)", t.data, t.nbytes().value_or(0));
+    };
     return fail(StatusCode::kParamInvalid, op,
-                "{} partially overlaps {} (outputs must be the very same buffer as their input "
-                "or not overlap it)",
-                out.name, in.name);
+                "{} partially overlaps {} ({} and {}): a tensor the operator writes must be the "
+                "very same view as its own input or share no byte with any other argument",
+                out.name, in.name, range(out.t), range(in.t));
   }
   return {};
 }

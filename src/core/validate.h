@@ -52,7 +52,8 @@ Status check_one_element(std::string_view op, Arg a, StatusCode code = StatusCod
 Status check_contiguous(std::string_view op, Arg a);
 // An output is either the very same view as `in` or shares no byte with it: else 161002.
 Status check_alias_or_disjoint(std::string_view op, Arg out, Arg in);
-// An output shares no byte with `in` (for inputs it is not paired with): else 161002.
+// An output shares no byte with `in` (for inputs it is not paired with): else 161002, with
+// both byte ranges in the message.
 Status check_disjoint(std::string_view op, Arg out, Arg in);
 
 }  // namespace mantissa::detail

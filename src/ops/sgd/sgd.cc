@@ -140,11 +140,6 @@ namespace {
 
 constexpr std::string_view kOp = "SGD";
 
-// "[0x7f00, +64 bytes)" for messages about overlapping buffers.
-std::string byte_range(const TensorView& t) {
-  return fmt::format("[{}, +{} bytes)", t.data, t.nbytes().value_or(0));
-}
-
 }  // namespace
 
 HWY_EXPORT(SgdImpl);
@@ -208,14 +203,7 @@ Status sgd_validate(const SgdTensors& t, const SgdParams& p) {
     for (const Arg& x : all) {
       if (&x.t == &w.t) continue;
       if (in_place && &x.t == &out_view) continue;  // parameters_out is parameters itself
-      if (memory_overlaps(w.t, x.t)) {
-        return detail::fail(
-            StatusCode::kParamInvalid, kOp,
-            "{} {} overlaps {} {}: a tensor the operator writes must share no "
-            "byte with any other argument{}",
-            w.name, byte_range(w.t), x.name, byte_range(x.t),
-            &w.t == &out_view ? " (or start at parameters' data: the in-place form)" : "");
-      }
+      MANTISSA_RETURN_IF_ERROR(detail::check_disjoint(kOp, w, x));
     }
   }
   return {};
