@@ -20,6 +20,7 @@
 #include "conversion_reference.h"
 #include "mantissa/ops/apply_adam_d.h"
 #include "mantissa/runtime.h"
+#include "op_test_support.h"
 #include "target_sweep.h"
 
 namespace adam_test {
@@ -171,30 +172,14 @@ struct Outputs {
 // ---------------------------------------------------------------------------------------------
 // Goldens.
 
-// fp32 in the spec's grouping, no FMA (the tests build with -ffp-contract=off), one RNE
-// rounding per output.
+// The reference: the precision kit's golden32 for ApplyAdamD (fp32 in the spec's grouping, no
+// FMA, one RNE rounding per output), applied in place to a copy of the problem.
 inline Outputs golden32(const Problem& p, bool nesterov) {
-  const auto s = [](const Buffer& b) { return static_cast<float>(b.get(0)); };
-  const float beta1_power = s(p.beta1_power), beta2_power = s(p.beta2_power), lr = s(p.lr),
-              beta1 = s(p.beta1), beta2 = s(p.beta2), epsilon = s(p.epsilon);
-  const float lr_t = (lr * std::sqrt(1.0f - beta2_power)) / (1.0f - beta1_power);
-  const float one_minus_beta1 = 1.0f - beta1;
-  const float one_minus_beta2 = 1.0f - beta2;
-  Outputs o{Buffer(p.dtype, p.size()), Buffer(p.dtype, p.size()), Buffer(p.dtype, p.size())};
-  for (size_t i = 0; i < p.size(); ++i) {
-    const auto var = static_cast<float>(p.var.get(i));
-    const auto m = static_cast<float>(p.m.get(i));
-    const auto v = static_cast<float>(p.v.get(i));
-    const auto grad = static_cast<float>(p.grad.get(i));
-    const float m_out = m + (one_minus_beta1 * (grad - m));
-    const float v_out = v + (one_minus_beta2 * ((grad * grad) - v));
-    const float numerator = nesterov ? ((m_out * beta1) + (one_minus_beta1 * grad)) : m_out;
-    const float var_out = var - ((lr_t * numerator) / (epsilon + std::sqrt(v_out)));
-    o.var.set_bits(i, encode_f32_result(p.dtype, var_out));
-    o.m.set_bits(i, encode_f32_result(p.dtype, m_out));
-    o.v.set_bits(i, encode_f32_result(p.dtype, v_out));
-  }
-  return o;
+  Problem q = p;
+  mantissa::ApplyAdamDParams params;
+  params.use_nesterov = nesterov;
+  mantissa::testing::apply_golden32<mantissa::detail::ApplyAdamDOp>(q.tensors(), params);
+  return {q.var, q.m, q.v};
 }
 
 // fp64 from the formula, rounded once from double to the output dtype.

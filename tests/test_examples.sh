@@ -12,7 +12,7 @@ fail() {
 
 # The AmpUpdateScale sample (the seed's program, unchanged): scale 65536, tracker 900, no inf,
 # interval 1000 -> the scale is kept and the tracker counts to 901.
-amp="$bin_dir/test_aclnn_amp_update_scale"
+amp="$bin_dir/example_test_aclnn_amp_update_scale"
 if [[ ! -x "$amp" ]]; then
   fail "$amp is not built"
 else
@@ -26,7 +26,7 @@ fi
 # The in-place ApplyAdamD sample. The expected values were computed independently with numpy
 # float32 in the operator's normative grouping (every operation rounded once, no FMA); the
 # library promises the same bits on every SIMD target and thread count.
-adam="$bin_dir/aclnn_apply_adam_d_inplace"
+adam="$bin_dir/example_aclnn_apply_adam_d_inplace"
 if [[ ! -x "$adam" ]]; then
   fail "$adam is not built"
 else

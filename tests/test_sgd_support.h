@@ -17,6 +17,7 @@
 #include "mantissa/dtype.h"
 #include "mantissa/ops/sgd.h"
 #include "mantissa/runtime.h"
+#include "op_test_support.h"
 #include "target_sweep.h"
 
 namespace mantissa::sgd_test {
@@ -140,48 +141,10 @@ inline Case random_case(DType d, size_t n, uint64_t seed, float lr, uint32_t mom
   return c;
 }
 
-// The spec's rule, one element at a time, in fp32 with one named rounding per line. Reads and
-// writes through dtype.h's scalar conversions only. Updates c in place (accum and stat only
-// when momentum != 0).
+// The reference: the precision kit's golden32 for SGD (the spec's grouping in fp32, one rounding
+// per output), applied in place to c's buffers (accum and stat only when momentum != 0).
 inline void golden_sgd(Case& c, const SgdParams& prm) {
-  const float lr = c.lr.get(0);
-  const float m = c.m.get(0);
-  const float d = prm.dampening;
-  const float wd = prm.weight_decay;
-  for (size_t i = 0; i < c.n; ++i) {
-    const float p = c.p.get(i);
-    const float g = c.g.get(i);
-    const float a = c.a.get(i);
-    float grad = g;
-    if (wd != 0.0f) {
-      const float p_wd = p * wd;
-      grad = g + p_wd;
-    }
-    const float a_m = a * m;
-    float accum_t = a_m + grad;
-    if (d != 0.0f) {
-      const float one_minus_s = 1.0f - c.s.get(i);
-      const float grad_s = grad * one_minus_s;
-      const float damp = grad_s * d;
-      accum_t = accum_t - damp;
-    }
-    float p_new;
-    if (prm.nesterov) {
-      const float grad_lr = grad * lr;
-      const float accum_m = accum_t * m;
-      const float accum_m_lr = accum_m * lr;
-      const float step = grad_lr + accum_m_lr;
-      p_new = p - step;
-    } else {
-      const float step = accum_t * lr;
-      p_new = p - step;
-    }
-    c.p.set(i, p_new);
-    if (m != 0.0f) {
-      c.a.set(i, accum_t);
-      c.s.set_bits(i, 0u);
-    }
-  }
+  mantissa::testing::apply_golden32<detail::SgdOp>(c.tensors(), prm);
 }
 
 // The one NaN encoding the operator writes (the positive quiet NaN of the dtype).

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "acl/acl_base.h"
+#include "core/op_desc.h"
 #include "mantissa/status.h"
 #include "mantissa/tensor.h"
 
@@ -29,7 +30,8 @@ struct aclDataBuffer {
 
 namespace mantissa::compat::aclop {
 
-enum class AttrType { kBool, kInt, kFloat };
+// The attribute types of the operator descriptors (core/op_desc.h).
+using AttrType = ::mantissa::detail::AttrType;
 
 struct AttrValue {
   AttrType type;

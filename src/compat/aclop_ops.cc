@@ -1,114 +1,103 @@
-// The op-by-name operator table: for each op type its inputs, outputs and attributes (names are
-// CANN's), and a handler that turns descriptors, buffers and attributes into a C++ API call.
-// Adding an operator is one handler below and one row in kOps.
+// The op-by-name operator table, derived from the operator declarations (ops/all_ops.h): for
+// each op type its inputs (the read and in/out arguments), outputs and attributes, under CANN's
+// graph names, and a handler that turns descriptors, buffers and attributes into a C++ API call.
+// An operator added to the list gets its row here with no further code.
 #include <array>
+#include <cstddef>
 
 #include "compat/aclop_internal.h"
-#include "mantissa/ops/amp_update_scale.h"
-#include "mantissa/ops/apply_adam_d.h"
-#include "mantissa/ops/sgd.h"
+#include "mantissa/workspace.h"
+#include "ops/all_ops.h"
 
 namespace mantissa::compat::aclop {
 namespace {
 
-AttrValue bool_value(bool b) {
-  AttrValue v{AttrType::kBool};
-  v.b = b;
-  return v;
+using detail::AllOps;
+using detail::kNumArgs;
+using detail::kNumAttrs;
+using detail::Role;
+
+template <class Op>
+constexpr std::size_t count_outputs() {
+  std::size_t n = 0;
+  for (const auto& a : Op::kArgs) n += a.role == Role::kOut;
+  return n;
 }
 
-AttrValue float_value(float f) {
-  AttrValue v{AttrType::kFloat};
-  v.f = f;
-  return v;
-}
+template <class Op>
+struct Row {
+  static constexpr std::size_t kOutputs = count_outputs<Op>();
+  static constexpr std::size_t kInputs = kNumArgs<Op> - kOutputs;
 
-// ---- AmpUpdateScale -------------------------------------------------------------------------
-// The three attributes are required, as in CANN's graph definition of the operator: there is no
-// silent default for the loss-scale schedule.
-constexpr std::array<const char*, 3> kAmpInputs{"current_scale", "growth_tracker", "found_inf"};
-constexpr std::array<const char*, 2> kAmpOutputs{"updated_scale", "updated_growth_tracker"};
-const std::array<AttrSpec, 3> kAmpAttrs{{
-    {"growth_factor", AttrType::kFloat, true, {AttrType::kFloat}},
-    {"backoff_factor", AttrType::kFloat, true, {AttrType::kFloat}},
-    {"growth_interval", AttrType::kInt, true, {AttrType::kInt}},
-}};
+  // Graph names, inputs (kIn and kInOut) and outputs each in declaration order.
+  static constexpr std::array<const char*, kInputs> inputs = [] {
+    std::array<const char*, kInputs> names{};
+    std::size_t i = 0;
+    for (const auto& a : Op::kArgs) {
+      if (a.role != Role::kOut) names[i++] = a.graph_name.data();
+    }
+    return names;
+  }();
+  static constexpr std::array<const char*, kOutputs> outputs = [] {
+    std::array<const char*, kOutputs> names{};
+    std::size_t i = 0;
+    for (const auto& a : Op::kArgs) {
+      if (a.role == Role::kOut) names[i++] = a.graph_name.data();
+    }
+    return names;
+  }();
+  static constexpr std::array<AttrSpec, kNumAttrs<Op>> attrs = [] {
+    std::array<AttrSpec, kNumAttrs<Op>> specs{};
+    for (std::size_t i = 0; i < kNumAttrs<Op>; ++i) {
+      const detail::AttrSpec& a = Op::kAttrs[i];
+      AttrValue v{a.type};
+      v.b = a.default_value != 0.0;
+      v.i = static_cast<int64_t>(a.default_value);
+      v.f = static_cast<float>(a.default_value);
+      specs[i] = {a.name.data(), a.type, a.required_by_name, v};
+    }
+    return specs;
+  }();
 
-Status run_amp_update_scale(const OpCall& c) {
-  const AmpUpdateScaleTensors t{c.in(0), c.in(1), c.in(2), c.out(0), c.out(1)};
-  AmpUpdateScaleParams p;
-  p.growth_factor = c.attr_float("growth_factor");
-  p.backoff_factor = c.attr_float("backoff_factor");
-  p.growth_interval = c.attr_int("growth_interval");
-  return c.execute(t, p, amp_update_scale_validate, amp_update_scale);
-}
+  static Status validate(const typename Op::Tensors& t, const typename Op::Params& p) {
+    return detail::validate<Op>(t, p);
+  }
 
-// ---- SGD ------------------------------------------------------------------------------------
-// The output is the new parameters: the input's buffer (in place) or another one, in which case
-// the input parameters are left unchanged. accum and stat have no output slot: they are updated
-// through their input buffers.
-constexpr std::array<const char*, 6> kSgdInputs{"parameters", "gradient", "learning_rate",
-                                                "accum",      "momentum", "stat"};
-constexpr std::array<const char*, 1> kSgdOutputs{"parameters"};
-const std::array<AttrSpec, 3> kSgdAttrs{{
-    {"dampening", AttrType::kFloat, false, float_value(0.0f)},
-    {"weight_decay", AttrType::kFloat, false, float_value(0.0f)},
-    {"nesterov", AttrType::kBool, false, bool_value(false)},
-}};
+  // Outputs are always given: the input's buffer (in place) or another one, in which case the
+  // input is left unchanged. In/out arguments are updated through their input buffers.
+  static Status handler(const OpCall& c) {
+    std::array<TensorView, kNumArgs<Op>> v;
+    int in = 0, out = 0;
+    for (std::size_t k = 0; k < kNumArgs<Op>; ++k) {
+      v[k] = Op::kArgs[k].role == Role::kOut ? c.out(out++) : c.in(in++);
+    }
+    const typename Op::Tensors t = detail::tensors_from<Op>(v);
+    typename Op::Params p{};
+    for (std::size_t i = 0; i < kNumAttrs<Op>; ++i) {
+      const detail::AttrSpec& a = Op::kAttrs[i];
+      switch (a.type) {
+        case AttrType::kBool: detail::set_attr<Op>(p, i, c.attr_bool(a.name)); break;
+        case AttrType::kInt: detail::set_attr<Op>(p, i, c.attr_int(a.name)); break;
+        case AttrType::kFloat: detail::set_attr<Op>(p, i, c.attr_float(a.name)); break;
+      }
+    }
+    return c.execute(t, p, validate, run);
+  }
 
-Status run_sgd(const OpCall& c) {
-  SgdTensors t;
-  t.parameters = c.in(0);
-  t.gradient = c.in(1);
-  t.learning_rate = c.in(2);
-  t.accum = c.in(3);
-  t.momentum = c.in(4);
-  t.stat = c.in(5);
-  t.parameters_out = c.out(0);
-  SgdParams p;
-  p.dampening = c.attr_float("dampening");
-  p.weight_decay = c.attr_float("weight_decay");
-  p.nesterov = c.attr_bool("nesterov");
-  return c.execute(t, p, sgd_validate, sgd);
-}
+  // Op-by-name has no workspace: an operator that needs scratch memory allocates it.
+  static Status run(const typename Op::Tensors& t, const typename Op::Params& p) {
+    return Op::run(t, p, Workspace{});
+  }
 
-// ---- ApplyAdamD -----------------------------------------------------------------------------
-// Outputs var, m, v may be the input buffers (in place) or separate ones.
-constexpr std::array<const char*, 10> kAdamInputs{
-    "var", "m", "v", "beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon", "grad"};
-constexpr std::array<const char*, 3> kAdamOutputs{"var", "m", "v"};
-const std::array<AttrSpec, 2> kAdamAttrs{{
-    {"use_locking", AttrType::kBool, false, bool_value(false)},
-    {"use_nesterov", AttrType::kBool, false, bool_value(false)},
-}};
+  static constexpr OpDef def() { return {Op::kType, inputs, outputs, attrs, handler}; }
+};
 
-Status run_apply_adam_d(const OpCall& c) {
-  ApplyAdamDTensors t;
-  t.var = c.in(0);
-  t.m = c.in(1);
-  t.v = c.in(2);
-  t.beta1_power = c.in(3);
-  t.beta2_power = c.in(4);
-  t.lr = c.in(5);
-  t.beta1 = c.in(6);
-  t.beta2 = c.in(7);
-  t.epsilon = c.in(8);
-  t.grad = c.in(9);
-  t.var_out = c.out(0);
-  t.m_out = c.out(1);
-  t.v_out = c.out(2);
-  ApplyAdamDParams p;
-  p.use_locking = c.attr_bool("use_locking");
-  p.use_nesterov = c.attr_bool("use_nesterov");
-  return c.execute(t, p, apply_adam_d_validate, apply_adam_d);
-}
-
-// ---- The table ------------------------------------------------------------------------------
-const std::array<OpDef, 3> kOps{{
-    {"AmpUpdateScale", kAmpInputs, kAmpOutputs, kAmpAttrs, run_amp_update_scale},
-    {"SGD", kSgdInputs, kSgdOutputs, kSgdAttrs, run_sgd},
-    {"ApplyAdamD", kAdamInputs, kAdamOutputs, kAdamAttrs, run_apply_adam_d},
-}};
+const std::array<OpDef, AllOps::size> kOps = [] {
+  std::array<OpDef, AllOps::size> ops{};
+  std::size_t i = 0;
+  AllOps::for_each([&](auto op) { ops[i++] = Row<typename decltype(op)::type>::def(); });
+  return ops;
+}();
 
 }  // namespace
 

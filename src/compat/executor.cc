@@ -7,6 +7,7 @@
 // handle outside the user address space, so no pointer to real memory is mistaken for one.
 #include <fmt/format.h>
 
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -70,8 +71,10 @@ aclOpExecutor* create_executor(std::string op, uint64_t workspace_size, Executor
   }
 }
 
-aclnnStatus run_executor(const char* op, void* workspace, uint64_t workspace_size,
-                         aclOpExecutor* executor, aclrtStream stream) {
+namespace {
+
+aclnnStatus run_executor_unguarded(const char* op, void* workspace, uint64_t workspace_size,
+                                   aclOpExecutor* executor, aclrtStream stream) {
   if (executor == nullptr) {
     set_recent_error(fmt::format("{}: executor is null", op));
     return ACLNN_ERR_PARAM_NULLPTR;
@@ -107,6 +110,21 @@ aclnnStatus run_executor(const char* op, void* workspace, uint64_t workspace_siz
         fmt::format("{}: stream {} is not a live stream", op, static_cast<const void*>(stream)));
   }
   return report(plan->run(plan->workspace_size == 0 ? nullptr : workspace));
+}
+
+}  // namespace
+
+aclnnStatus run_executor(const char* op, void* workspace, uint64_t workspace_size,
+                         aclOpExecutor* executor, aclrtStream stream) noexcept {
+  // The C API never throws: anything thrown (std::bad_alloc, ...) becomes an inner error.
+  try {
+    return run_executor_unguarded(op, workspace, workspace_size, executor, stream);
+  } catch (const std::exception& e) {
+    set_recent_error(std::string(op) + ": " + e.what());
+  } catch (...) {
+    set_recent_error(std::string(op) + ": unknown exception");
+  }
+  return ACLNN_ERR_INNER;
 }
 
 }  // namespace mantissa::compat

@@ -24,6 +24,6 @@ aclOpExecutor* create_executor(std::string op, uint64_t workspace_size, Executor
 // workspace is large enough and the stream usable, then runs the plan. A one-shot executor is
 // destroyed whether this succeeds or fails. Returns an aclnn status (161002 for every misuse).
 aclnnStatus run_executor(const char* op, void* workspace, uint64_t workspace_size,
-                         aclOpExecutor* executor, aclrtStream stream);
+                         aclOpExecutor* executor, aclrtStream stream) noexcept;
 
 }  // namespace mantissa::compat

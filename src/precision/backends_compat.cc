@@ -1,10 +1,13 @@
-// The C API backends: "aclnn" (two-phase calls; AmpUpdateScale and ApplyAdamD have them) and
-// "aclop" (op-by-name execution; all three operators). Each runs in place on copies of the
-// generated inputs, as programs written for CANN do.
+// The C API backends, derived from the operator declarations: "aclnn" (two-phase calls, for the
+// operators CANN defines one for) and "aclop" (op-by-name execution, every operator). Each runs
+// in place on copies of the generated inputs, as programs written for CANN do.
 #include <fmt/format.h>
 
+#include <array>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "acl/acl.h"
@@ -13,6 +16,7 @@
 #include "aclnnop/aclnn_amp_update_scale.h"
 #include "aclnnop/aclnn_apply_adam_d.h"
 #include "precision/op_defs.h"
+#include "precision/op_schema.h"
 #include "precision/ops_common.h"
 
 namespace mantissa::precision {
@@ -51,43 +55,55 @@ std::string run_phase_two(const char* name, uint64_t workspace_size, aclOpExecut
   return s == ACLNN_SUCCESS ? "" : acl_error(name, s);
 }
 
-std::string aclnn_amp_update_scale(const OpInputs& in, std::vector<HostTensor>& out) {
+// The aclnn backend of Op through its two C entry points. The phase-one signature is walked
+// parameter by parameter: tensor handles take the declaration's tensors in order (an output the
+// tensor of the input it updates: in place), scalars take the attributes in order.
+template <class Op, class... P>
+std::string aclnn_backend(aclnnStatus (*phase_one)(P...),
+                          aclnnStatus (*phase_two)(void*, uint64_t, aclOpExecutor*, aclrtStream),
+                          const OpInputs& in, std::vector<HostTensor>& out) {
+  using S = Schema<Op>;
   std::vector<HostTensor> w = in.tensors;
-  TensorPtr scale = make_tensor(w[0]), tracker = make_tensor(w[1]), found = make_tensor(w[2]);
-  if (!scale || !tracker || !found) return acl_error("aclCreateTensor", -1);
-  uint64_t size = 0;
-  aclOpExecutor* executor = nullptr;
-  const aclnnStatus s = aclnnAmpUpdateScaleGetWorkspaceSize(
-      scale.get(), tracker.get(), found.get(), in.attrs[0].f, in.attrs[1].f, in.attrs[2].i,
-      scale.get(), tracker.get(), &size, &executor);
-  if (s != ACLNN_SUCCESS) return acl_error("aclnnAmpUpdateScaleGetWorkspaceSize", s);
-  if (std::string e = run_phase_two("aclnnAmpUpdateScale", size, executor, aclnnAmpUpdateScale);
-      !e.empty()) {
-    return e;
-  }
-  out = {w[0], w[1]};
-  return "";
-}
-
-std::string aclnn_apply_adam_d(const OpInputs& in, std::vector<HostTensor>& out) {
-  std::vector<HostTensor> w = in.tensors;
-  std::vector<TensorPtr> t;
+  std::vector<TensorPtr> handles;
   for (HostTensor& h : w) {
-    t.push_back(make_tensor(h));
-    if (!t.back()) return acl_error("aclCreateTensor", -1);
+    handles.push_back(make_tensor(h));
+    if (!handles.back()) return acl_error("aclCreateTensor", -1);
+  }
+  std::array<aclTensor*, S::kN> tensors{};
+  for (std::size_t k = 0; k < S::kN; ++k) {
+    const int index =
+        Op::kArgs[k].role == detail::Role::kOut ? S::counterpart(k) : S::input_index[k];
+    tensors[k] = handles[static_cast<std::size_t>(index)].get();
   }
   uint64_t size = 0;
   aclOpExecutor* executor = nullptr;
-  const aclnnStatus s = aclnnApplyAdamDGetWorkspaceSize(
-      t[0].get(), t[1].get(), t[2].get(), t[3].get(), t[4].get(), t[5].get(), t[6].get(),
-      t[7].get(), t[8].get(), t[9].get(), in.attrs[0].b, in.attrs[1].b, t[0].get(), t[1].get(),
-      t[2].get(), &size, &executor);
-  if (s != ACLNN_SUCCESS) return acl_error("aclnnApplyAdamDGetWorkspaceSize", s);
-  if (std::string e = run_phase_two("aclnnApplyAdamD", size, executor, aclnnApplyAdamD);
-      !e.empty()) {
+  std::size_t next_tensor = 0, next_attr = 0;
+  auto arg = [&]<class T>(std::type_identity<T>) -> T {
+    if constexpr (std::is_same_v<T, uint64_t*>) {
+      return &size;
+    } else if constexpr (std::is_same_v<T, aclOpExecutor**>) {
+      return &executor;
+    } else if constexpr (std::is_pointer_v<T>) {
+      return tensors[next_tensor++];
+    } else if constexpr (std::is_same_v<T, bool>) {
+      return in.attrs[next_attr++].b;
+    } else if constexpr (std::is_integral_v<T>) {
+      return static_cast<T>(in.attrs[next_attr++].i);
+    } else {
+      return static_cast<T>(in.attrs[next_attr++].f);
+    }
+  };
+  // A braced list is evaluated left to right, so the parameters are filled in order.
+  const std::tuple<P...> args{arg(std::type_identity<P>{})...};
+  const std::string one = std::string(Op::kAclnn) + "GetWorkspaceSize";
+  if (const aclnnStatus s = std::apply(phase_one, args); s != ACLNN_SUCCESS) {
+    return acl_error(one.c_str(), s);
+  }
+  if (std::string e = run_phase_two(Op::kAclnn.data(), size, executor, phase_two); !e.empty()) {
     return e;
   }
-  out = {w[0], w[1], w[2]};
+  out.clear();
+  for (std::size_t k : S::written()) out.push_back(w[static_cast<std::size_t>(S::counterpart(k))]);
   return "";
 }
 
@@ -136,56 +152,58 @@ class AclopCall {
   aclopAttr* attr_ = nullptr;
 };
 
-std::string aclop_amp_update_scale(const OpInputs& in, std::vector<HostTensor>& out) {
+// The op-by-name backend of Op: the read and in/out tensors as inputs, each output on the
+// buffer of the input it updates (in place), the attributes by name and type.
+template <class Op>
+std::string aclop_backend(const OpInputs& in, std::vector<HostTensor>& out) {
+  using S = Schema<Op>;
   std::vector<HostTensor> w = in.tensors;
   AclopCall call;
   for (HostTensor& t : w) call.add_input(t);
-  call.add_output(w[0]);
-  call.add_output(w[1]);
-  aclopSetAttrFloat(call.attr(), "growth_factor", static_cast<float>(in.attrs[0].f));
-  aclopSetAttrFloat(call.attr(), "backoff_factor", static_cast<float>(in.attrs[1].f));
-  aclopSetAttrInt(call.attr(), "growth_interval", in.attrs[2].i);
-  if (std::string e = call.execute("AmpUpdateScale"); !e.empty()) return e;
-  out = {w[0], w[1]};
+  for (std::size_t k = 0; k < S::kN; ++k) {
+    if (Op::kArgs[k].role == detail::Role::kOut) {
+      call.add_output(w[static_cast<std::size_t>(S::counterpart(k))]);
+    }
+  }
+  for (std::size_t i = 0; i < detail::kNumAttrs<Op>; ++i) {
+    const std::string name(Op::kAttrs[i].name);
+    switch (Op::kAttrs[i].type) {
+      case detail::AttrType::kBool:
+        aclopSetAttrBool(call.attr(), name.c_str(), in.attrs[i].b);
+        break;
+      case detail::AttrType::kInt: aclopSetAttrInt(call.attr(), name.c_str(), in.attrs[i].i); break;
+      case detail::AttrType::kFloat:
+        aclopSetAttrFloat(call.attr(), name.c_str(), static_cast<float>(in.attrs[i].f));
+        break;
+    }
+  }
+  if (std::string e = call.execute(std::string(Op::kType).c_str()); !e.empty()) return e;
+  out.clear();
+  for (std::size_t k : S::written()) out.push_back(w[static_cast<std::size_t>(S::counterpart(k))]);
   return "";
 }
 
-std::string aclop_sgd(const OpInputs& in, std::vector<HostTensor>& out) {
-  std::vector<HostTensor> w = in.tensors;
-  AclopCall call;
-  for (HostTensor& t : w) call.add_input(t);
-  call.add_output(w[0]);  // parameters, in place; accum and stat update through their inputs
-  aclopSetAttrFloat(call.attr(), "dampening", static_cast<float>(in.attrs[0].f));
-  aclopSetAttrFloat(call.attr(), "weight_decay", static_cast<float>(in.attrs[1].f));
-  aclopSetAttrBool(call.attr(), "nesterov", in.attrs[2].b ? 1 : 0);
-  if (std::string e = call.execute("SGD"); !e.empty()) return e;
-  out = {w[0], w[3], w[5]};
-  return "";
-}
-
-std::string aclop_apply_adam_d(const OpInputs& in, std::vector<HostTensor>& out) {
-  std::vector<HostTensor> w = in.tensors;
-  AclopCall call;
-  for (HostTensor& t : w) call.add_input(t);
-  for (int k = 0; k < 3; ++k) call.add_output(w[static_cast<std::size_t>(k)]);
-  aclopSetAttrBool(call.attr(), "use_locking", in.attrs[0].b ? 1 : 0);
-  aclopSetAttrBool(call.attr(), "use_nesterov", in.attrs[1].b ? 1 : 0);
-  if (std::string e = call.execute("ApplyAdamD"); !e.empty()) return e;
-  out = {w[0], w[1], w[2]};
-  return "";
+template <class Op, class PhaseOne, class PhaseTwo>
+void add_aclnn(std::map<std::string, OpEntry>& ops, PhaseOne one, PhaseTwo two) {
+  static_assert(!Op::kAclnn.empty(), "the operator has no aclnn entry");
+  ops.at(std::string(Op::kType)).backends[Backend::kAclnn] =
+      [one, two](const OpInputs& in, std::vector<HostTensor>& out) {
+        return aclnn_backend<Op>(one, two, in, out);
+      };
 }
 
 }  // namespace
 
 void add_compat_backends(std::map<std::string, OpEntry>& ops) {
-  auto add = [&](const char* op, Backend b, BackendFn fn) {
-    if (auto it = ops.find(op); it != ops.end()) it->second.backends[b] = std::move(fn);
-  };
-  add("AmpUpdateScale", Backend::kAclnn, aclnn_amp_update_scale);
-  add("AmpUpdateScale", Backend::kAclop, aclop_amp_update_scale);
-  add("SGD", Backend::kAclop, aclop_sgd);  // SGD has no aclnn entry upstream
-  add("ApplyAdamD", Backend::kAclnn, aclnn_apply_adam_d);
-  add("ApplyAdamD", Backend::kAclop, aclop_apply_adam_d);
+  detail::AllOps::for_each([&](auto op) {
+    using Op = typename decltype(op)::type;
+    ops.at(std::string(Op::kType)).backends[Backend::kAclop] = aclop_backend<Op>;
+  });
+  // The C entry points of the operators CANN defines an aclnn call for (the registry test checks
+  // that every operator with an aclnn name is bound here).
+  add_aclnn<detail::AmpUpdateScaleOp>(ops, aclnnAmpUpdateScaleGetWorkspaceSize,
+                                      aclnnAmpUpdateScale);
+  add_aclnn<detail::ApplyAdamDOp>(ops, aclnnApplyAdamDGetWorkspaceSize, aclnnApplyAdamD);
 }
 
 }  // namespace mantissa::precision

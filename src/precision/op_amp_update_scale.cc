@@ -2,8 +2,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "mantissa/ops/amp_update_scale.h"
-#include "precision/op_defs.h"
+#include "precision/op_schema.h"
 #include "precision/ops_common.h"
 
 namespace mantissa::precision {
@@ -70,47 +69,13 @@ std::vector<HostTensor> golden32(const OpInputs& in) {
   return {scale, tracker};
 }
 
-AmpUpdateScaleParams params_of(const OpInputs& in) {
-  AmpUpdateScaleParams p;
-  p.growth_factor = in.attrs[kGrowth].f;
-  p.backoff_factor = in.attrs[kBackoff].f;
-  p.growth_interval = in.attrs[kInterval].i;
-  return p;
-}
-
 // In place, as training loops call it: the outputs are the input buffers.
-std::string run_kernel(const OpInputs& in, std::vector<HostTensor>& out) {
-  HostTensor scale = in.tensors[kScale], tracker = in.tensors[kTracker];
-  HostTensor found = in.tensors[kFoundInf];
-  const AmpUpdateScaleTensors t{view_of(scale), view_of(tracker), view_of(found), view_of(scale),
-                                view_of(tracker)};
-  const Status st = amp_update_scale(t, params_of(in));
-  if (!st.ok()) return st.message();
-  out = {scale, tracker};
-  return "";
-}
 
 }  // namespace
 
-OpEntry amp_update_scale_entry() {
-  OpEntry e;
-  e.name = "AmpUpdateScale";
-  using K = TensorSlot::Kind;
-  using S = TensorSlot::Shape;
-  e.inputs = {{"current_scale", K::kFloat, S::kOneElement, "", 0, 8},
-              {"growth_tracker", K::kInt32, S::kOneElement, "", 0, 8},
-              {"found_inf", K::kFloat, S::kOneElement, "", 0, 8}};
-  AttrValue growth{AttrKind::kFloat, false, 0, 2.0}, backoff{AttrKind::kFloat, false, 0, 0.5},
-      interval{AttrKind::kInt, false, 2000, 0.0};
-  e.attrs = {{"growth_factor", AttrKind::kFloat, growth, true},
-             {"backoff_factor", AttrKind::kFloat, backoff, true},
-             {"growth_interval", AttrKind::kInt, interval, true}};
-  e.outputs = {{"updated_scale", kScale}, {"updated_growth_tracker", kTracker}};
-  e.default_standard = StandardKind::kBitwise;
-  e.golden = golden;
-  e.golden32 = golden32;
-  e.backends[Backend::kKernel] = run_kernel;
-  return e;
+template <>
+Goldens goldens<detail::AmpUpdateScaleOp>() {
+  return {golden, golden32, StandardKind::kBitwise};
 }
 
 }  // namespace mantissa::precision

@@ -2,8 +2,7 @@
 // backend.
 #include <cmath>
 
-#include "mantissa/ops/apply_adam_d.h"
-#include "precision/op_defs.h"
+#include "precision/op_schema.h"
 #include "precision/ops_common.h"
 
 namespace mantissa::precision {
@@ -57,51 +56,11 @@ std::vector<HostTensor> golden32(const OpInputs& in) {
   return {var_out, m_out, v_out};
 }
 
-std::string run_kernel(const OpInputs& in, std::vector<HostTensor>& out) {
-  std::vector<HostTensor> w = in.tensors;
-  ApplyAdamDTensors t;
-  t.var = view_of(w[kVar]);
-  t.m = view_of(w[kM]);
-  t.v = view_of(w[kV]);
-  t.beta1_power = view_of(w[kBeta1Power]);
-  t.beta2_power = view_of(w[kBeta2Power]);
-  t.lr = view_of(w[kLr]);
-  t.beta1 = view_of(w[kBeta1]);
-  t.beta2 = view_of(w[kBeta2]);
-  t.epsilon = view_of(w[kEpsilon]);
-  t.grad = view_of(w[kGrad]);
-  ApplyAdamDParams p;
-  p.use_locking = in.attrs[kUseLocking].b;
-  p.use_nesterov = in.attrs[kUseNesterov].b;
-  const Status st = apply_adam_d(t, p);  // in place: outputs unset
-  if (!st.ok()) return st.message();
-  out = {w[kVar], w[kM], w[kV]};
-  return "";
-}
-
 }  // namespace
 
-OpEntry apply_adam_d_entry() {
-  OpEntry e;
-  e.name = "ApplyAdamD";
-  using K = TensorSlot::Kind;
-  using S = TensorSlot::Shape;
-  e.inputs = {{"var", K::kFloat, S::kAny, "", 0, 8},
-              {"m", K::kFloat, S::kLike, "var", 0, 8},
-              {"v", K::kFloat, S::kLike, "var", 0, 8}};
-  for (const char* name : {"beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon"}) {
-    e.inputs.push_back({name, K::kFloat, S::kOneElement, "", 0, 8});
-  }
-  e.inputs.push_back({"grad", K::kFloat, S::kLike, "var", 0, 8});
-  const AttrValue no{AttrKind::kBool, false, 0, 0.0};
-  e.attrs = {{"use_locking", AttrKind::kBool, no, false},
-             {"use_nesterov", AttrKind::kBool, no, false}};
-  e.outputs = {{"var", kVar}, {"m", kM}, {"v", kV}};
-  e.default_standard = StandardKind::kBitwise;
-  e.golden = golden;
-  e.golden32 = golden32;
-  e.backends[Backend::kKernel] = run_kernel;
-  return e;
+template <>
+Goldens goldens<detail::ApplyAdamDOp>() {
+  return {golden, golden32, StandardKind::kBitwise};
 }
 
 }  // namespace mantissa::precision

@@ -1,15 +1,11 @@
-// The operator entries of the kit's registry, one function per operator (see registry.cc).
+// The C API backends of the kit's registry (see registry.cc and op_schema.h).
 #pragma once
 
 #include "precision/kit.h"
 
 namespace mantissa::precision {
 
-OpEntry amp_update_scale_entry();
-OpEntry sgd_entry();
-OpEntry apply_adam_d_entry();
-
-// Adds the C API backends (aclnn two-phase calls, op-by-name) to the entries that have them.
+// Adds the C API backends: op-by-name for every operator, aclnn for those CANN defines it for.
 void add_compat_backends(std::map<std::string, OpEntry>& ops);
 
 }  // namespace mantissa::precision

@@ -1,8 +1,7 @@
 // SGD in the kit: schema, fp64 golden, golden32 (the spec's grouping), and the C++ API backend.
 #include <cmath>
 
-#include "mantissa/ops/sgd.h"
-#include "precision/op_defs.h"
+#include "precision/op_schema.h"
 #include "precision/ops_common.h"
 
 namespace mantissa::precision {
@@ -64,52 +63,11 @@ std::vector<HostTensor> golden32(const OpInputs& in) {
   return {p_out, accum_out, stat_out};
 }
 
-SgdParams params_of(const OpInputs& in) {
-  SgdParams p;
-  p.dampening = static_cast<float>(in.attrs[kDampening].f);
-  p.weight_decay = static_cast<float>(in.attrs[kWeightDecay].f);
-  p.nesterov = in.attrs[kNesterov].b;
-  return p;
-}
-
-std::string run_kernel(const OpInputs& in, std::vector<HostTensor>& out) {
-  std::vector<HostTensor> w = in.tensors;
-  SgdTensors t;
-  t.parameters = view_of(w[kParams]);
-  t.gradient = view_of(w[kGrad]);
-  t.learning_rate = view_of(w[kLr]);
-  t.accum = view_of(w[kAccum]);
-  t.momentum = view_of(w[kMomentum]);
-  t.stat = view_of(w[kStat]);
-  const Status st = sgd(t, params_of(in));
-  if (!st.ok()) return st.message();
-  out = {w[kParams], w[kAccum], w[kStat]};
-  return "";
-}
-
 }  // namespace
 
-OpEntry sgd_entry() {
-  OpEntry e;
-  e.name = "SGD";
-  using K = TensorSlot::Kind;
-  using S = TensorSlot::Shape;
-  e.inputs = {{"parameters", K::kFloat, S::kAny, "", 1, 8},
-              {"gradient", K::kFloat, S::kLike, "parameters", 1, 8},
-              {"learning_rate", K::kFloat, S::kOneElement, "", 0, 8},
-              {"accum", K::kFloat, S::kLike, "parameters", 1, 8},
-              {"momentum", K::kFloat, S::kOneElement, "", 0, 8},
-              {"stat", K::kFloat, S::kLike, "parameters", 1, 8}};
-  const AttrValue zero{AttrKind::kFloat, false, 0, 0.0}, no{AttrKind::kBool, false, 0, 0.0};
-  e.attrs = {{"dampening", AttrKind::kFloat, zero, false},
-             {"weight_decay", AttrKind::kFloat, zero, false},
-             {"nesterov", AttrKind::kBool, no, false}};
-  e.outputs = {{"parameters", kParams}, {"accum", kAccum}, {"stat", kStat}};
-  e.default_standard = StandardKind::kBitwise;
-  e.golden = golden;
-  e.golden32 = golden32;
-  e.backends[Backend::kKernel] = run_kernel;
-  return e;
+template <>
+Goldens goldens<detail::SgdOp>() {
+  return {golden, golden32, StandardKind::kBitwise};
 }
 
 }  // namespace mantissa::precision

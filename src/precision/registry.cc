@@ -1,17 +1,20 @@
-// The kit's operator registry and small name tables. Adding an operator: write its entry (schema,
-// golden, golden32, backends) in op_<name>.cc, list it here, ship cases under cases/<op>/.
+// The kit's operator registry and small name tables. The registry holds every operator of the
+// library's list (ops/all_ops.h): its schema and backends derived from the declaration, its
+// goldens from op_<name>.cc.
 #include <fmt/format.h>
 
 #include "precision/op_defs.h"
+#include "precision/op_schema.h"
 
 namespace mantissa::precision {
 
 const std::map<std::string, OpEntry>& registry() {
   static const std::map<std::string, OpEntry> ops = [] {
     std::map<std::string, OpEntry> m;
-    for (OpEntry e : {amp_update_scale_entry(), sgd_entry(), apply_adam_d_entry()}) {
+    detail::AllOps::for_each([&](auto op) {
+      OpEntry e = Schema<typename decltype(op)::type>::entry();
       m.emplace(e.name, std::move(e));
-    }
+    });
     add_compat_backends(m);
     return m;
   }();

@@ -12,6 +12,7 @@
 #include "acl/acl.h"
 #include "aclnnop/aclnn_amp_update_scale.h"
 #include "mantissa/mantissa.h"
+#include "ops/all_ops.h"
 
 namespace mantissa::bench {
 
@@ -44,17 +45,17 @@ TensorView scalar(const Buffer& b, DType dtype) { return TensorView(b.data, dtyp
 
 class SgdCall final : public PreparedCall {
  public:
-  SgdCall(DType dtype, int64_t n, const std::string& variant)
+  using Variant = detail::SgdOp::Variant;
+  SgdCall(DType dtype, int64_t n, Variant variant)
       : p_(dtype, n, 0.0f, 2.0f),
         g_(dtype, n, 0.0f, 0.02f),
         a_(dtype, n, 0.0f, 0.01f),
         s_(dtype, n, 0.0f, 0.0f),
         lr_(dtype, 1, 0.01f, 0.0f),
-        m_(dtype, 1, variant == "no-momentum" ? 0.0f : 0.9f, 0.0f) {
+        m_(dtype, 1, variant == Variant::kNoMomentum ? 0.0f : 0.9f, 0.0f),
+        params_(detail::SgdOp::params_for(variant)) {
     t_ = {view(p_, dtype, n), view(g_, dtype, n), scalar(lr_, dtype), view(a_, dtype, n),
           scalar(m_, dtype),  view(s_, dtype, n), std::nullopt};
-    if (variant == "momentum+dampening+wd") params_ = {0.1f, 1e-4f, false};
-    if (variant == "nesterov+wd") params_ = {0.0f, 1e-4f, true};
   }
   void run() override { (void)sgd(t_, params_); }
 
@@ -66,7 +67,7 @@ class SgdCall final : public PreparedCall {
 
 class AdamCall final : public PreparedCall {
  public:
-  AdamCall(DType dtype, int64_t n, bool nesterov)
+  AdamCall(DType dtype, int64_t n, detail::ApplyAdamDOp::Variant variant)
       : var_(dtype, n, 0.0f, 2.0f),
         m_(dtype, n, 0.0f, 0.1f),
         v_(dtype, n, 0.75f, 0.1f),
@@ -76,7 +77,8 @@ class AdamCall final : public PreparedCall {
         lr_(dtype, 1, 0.001f, 0.0f),
         b1_(dtype, 1, 0.9f, 0.0f),
         b2_(dtype, 1, 0.999f, 0.0f),
-        eps_(dtype, 1, 1e-7f, 0.0f) {
+        eps_(dtype, 1, 1e-7f, 0.0f),
+        params_(detail::ApplyAdamDOp::params_for(variant)) {
     t_.var = view(var_, dtype, n);
     t_.m = view(m_, dtype, n);
     t_.v = view(v_, dtype, n);
@@ -87,7 +89,6 @@ class AdamCall final : public PreparedCall {
     t_.beta1 = scalar(b1_, dtype);
     t_.beta2 = scalar(b2_, dtype);
     t_.epsilon = scalar(eps_, dtype);
-    params_.use_nesterov = nesterov;
   }
   void run() override { (void)apply_adam_d(t_, params_); }
 
@@ -141,27 +142,46 @@ class AmpAclnnCall final : public PreparedCall {
   aclTensor *scale_t_ = nullptr, *tracker_t_ = nullptr, *found_t_ = nullptr;
 };
 
+// The prepared call of one declared variant; an operator with variants needs one overload.
+std::unique_ptr<PreparedCall> make_call(DType dtype, int64_t n, detail::SgdOp::Variant v) {
+  return std::make_unique<SgdCall>(dtype, n, v);
+}
+std::unique_ptr<PreparedCall> make_call(DType dtype, int64_t n, detail::ApplyAdamDOp::Variant v) {
+  return std::make_unique<AdamCall>(dtype, n, v);
+}
+
 }  // namespace
 
 std::vector<OpCase> elementwise_cases() {
   std::vector<OpCase> cases;
   for (DType dtype : {DType::kFloat32, DType::kBFloat16, DType::kFloat16}) {
-    // SGD streams (steady state): momentum != 0 reads and writes p and accum, reads g and stat
-    // (stat is already +0.0 after the first step, so it is not written again). momentum == 0
-    // writes p only and reads g and accum (accum*0 may be NaN, so it is read).
-    cases.push_back({"SGD", dtype, "momentum", {2, 2}});
-    cases.push_back({"SGD", dtype, "momentum+dampening+wd", {2, 2}});
-    cases.push_back({"SGD", dtype, "nesterov+wd", {2, 2}});
-    cases.push_back({"SGD", dtype, "no-momentum", {1, 2}});
-    cases.push_back({"ApplyAdamD", dtype, "default", {3, 1}});
-    cases.push_back({"ApplyAdamD", dtype, "nesterov", {3, 1}});
+    detail::AllOps::for_each([&](auto op) {
+      using Op = typename decltype(op)::type;
+      for (std::size_t i = 0; i < Op::kVariants.size(); ++i) {
+        const auto& v = Op::kVariants[i];
+        cases.push_back({std::string(Op::kType),
+                         dtype,
+                         std::string(v.name),
+                         {v.traffic.rmw_streams, v.traffic.ro_streams},
+                         static_cast<int>(i)});
+      }
+    });
   }
   return cases;
 }
 
 std::unique_ptr<PreparedCall> prepare(const OpCase& c, int64_t n) {
-  if (c.op == "SGD") return std::make_unique<SgdCall>(c.dtype, n, c.variant);
-  return std::make_unique<AdamCall>(c.dtype, n, c.variant == "nesterov");
+  std::unique_ptr<PreparedCall> call;
+  detail::AllOps::for_each([&](auto op) {
+    using Op = typename decltype(op)::type;
+    if constexpr (Op::kVariants.size() > 0) {
+      if (c.op == Op::kType) {
+        call =
+            make_call(c.dtype, n, Op::kVariants[static_cast<std::size_t>(c.variant_index)].variant);
+      }
+    }
+  });
+  return call;
 }
 
 std::unique_ptr<PreparedCall> prepare_amp_update_scale_cpp() {

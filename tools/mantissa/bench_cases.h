@@ -24,13 +24,15 @@ struct Traffic {
 };
 
 struct OpCase {
-  std::string op;  // "SGD", "ApplyAdamD"
+  std::string op;  // CANN's op type: "SGD", "ApplyAdamD"
   DType dtype;
-  std::string variant;  // "momentum", "momentum+dampening+wd", "nesterov+wd", "no-momentum", ...
+  std::string variant;  // the variant's name in its operator's declaration ("nesterov+wd")
   Traffic traffic;
+  int variant_index = 0;  // into the operator's declared variants (typed enum values)
 };
 
-// Every element-wise case: SGD and ApplyAdamD x fp32/fp16/bf16 x variants.
+// Every element-wise case: each declared variant of each operator (ops/all_ops.h) x fp32, bf16,
+// fp16.
 std::vector<OpCase> elementwise_cases();
 
 // A prepared call: buffers of n elements filled with realistic values; run() performs one step.

@@ -6,42 +6,22 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/validate.h"
+#include "ops/amp_update_scale/amp_update_scale_desc.h"
 
 namespace mantissa {
-namespace {
-
-constexpr std::string_view kOp = "AmpUpdateScale";
-
-}  // namespace
-
-Status amp_update_scale_validate(const AmpUpdateScaleTensors& t, const AmpUpdateScaleParams& p) {
-  using detail::Arg;
-  const Arg current{"current_scale", t.current_scale}, tracker{"growth_tracker", t.growth_tracker},
-      found{"found_inf", t.found_inf}, scale_out{"updated_scale", t.updated_scale},
-      tracker_out{"updated_growth_tracker", t.updated_growth_tracker};
-  for (const Arg& a : {current, tracker, found, scale_out, tracker_out}) {
-    MANTISSA_RETURN_IF_ERROR(detail::check_present(kOp, a));
-  }
-  MANTISSA_RETURN_IF_ERROR(detail::check_training_float(kOp, current));
-  MANTISSA_RETURN_IF_ERROR(detail::check_same_dtype(kOp, found, current));
-  MANTISSA_RETURN_IF_ERROR(detail::check_same_dtype(kOp, scale_out, current));
-  MANTISSA_RETURN_IF_ERROR(detail::check_dtype(kOp, tracker, DType::kInt32));
-  MANTISSA_RETURN_IF_ERROR(detail::check_dtype(kOp, tracker_out, DType::kInt32));
-  for (const Arg& a : {current, tracker, found, scale_out, tracker_out}) {
-    MANTISSA_RETURN_IF_ERROR(detail::check_one_element(kOp, a, StatusCode::kTiling));
-    // A one-element tensor with a null pointer (any shape) has something to read or write.
-    if (a.t.data == nullptr) {
-      return detail::fail(StatusCode::kParamNullptr, kOp, "{} has a null data pointer", a.name);
-    }
-  }
+// Validation is derived from the declaration (amp_update_scale_desc.h); the attribute range is
+// the operator's own rule.
+Status detail::AmpUpdateScaleOp::check_params(const AmpUpdateScaleTensors& /*t*/,
+                                              const AmpUpdateScaleParams& p) {
   if (p.growth_interval < 1 || p.growth_interval > INT32_MAX) {
-    return detail::fail(StatusCode::kTiling, kOp, "growth_interval {} is outside [1, 2147483647]",
+    return detail::fail(StatusCode::kTiling, kType, "growth_interval {} is outside [1, 2147483647]",
                         p.growth_interval);
   }
-  // The two outputs are written one after the other; they must not share bytes.
-  MANTISSA_RETURN_IF_ERROR(detail::check_disjoint(kOp, tracker_out, scale_out));
   return {};
+}
+
+Status amp_update_scale_validate(const AmpUpdateScaleTensors& t, const AmpUpdateScaleParams& p) {
+  return detail::validate<detail::AmpUpdateScaleOp>(t, p);
 }
 
 Status amp_update_scale(const AmpUpdateScaleTensors& t, const AmpUpdateScaleParams& p) {

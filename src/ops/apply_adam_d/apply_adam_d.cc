@@ -83,65 +83,22 @@ void ApplyAdamDImpl(const detail::ApplyAdamDKernelArgs& a) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include <array>
 #include <cmath>
-#include <string_view>
 
 #include "core/runtime_internal.h"
-#include "core/validate.h"
 #include "mantissa/ops/apply_adam_d.h"
+#include "ops/apply_adam_d/apply_adam_d_desc.h"
 
 namespace mantissa {
-namespace {
-
-constexpr std::string_view kOp = "ApplyAdamD";
-
-}  // namespace
 
 HWY_EXPORT(ApplyAdamDImpl);
 
-// Aliasing rule: the memory written is exactly the three outputs. Each output is either the very
-// same view as its own input (in place) or shares no byte with it; and it shares no byte with
-// any other tensor of the call (the other nine inputs and the other two outputs). Read-only
-// inputs may overlap one another.
-Status apply_adam_d_validate(const ApplyAdamDTensors& t, const ApplyAdamDParams& /*p*/) {
-  using detail::Arg;
-  const TensorView& var_out_view = t.var_out ? *t.var_out : t.var;
-  const TensorView& m_out_view = t.m_out ? *t.m_out : t.m;
-  const TensorView& v_out_view = t.v_out ? *t.v_out : t.v;
-  const Arg var{"var", t.var}, m{"m", t.m}, v{"v", t.v}, beta1_power{"beta1_power", t.beta1_power},
-      beta2_power{"beta2_power", t.beta2_power}, lr{"lr", t.lr}, beta1{"beta1", t.beta1},
-      beta2{"beta2", t.beta2}, epsilon{"epsilon", t.epsilon}, grad{"grad", t.grad},
-      var_out{"var_out", var_out_view}, m_out{"m_out", m_out_view}, v_out{"v_out", v_out_view};
-  const std::array<Arg, 13> all{var,   m,       v,    beta1_power, beta2_power, lr,   beta1,
-                                beta2, epsilon, grad, var_out,     m_out,       v_out};
-  const std::array<Arg, 6> scalars{beta1_power, beta2_power, lr, beta1, beta2, epsilon};
-  const std::array<Arg, 6> shaped{m, v, grad, var_out, m_out, v_out};
-
-  for (const Arg& a : all) MANTISSA_RETURN_IF_ERROR(detail::check_present(kOp, a));
-  MANTISSA_RETURN_IF_ERROR(detail::check_training_float(kOp, var));
-  for (const Arg& a : all) MANTISSA_RETURN_IF_ERROR(detail::check_same_dtype(kOp, a, var));
-  for (const Arg& a : all) MANTISSA_RETURN_IF_ERROR(detail::check_rank(kOp, a, 0, kMaxRank));
-  MANTISSA_RETURN_IF_ERROR(detail::check_countable(kOp, var));
-  for (const Arg& a : shaped) MANTISSA_RETURN_IF_ERROR(detail::check_same_shape(kOp, a, var));
-  for (const Arg& a : scalars) MANTISSA_RETURN_IF_ERROR(detail::check_one_element(kOp, a));
-  for (const Arg& a : all) MANTISSA_RETURN_IF_ERROR(detail::check_contiguous(kOp, a));
-
-  // Outputs paired with their inputs; see the aliasing rule above.
-  const std::array<std::pair<Arg, int>, 3> outputs{{{var_out, 0}, {m_out, 1}, {v_out, 2}}};
-  for (const auto& [out, paired] : outputs) {
-    for (int k = 0; k < 10; ++k) {
-      if (k == paired) {
-        MANTISSA_RETURN_IF_ERROR(detail::check_alias_or_disjoint(kOp, out, all[k]));
-      } else {
-        MANTISSA_RETURN_IF_ERROR(detail::check_disjoint(kOp, out, all[k]));
-      }
-    }
-    for (const auto& [other, other_paired] : outputs) {
-      if (other_paired != paired) MANTISSA_RETURN_IF_ERROR(detail::check_disjoint(kOp, out, other));
-    }
-  }
-  return {};
+// Validation is derived from the declaration (apply_adam_d_desc.h). Aliasing: the memory
+// written is exactly the three outputs; each is the very same buffer as its own input (in place)
+// or shares no byte with it, nor with any other tensor of the call. Read-only inputs may overlap
+// one another.
+Status apply_adam_d_validate(const ApplyAdamDTensors& t, const ApplyAdamDParams& p) {
+  return detail::validate<detail::ApplyAdamDOp>(t, p);
 }
 
 Status apply_adam_d(const ApplyAdamDTensors& t, const ApplyAdamDParams& p) {

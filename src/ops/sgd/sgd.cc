@@ -128,85 +128,33 @@ void SgdImpl(const detail::SgdKernelArgs& args) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include <string>
-#include <string_view>
-
 #include "core/runtime_internal.h"
-#include "core/validate.h"
 #include "mantissa/ops/sgd.h"
+#include "ops/sgd/sgd_desc.h"
 
 namespace mantissa {
-namespace {
-
-constexpr std::string_view kOp = "SGD";
-
-}  // namespace
 
 HWY_EXPORT(SgdImpl);
 
-Status sgd_validate(const SgdTensors& t, const SgdParams& p) {
-  using detail::Arg;
-  const Arg params{"parameters", t.parameters}, grad{"gradient", t.gradient},
-      lr{"learning_rate", t.learning_rate}, accum{"accum", t.accum},
-      momentum{"momentum", t.momentum}, stat{"stat", t.stat};
-  const TensorView out_view = t.parameters_out.value_or(TensorView{});
-  const Arg out{"parameters_out", out_view};
-  const bool has_out = t.parameters_out.has_value();
-  const Arg inputs[] = {params, grad, lr, accum, momentum, stat};
-
-  // 1. Missing data (161001) before anything else.
-  for (const Arg& a : inputs) MANTISSA_RETURN_IF_ERROR(detail::check_present(kOp, a));
-  if (has_out) MANTISSA_RETURN_IF_ERROR(detail::check_present(kOp, out));
-
-  // 2. Dtypes: parameters decides, every other tensor follows it.
-  MANTISSA_RETURN_IF_ERROR(detail::check_training_float(kOp, params));
-  for (const Arg& a : {grad, lr, accum, momentum, stat}) {
-    MANTISSA_RETURN_IF_ERROR(detail::check_same_dtype(kOp, a, params));
-  }
-  if (has_out) MANTISSA_RETURN_IF_ERROR(detail::check_same_dtype(kOp, out, params));
-
-  // 3. Shapes: rank 1..8, no empty or negative dimension, a countable size, no broadcasting.
-  MANTISSA_RETURN_IF_ERROR(detail::check_rank(kOp, params, 1, kMaxRank));
-  MANTISSA_RETURN_IF_ERROR(detail::check_not_empty(kOp, params));
-  MANTISSA_RETURN_IF_ERROR(detail::check_countable(kOp, params));
-  for (const Arg& a : {grad, accum, stat}) {
-    MANTISSA_RETURN_IF_ERROR(detail::check_same_shape(kOp, a, params));
-  }
-  if (has_out) MANTISSA_RETURN_IF_ERROR(detail::check_same_shape(kOp, out, params));
-  MANTISSA_RETURN_IF_ERROR(detail::check_one_element(kOp, lr));
-  MANTISSA_RETURN_IF_ERROR(detail::check_one_element(kOp, momentum));
-
-  // 4. Attributes.
+// Validation is derived from the declaration (sgd_desc.h), in its documented order; the
+// attribute rules below are SGD's own. Aliasing: the buffers written are accum, stat and the new
+// parameters (parameters itself when in place); each shares no byte with any other argument,
+// except parameters_out being parameters' very buffer. Read-only tensors (gradient, the scalars,
+// and parameters when parameters_out is separate) may overlap each other.
+Status detail::SgdOp::check_params(const SgdTensors& /*t*/, const SgdParams& p) {
   if (p.nesterov && p.dampening != 0.0f) {  // NaN dampening is non-zero, so rejected too
-    return detail::fail(StatusCode::kParamInvalid, kOp,
+    return detail::fail(StatusCode::kParamInvalid, kType,
                         "nesterov requires dampening 0, got dampening {}", p.dampening);
   }
   if (!(p.weight_decay >= 0.0f)) {  // also rejects NaN
-    return detail::fail(StatusCode::kParamInvalid, kOp,
+    return detail::fail(StatusCode::kParamInvalid, kType,
                         "weight_decay must be >= 0 and not NaN, got {}", p.weight_decay);
   }
-
-  // 5. Layout: every tensor row-major contiguous.
-  for (const Arg& a : inputs) MANTISSA_RETURN_IF_ERROR(detail::check_contiguous(kOp, a));
-  if (has_out) MANTISSA_RETURN_IF_ERROR(detail::check_contiguous(kOp, out));
-
-  // 6. Aliasing. The buffers written are accum, stat and the new parameters (parameters itself
-  // when in place). Each shares no byte with any other argument; the one sharing allowed is
-  // parameters_out starting at parameters' data: with the dtype, shape and contiguity checked
-  // above, that is the very same buffer (the in-place form). Read-only tensors (gradient, the
-  // scalars, and parameters when parameters_out is separate) may overlap each other.
-  const bool in_place = !has_out || out_view.data == t.parameters.data;
-  const Arg new_params = in_place ? params : out;
-  const Arg written[] = {new_params, accum, stat};
-  const Arg all[] = {params, grad, lr, accum, momentum, stat, out};
-  for (const Arg& w : written) {
-    for (const Arg& x : all) {
-      if (&x.t == &w.t) continue;
-      if (in_place && &x.t == &out_view) continue;  // parameters_out is parameters itself
-      MANTISSA_RETURN_IF_ERROR(detail::check_disjoint(kOp, w, x));
-    }
-  }
   return {};
+}
+
+Status sgd_validate(const SgdTensors& t, const SgdParams& p) {
+  return detail::validate<detail::SgdOp>(t, p);
 }
 
 Status sgd(const SgdTensors& t, const SgdParams& p) {

@@ -1,0 +1,267 @@
+// The aclnn two-phase entry of any operator, derived from its declaration (core/op_desc.h).
+//
+// Phase one (aclnnXxxGetWorkspaceSize) checks the handles, plans the workspace, validates the
+// very views phase two will compute on, and records a one-shot executor; phase two (aclnnXxx)
+// runs it. The C++ operators take contiguous tensors only, so non-contiguous tensors go through
+// the workspace: every non-contiguous input gets a contiguous slot it is copied into, every
+// non-contiguous separate output a slot it is copied back from after the operator succeeds, and
+// an in-place pair (an output that is the very same tensor as its input) shares its input's
+// slot. Contiguous tensors are used where they are, so an all-contiguous call needs no staging.
+// The operator's own scratch memory (Op::workspace_size) follows the slots.
+//
+// No exception crosses the C boundary: anything thrown becomes ACLNN_ERR_INNER with a message.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "compat/aclnn_common.h"
+#include "compat/executor_internal.h"
+#include "compat/strided.h"
+#include "core/op_desc.h"
+#include "mantissa/workspace.h"
+
+namespace mantissa::compat {
+
+inline constexpr uint64_t kSlotAlignment = 64;
+
+template <class Op>
+class AclnnPlan {
+ public:
+  static constexpr std::size_t kN = detail::kNumArgs<Op>;
+
+  static const std::string& phase_one() {
+    static const std::string name = std::string(Op::kAclnn) + "GetWorkspaceSize";
+    return name;
+  }
+  static const char* phase_two() { return Op::kAclnn.data(); }
+
+  // Plans the slots for the caller's tensors (already checked to be live handles).
+  Status make(const std::array<const aclTensor*, kN>& tensors, const typename Op::Params& p) {
+    params_ = p;
+    for (std::size_t k = 0; k < kN; ++k) user_[k] = to_view(*tensors[k]);
+    slot_of_.fill(-1);
+    for (std::size_t k = 0; k < kN; ++k) {
+      const detail::ArgSpec& a = Op::kArgs[k];
+      if (a.role != detail::Role::kOut) continue;
+      const auto j = static_cast<std::size_t>(a.paired);
+      in_place_[k] = tensors[k] == tensors[j] || same_view(user_[k], user_[j]);
+    }
+    // Inputs: a slot when non-contiguous, copied back when written (in/out, or an input whose
+    // output is in place).
+    for (std::size_t k = 0; k < kN; ++k) {
+      const detail::ArgSpec& a = Op::kArgs[k];
+      if (a.role == detail::Role::kOut || user_[k].is_contiguous()) continue;
+      bool written = a.role == detail::Role::kInOut;
+      for (std::size_t o = 0; o < kN; ++o) {
+        written |= in_place_[o] && Op::kArgs[o].paired == static_cast<int>(k);
+      }
+      MANTISSA_RETURN_IF_ERROR(add_slot(k, true, written));
+    }
+    for (std::size_t k = 0; k < kN; ++k) {
+      if (Op::kArgs[k].role != detail::Role::kOut) continue;
+      if (in_place_[k]) {
+        slot_of_[k] = slot_of_[static_cast<std::size_t>(Op::kArgs[k].paired)];
+      } else if (!user_[k].is_contiguous()) {
+        MANTISSA_RETURN_IF_ERROR(add_slot(k, false, true));
+      }
+    }
+    // The operator's own scratch memory, sized on the views it will get, after the slots.
+    own_offset_ = workspace_size_;
+    own_size_ = Op::workspace_size(operator_tensors(nullptr), params_);
+    if (own_size_ > UINT64_MAX - kSlotAlignment - workspace_size_) {
+      return invalid("the workspace overflows");
+    }
+    workspace_size_ += (own_size_ + kSlotAlignment - 1) / kSlotAlignment * kSlotAlignment;
+    return {};
+  }
+
+  // Validates the views phase two will compute on (slots placed where no tensor is), then the
+  // aliasing rule on the caller's own (possibly strided) views.
+  Status validate() const {
+    const std::optional<uintptr_t> base = placeholder_base();
+    if (!base) {
+      return Status(StatusCode::kInner,
+                    fmt::format("{}: no address range is free for the workspace", phase_one()));
+    }
+    MANTISSA_RETURN_IF_ERROR(
+        detail::validate<Op>(operator_tensors(reinterpret_cast<char*>(*base)), params_));
+    return check_written();
+  }
+
+  uint64_t workspace_size() const { return workspace_size_; }
+
+  Status run(void* workspace) const {
+    char* base = static_cast<char*>(workspace);
+    if (workspace_size_ != 0) {
+      // The copies must not land in the caller's tensors.
+      const auto lo = reinterpret_cast<uintptr_t>(workspace);
+      const ByteSpan ws{lo, lo + workspace_size_};
+      for (std::size_t k = 0; k < kN; ++k) {
+        if (spans_overlap(ws, byte_span(user_[k]))) {
+          return Status(StatusCode::kParamInvalid,
+                        fmt::format("{}: the workspace overlaps {}", phase_two(), name(k)));
+        }
+      }
+    }
+    for (const Slot& s : slots_) {
+      if (s.copy_in) copy_to_contiguous(user_[s.tensor], base + s.offset);
+    }
+    const Workspace own{own_size_ == 0 ? nullptr : base + own_offset_, own_size_};
+    MANTISSA_RETURN_IF_ERROR(Op::run(operator_tensors(base), params_, own));
+    for (const Slot& s : slots_) {
+      if (s.copy_out) copy_from_contiguous(base + s.offset, user_[s.tensor]);
+    }
+    return {};
+  }
+
+ private:
+  struct Slot {
+    std::size_t tensor;  // whose contiguous copy this is
+    uint64_t offset;     // bytes from the workspace start
+    bool copy_in;        // filled from the tensor before the operator runs
+    bool copy_out;       // written back to the tensor after it succeeds
+  };
+
+  static const char* name(std::size_t k) { return Op::kArgs[k].acl_name.data(); }
+
+  Status invalid(const std::string& message) const {
+    return Status(StatusCode::kParamInvalid, fmt::format("{}: {}", phase_one(), message));
+  }
+
+  // Sizes of views that validation will reject count as 0.
+  Status add_slot(std::size_t k, bool copy_in, bool copy_out) {
+    const uint64_t bytes = static_cast<uint64_t>(user_[k].nbytes().value_or(0));
+    const uint64_t padded = (bytes + kSlotAlignment - 1) / kSlotAlignment * kSlotAlignment;
+    if (bytes > UINT64_MAX - kSlotAlignment || workspace_size_ > UINT64_MAX - padded) {
+      return invalid("the workspace for the non-contiguous tensors overflows");
+    }
+    slot_of_[k] = static_cast<int>(slots_.size());
+    slots_.push_back({k, workspace_size_, copy_in, copy_out});
+    workspace_size_ += padded;
+    return {};
+  }
+
+  // The views the C++ operator gets, with the workspace at `base`.
+  typename Op::Tensors operator_tensors(char* base) const {
+    std::array<TensorView, kN> v = user_;
+    for (std::size_t k = 0; k < kN; ++k) {
+      if (slot_of_[k] < 0) continue;
+      // A null tensor pointer stays null so the operator reports it (161001).
+      void* data = user_[k].data == nullptr ? nullptr : base + slots_[slot_of_[k]].offset;
+      v[k] = contiguous_like(user_[k], data);
+    }
+    return detail::tensors_from<Op>(v);
+  }
+
+  // The aliasing rule on the caller's views, comparing the byte ranges they span: a written
+  // tensor is the very same view as its paired input or shares no byte of span with it, and
+  // shares none with any other tensor (unless its rule lets it share with inputs); it never
+  // addresses one element twice. On contiguous views this is exactly the C++ operator's rule.
+  Status check_written() const {
+    std::array<ByteSpan, kN> spans;
+    for (std::size_t k = 0; k < kN; ++k) spans[k] = byte_span(user_[k]);
+    for (std::size_t w = 0; w < kN; ++w) {
+      const detail::ArgSpec& a = Op::kArgs[w];
+      if (!a.written()) continue;
+      if (may_self_overlap(user_[w])) {
+        return invalid(fmt::format(
+            "{} (shape {}) has strides that address some element twice; an output must not",
+            name(w), user_[w].shape_string()));
+      }
+      for (std::size_t x = 0; x < kN; ++x) {
+        if (x == w) continue;
+        if (a.role == detail::Role::kOut && static_cast<int>(x) == a.paired && in_place_[w]) {
+          continue;
+        }
+        if (a.alias == detail::AliasRule::kAnyInput && Op::kArgs[x].role != detail::Role::kOut) {
+          continue;
+        }
+        if (spans_overlap(spans[w], spans[x])) {
+          return invalid(fmt::format(
+              "{} overlaps {} (an output must be the very same view as its input, or share no "
+              "byte with it nor with any other tensor; strided views are compared by the bytes "
+              "they span)",
+              name(w), name(x)));
+        }
+      }
+    }
+    return {};
+  }
+
+  // An address range for the workspace that no tensor of the call spans, so phase one can
+  // validate the very views phase two will compute on. Never dereferenced.
+  std::optional<uintptr_t> placeholder_base() const {
+    uintptr_t lowest = UINTPTR_MAX, highest = 0;
+    for (const TensorView& v : user_) {
+      const ByteSpan s = byte_span(v);
+      if (s.empty()) continue;
+      lowest = std::min(lowest, s.lo);
+      highest = std::max(highest, s.hi);
+    }
+    const uintptr_t above = (std::max<uintptr_t>(highest, kSlotAlignment) + kSlotAlignment - 1) /
+                            kSlotAlignment * kSlotAlignment;
+    if (above >= highest && UINTPTR_MAX - above >= workspace_size_) return above;
+    if (lowest != UINTPTR_MAX && lowest > workspace_size_ + kSlotAlignment) {
+      return (lowest - workspace_size_) / kSlotAlignment * kSlotAlignment;
+    }
+    return std::nullopt;
+  }
+
+  std::array<TensorView, kN> user_{};  // the caller's views (possibly strided)
+  std::array<int, kN> slot_of_{};      // slot computed on, or -1: the caller's own memory
+  std::array<bool, kN> in_place_{};    // output k is the very same tensor as its paired input
+  std::vector<Slot> slots_;
+  uint64_t workspace_size_ = 0, own_offset_ = 0, own_size_ = 0;
+  typename Op::Params params_{};
+};
+
+// Phase one of Op's aclnn entry: tensors in the declaration's order (outputs included).
+template <class Op>
+aclnnStatus aclnn_prepare(const std::array<const aclTensor*, detail::kNumArgs<Op>>& tensors,
+                          const typename Op::Params& params, uint64_t* workspace_size,
+                          aclOpExecutor** executor) noexcept {
+  using Plan = AclnnPlan<Op>;
+  const char* fn = Plan::phase_one().c_str();
+  try {
+    std::array<TensorArg, detail::kNumArgs<Op>> args;
+    for (std::size_t k = 0; k < args.size(); ++k) {
+      args[k] = {Op::kArgs[k].acl_name.data(), tensors[k]};
+    }
+    if (aclnnStatus s = check_tensor_args(fn, args); s != ACLNN_SUCCESS) return s;
+    if (aclnnStatus s = check_out_pointers(fn, workspace_size, executor); s != ACLNN_SUCCESS) {
+      return s;
+    }
+    Plan plan;
+    if (const Status s = plan.make(tensors, params); !s.ok()) return report(s);
+    if (const Status s = plan.validate(); !s.ok()) return report(s);
+    const uint64_t size = plan.workspace_size();
+    aclOpExecutor* created = create_executor(
+        Plan::phase_two(), size, [plan = std::move(plan)](void* ws) { return plan.run(ws); });
+    if (created == nullptr) return ACLNN_ERR_INNER_CREATE_EXECUTOR;
+    *workspace_size = size;
+    *executor = created;
+    return ACLNN_SUCCESS;
+  } catch (const std::exception& e) {
+    return report(Status(StatusCode::kInner, fmt::format("{}: {}", fn, e.what())));
+  } catch (...) {
+    return report(Status(StatusCode::kInner, fmt::format("{}: unknown exception", fn)));
+  }
+}
+
+// Phase two of Op's aclnn entry.
+template <class Op>
+aclnnStatus aclnn_execute(void* workspace, uint64_t workspace_size, aclOpExecutor* executor,
+                          aclrtStream stream) noexcept {
+  return run_executor(AclnnPlan<Op>::phase_two(), workspace, workspace_size, executor, stream);
+}
+
+}  // namespace mantissa::compat

@@ -1,0 +1,425 @@
+// Operator descriptors: the one place an operator's signature is declared.
+//
+// Each operator declares, next to its kernel (src/ops/<op>/<op>_desc.h), a struct with
+//   Tensors, Params     its public C++ API types (include/mantissa/ops/<op>.h)
+//   kType               CANN's op type name ("ApplyAdamD"), used by op-by-name and the kit
+//   kAclnn              the aclnn function name without "GetWorkspaceSize", or "" when CANN
+//                       has no aclnn entry for the operator
+//   kArgs               its tensor arguments in CANN's order (ArgSpec: names, role, dtype,
+//                       shape and rank rules, in-place pairing)
+//   kTensorMembers      the Tensors members in the same order (index access)
+//   kAttrs, kAttrMembers  its attributes (name, type, default, required by op-by-name) and
+//                       the Params members they fill
+//   check_params()      what is truly specific to its contract (attribute ranges, ...)
+//   workspace_size(), run()   scratch memory needed, and the C++ entry point
+//   Variant, kVariants  the kernel variants worth timing, as a typed enum
+// Every layer derives what it needs from that declaration: the common validation below, the
+// op-by-name row, the aclnn two-phase entry with strided staging, the precision kit's schema and
+// backends, and the benchmark cases.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "core/validate.h"
+#include "mantissa/status.h"
+#include "mantissa/tensor.h"
+
+namespace mantissa::detail {
+
+// ---- Arguments ------------------------------------------------------------------------------
+
+enum class Role : uint8_t {
+  kIn,     // read only
+  kInOut,  // read and updated through the same tensor (SGD's accum)
+  kOut,    // written; may be the very same tensor as its paired input (in place)
+};
+
+enum class DtypeRule : uint8_t {
+  kTrainingFloat,  // FLOAT, FLOAT16 or BFLOAT16
+  kSameAs,         // the dtype of argument `dtype_ref`
+  kInt32,
+  kFloat32,
+};
+
+enum class ShapeRule : uint8_t {
+  kAny,         // any valid shape whose size fits (an anchor other arguments refer to)
+  kSameAs,      // the shape of argument `shape_ref`, no broadcasting
+  kOneElement,  // exactly one element, any rank (rank 0, [1], [1, 1], ...)
+};
+
+// How an output may share memory with the inputs of the call.
+enum class AliasRule : uint8_t {
+  kPairedOrDisjoint,  // the very same buffer as its paired input, or no byte shared with any
+  kAnyInput,          // may share bytes with any input (all inputs are read before writing)
+};
+
+struct ArgSpec {
+  std::string_view name;        // C++ API and precision kit ("var_out")
+  std::string_view acl_name;    // aclnn C signature ("varOut")
+  std::string_view graph_name;  // op-by-name ("var"): CANN's graph definition
+  Role role = Role::kIn;
+  DtypeRule dtype = DtypeRule::kTrainingFloat;
+  int dtype_ref = -1;
+  ShapeRule shape = ShapeRule::kAny;
+  int shape_ref = -1;
+  int min_rank = -1, max_rank = -1;  // -1: rank not checked on its own
+  bool allow_empty = true;           // a dimension of size 0 is accepted
+  StatusCode one_element_code = StatusCode::kParamInvalid;
+  int paired = -1;        // kOut: the input whose buffer it may be (in place)
+  bool optional = false;  // kOut: may be left unset, meaning in place
+  AliasRule alias = AliasRule::kPairedOrDisjoint;
+
+  // Builders, so a declaration reads as a sentence.
+  constexpr ArgSpec training_float() const {
+    return with([](ArgSpec& a) { a.dtype = DtypeRule::kTrainingFloat; });
+  }
+  constexpr ArgSpec int32() const {
+    return with([](ArgSpec& a) { a.dtype = DtypeRule::kInt32; });
+  }
+  constexpr ArgSpec dtype_of(int k) const {
+    return with([k](ArgSpec& a) { a.dtype = DtypeRule::kSameAs, a.dtype_ref = k; });
+  }
+  constexpr ArgSpec shape_of(int k) const {
+    return with([k](ArgSpec& a) { a.shape = ShapeRule::kSameAs, a.shape_ref = k; });
+  }
+  constexpr ArgSpec like(int k) const { return dtype_of(k).shape_of(k); }
+  constexpr ArgSpec one_element(StatusCode code = StatusCode::kParamInvalid) const {
+    return with(
+        [code](ArgSpec& a) { a.shape = ShapeRule::kOneElement, a.one_element_code = code; });
+  }
+  constexpr ArgSpec rank(int lo, int hi) const {
+    return with([lo, hi](ArgSpec& a) { a.min_rank = lo, a.max_rank = hi; });
+  }
+  constexpr ArgSpec not_empty() const {
+    return with([](ArgSpec& a) { a.allow_empty = false; });
+  }
+  constexpr ArgSpec in_place_of(int k) const {
+    return with([k](ArgSpec& a) { a.paired = k; });
+  }
+  constexpr ArgSpec optional_output() const {
+    return with([](ArgSpec& a) { a.optional = true; });
+  }
+  constexpr ArgSpec may_alias_any_input() const {
+    return with([](ArgSpec& a) { a.alias = AliasRule::kAnyInput; });
+  }
+  constexpr bool written() const { return role != Role::kIn; }
+
+ private:
+  template <class F>
+  constexpr ArgSpec with(F f) const {
+    ArgSpec a = *this;
+    f(a);
+    return a;
+  }
+};
+
+constexpr ArgSpec In(std::string_view name, std::string_view acl_name) {
+  return ArgSpec{name, acl_name, name, Role::kIn};
+}
+constexpr ArgSpec InOut(std::string_view name, std::string_view acl_name) {
+  return ArgSpec{name, acl_name, name, Role::kInOut};
+}
+constexpr ArgSpec Out(std::string_view name, std::string_view acl_name,
+                      std::string_view graph_name) {
+  return ArgSpec{name, acl_name, graph_name, Role::kOut};
+}
+
+// ---- Attributes -----------------------------------------------------------------------------
+
+enum class AttrType : uint8_t { kBool, kInt, kFloat };
+
+struct AttrSpec {
+  std::string_view name;
+  AttrType type;
+  bool required_by_name;  // op-by-name rejects a call that does not set it
+  double default_value;   // the Params default (informational where required)
+};
+
+// The attribute type of a Params member.
+template <class T>
+constexpr AttrType attr_type_of() {
+  if constexpr (std::is_same_v<T, bool>) {
+    return AttrType::kBool;
+  } else if constexpr (std::is_integral_v<T>) {
+    return AttrType::kInt;
+  } else {
+    return AttrType::kFloat;
+  }
+}
+
+// ---- Compile-time variants ------------------------------------------------------------------
+
+// Memory streams a variant touches per element (for benchmarks and bandwidth probes). A
+// write-only stream costs a read for ownership, so it counts as read-modify-write.
+struct StreamTraffic {
+  int rmw_streams = 0;
+  int ro_streams = 0;
+};
+
+template <class Variant>
+struct VariantSpec {
+  Variant variant;
+  std::string_view name;
+  StreamTraffic traffic;
+};
+
+// ---- Index access ---------------------------------------------------------------------------
+
+template <class Op>
+inline constexpr std::size_t kNumArgs = std::tuple_size_v<std::decay_t<decltype(Op::kArgs)>>;
+template <class Op>
+inline constexpr std::size_t kNumAttrs = std::tuple_size_v<std::decay_t<decltype(Op::kAttrs)>>;
+
+template <class M>
+struct member_type;
+template <class C, class T>
+struct member_type<T C::*> {
+  using type = T;
+};
+
+namespace op_desc_internal {
+
+template <class Op, class F, std::size_t... I>
+void for_each_member(F&& f, std::index_sequence<I...>) {
+  (f(std::integral_constant<std::size_t, I>{}, std::get<I>(Op::kTensorMembers)), ...);
+}
+
+template <class Op, class F, std::size_t... I>
+void for_each_attr(F&& f, std::index_sequence<I...>) {
+  (f(std::integral_constant<std::size_t, I>{}, std::get<I>(Op::kAttrMembers)), ...);
+}
+
+}  // namespace op_desc_internal
+
+// Calls f(index, member pointer) for every tensor argument, in declaration order.
+template <class Op, class F>
+void for_each_tensor_member(F&& f) {
+  op_desc_internal::for_each_member<Op>(std::forward<F>(f),
+                                        std::make_index_sequence<kNumArgs<Op>>{});
+}
+
+// Calls f(index, member pointer) for every attribute, in declaration order.
+template <class Op, class F>
+void for_each_attr_member(F&& f) {
+  op_desc_internal::for_each_attr<Op>(std::forward<F>(f),
+                                      std::make_index_sequence<kNumAttrs<Op>>{});
+}
+
+// Whether argument k was given (an optional output left unset was not).
+template <class Op>
+bool is_set(const typename Op::Tensors& t, std::size_t k) {
+  bool set = true;
+  for_each_tensor_member<Op>([&](auto i, auto member) {
+    if (i != k) return;
+    if constexpr (!std::is_same_v<typename member_type<decltype(member)>::type, TensorView>) {
+      set = (t.*member).has_value();
+    }
+  });
+  return set;
+}
+
+// The views of all arguments by index. An optional output left unset is its paired input's
+// view (the operator writes in place).
+template <class Op>
+std::array<TensorView, kNumArgs<Op>> views(const typename Op::Tensors& t) {
+  std::array<TensorView, kNumArgs<Op>> v;
+  for_each_tensor_member<Op>([&](auto i, auto member) {
+    if constexpr (std::is_same_v<typename member_type<decltype(member)>::type, TensorView>) {
+      v[i] = t.*member;
+    } else if ((t.*member).has_value()) {
+      v[i] = *(t.*member);
+    }
+  });
+  for_each_tensor_member<Op>([&](auto i, auto member) {
+    if constexpr (!std::is_same_v<typename member_type<decltype(member)>::type, TensorView>) {
+      if (!(t.*member).has_value()) v[i] = v[static_cast<std::size_t>(Op::kArgs[i].paired)];
+    }
+  });
+  return v;
+}
+
+// Sets argument k of `t` to `view`.
+template <class Op>
+void set_view(typename Op::Tensors& t, std::size_t k, const TensorView& view) {
+  for_each_tensor_member<Op>([&](auto i, auto member) {
+    if (i == k) t.*member = view;
+  });
+}
+
+// Tensors from views by index (every argument set, outputs included).
+template <class Op>
+typename Op::Tensors tensors_from(std::span<const TensorView> v) {
+  typename Op::Tensors t{};
+  for (std::size_t k = 0; k < kNumArgs<Op>; ++k) set_view<Op>(t, k, v[k]);
+  return t;
+}
+
+// Attribute i of `p` as a double (bool as 0/1).
+template <class Op>
+double get_attr(const typename Op::Params& p, std::size_t index) {
+  double value = 0.0;
+  for_each_attr_member<Op>([&](auto i, auto member) {
+    if (i == index) value = static_cast<double>(p.*member);
+  });
+  return value;
+}
+
+// Sets attribute i of `p` from `value`, converted to the member's type (no detour through
+// double, so 64-bit integers stay exact).
+template <class Op, class V>
+void set_attr(typename Op::Params& p, std::size_t index, V value) {
+  for_each_attr_member<Op>([&](auto i, auto member) {
+    using T = typename member_type<decltype(member)>::type;
+    if (i != index) return;
+    if constexpr (std::is_same_v<T, bool>) {
+      p.*member = static_cast<bool>(value);
+    } else {
+      p.*member = static_cast<T>(value);
+    }
+  });
+}
+
+// Params from the attribute values in declaration order (the aclnn signatures' order).
+template <class Op, class... A>
+typename Op::Params params_from(A... values) {
+  static_assert(sizeof...(A) == kNumAttrs<Op>, "one value per attribute");
+  typename Op::Params p{};
+  std::size_t i = 0;
+  (set_attr<Op>(p, i++, values), ...);
+  return p;
+}
+
+// Whether output k writes into its paired input's buffer. With dtype, shape and contiguity
+// validated, the same data pointer means the very same buffer.
+template <class Op>
+bool in_place(std::span<const TensorView> v, std::size_t k) {
+  const ArgSpec& a = Op::kArgs[k];
+  return a.role == Role::kOut && a.paired >= 0 &&
+         v[k].data == v[static_cast<std::size_t>(a.paired)].data;
+}
+
+// ---- Common validation ----------------------------------------------------------------------
+
+// Validation in the documented order, each step over the arguments in declaration order:
+//   1 presence (161001)   2 dtypes   3 ranks   4 empty dimensions   5 sizes that fit
+//   6 shapes   7 one-element tensors   8 the operator's own rules (Op::check_params)
+//   9 contiguity   10 aliasing
+// Steps 2-10 return 161002 unless the descriptor names another code. An optional output left
+// unset takes part as its paired input.
+template <class Op>
+Status validate(const typename Op::Tensors& t, const typename Op::Params& p) {
+  constexpr std::string_view op = Op::kType;
+  constexpr auto& spec = Op::kArgs;
+  constexpr std::size_t n = kNumArgs<Op>;
+  const std::array<TensorView, n> v = views<Op>(t);
+  std::array<bool, n> given{};
+  for (std::size_t k = 0; k < n; ++k) given[k] = is_set<Op>(t, k);
+  auto arg = [&](std::size_t k) { return Arg{spec[k].name.data(), v[k]}; };
+
+  for (std::size_t k = 0; k < n; ++k) {
+    if (given[k]) MANTISSA_RETURN_IF_ERROR(check_present(op, arg(k)));
+  }
+  for (std::size_t k = 0; k < n; ++k) {
+    if (!given[k]) continue;
+    switch (spec[k].dtype) {
+      case DtypeRule::kTrainingFloat:
+        MANTISSA_RETURN_IF_ERROR(check_training_float(op, arg(k)));
+        break;
+      case DtypeRule::kSameAs:
+        MANTISSA_RETURN_IF_ERROR(
+            check_same_dtype(op, arg(k), arg(static_cast<std::size_t>(spec[k].dtype_ref))));
+        break;
+      case DtypeRule::kInt32:
+        MANTISSA_RETURN_IF_ERROR(check_dtype(op, arg(k), DType::kInt32));
+        break;
+      case DtypeRule::kFloat32:
+        MANTISSA_RETURN_IF_ERROR(check_dtype(op, arg(k), DType::kFloat32));
+        break;
+    }
+  }
+  for (std::size_t k = 0; k < n; ++k) {
+    if (given[k] && spec[k].min_rank >= 0) {
+      MANTISSA_RETURN_IF_ERROR(check_rank(op, arg(k), spec[k].min_rank, spec[k].max_rank));
+    }
+  }
+  for (std::size_t k = 0; k < n; ++k) {
+    if (given[k] && !spec[k].allow_empty) MANTISSA_RETURN_IF_ERROR(check_not_empty(op, arg(k)));
+  }
+  for (std::size_t k = 0; k < n; ++k) {
+    if (given[k] && spec[k].shape == ShapeRule::kAny) {
+      MANTISSA_RETURN_IF_ERROR(check_countable(op, arg(k)));
+    }
+  }
+  for (std::size_t k = 0; k < n; ++k) {
+    if (given[k] && spec[k].shape == ShapeRule::kSameAs) {
+      MANTISSA_RETURN_IF_ERROR(
+          check_same_shape(op, arg(k), arg(static_cast<std::size_t>(spec[k].shape_ref))));
+    }
+  }
+  for (std::size_t k = 0; k < n; ++k) {
+    if (given[k] && spec[k].shape == ShapeRule::kOneElement) {
+      MANTISSA_RETURN_IF_ERROR(check_one_element(op, arg(k), spec[k].one_element_code));
+    }
+  }
+  MANTISSA_RETURN_IF_ERROR(Op::check_params(t, p));
+  for (std::size_t k = 0; k < n; ++k) {
+    if (given[k]) MANTISSA_RETURN_IF_ERROR(check_contiguous(op, arg(k)));
+  }
+
+  // Aliasing. The memory written is the outputs (an unset optional output: its paired input)
+  // and the in/out arguments. Each written tensor shares no byte with any other argument, except
+  // an output with its paired input when it is that very buffer (in place), and an output whose
+  // rule lets it share bytes with any input. Read-only inputs may overlap one another.
+  auto check_written = [&](std::size_t w) -> Status {
+    for (std::size_t x = 0; x < n; ++x) {
+      if (x == w || !given[x]) continue;
+      const ArgSpec& a = spec[w];
+      if (a.role == Role::kOut && static_cast<int>(x) == a.paired && in_place<Op>(v, w)) continue;
+      if (a.role == Role::kOut && a.alias == AliasRule::kAnyInput && spec[x].role != Role::kOut) {
+        continue;
+      }
+      MANTISSA_RETURN_IF_ERROR(check_disjoint(op, arg(w), arg(x)));
+    }
+    return {};
+  };
+  for (std::size_t k = 0; k < n; ++k) {
+    if (spec[k].role == Role::kOut) MANTISSA_RETURN_IF_ERROR(check_written(k));
+  }
+  for (std::size_t k = 0; k < n; ++k) {
+    if (spec[k].role == Role::kInOut) MANTISSA_RETURN_IF_ERROR(check_written(k));
+  }
+  return {};
+}
+
+// ---- Descriptor sanity, checked at compile time ---------------------------------------------
+
+template <class Op>
+constexpr bool well_formed() {
+  constexpr auto& spec = Op::kArgs;
+  for (std::size_t k = 0; k < kNumArgs<Op>; ++k) {
+    const ArgSpec& a = spec[k];
+    if (a.dtype == DtypeRule::kSameAs && (a.dtype_ref < 0 || a.dtype_ref >= static_cast<int>(k))) {
+      return false;
+    }
+    if (a.shape == ShapeRule::kSameAs && (a.shape_ref < 0 || a.shape_ref >= static_cast<int>(k))) {
+      return false;
+    }
+    if (a.role == Role::kOut &&
+        (a.paired < 0 || spec[static_cast<std::size_t>(a.paired)].role != Role::kIn)) {
+      return false;
+    }
+    if (a.role != Role::kOut && (a.paired >= 0 || a.optional)) return false;
+  }
+  return std::tuple_size_v<std::decay_t<decltype(Op::kTensorMembers)>> == kNumArgs<Op> &&
+         std::tuple_size_v<std::decay_t<decltype(Op::kAttrMembers)>> == kNumAttrs<Op>;
+}
+
+}  // namespace mantissa::detail

@@ -1,0 +1,26 @@
+// The list of operators. Every consumer (op-by-name, the precision kit, the benchmarks, the
+// registry test) iterates this list, so an operator declared here and missing from a consumer
+// fails a test rather than being silently absent.
+#pragma once
+
+#include <type_traits>
+
+#include "ops/amp_update_scale/amp_update_scale_desc.h"
+#include "ops/apply_adam_d/apply_adam_d_desc.h"
+#include "ops/sgd/sgd_desc.h"
+
+namespace mantissa::detail {
+
+template <class... Ops>
+struct OpList {
+  static constexpr int size = sizeof...(Ops);
+  // Calls f(std::type_identity<Op>{}) for each operator, in order.
+  template <class F>
+  static void for_each(F&& f) {
+    (f(std::type_identity<Ops>{}), ...);
+  }
+};
+
+using AllOps = OpList<AmpUpdateScaleOp, SgdOp, ApplyAdamDOp>;
+
+}  // namespace mantissa::detail

@@ -1,0 +1,150 @@
+// The kit's view of an operator declaration (ops/all_ops.h): its schema (inputs, attributes,
+// outputs) and a backend that runs it through the C++ API, derived from the descriptor. The
+// goldens are not derived: each operator's fp64 golden and golden32 are written by hand, on
+// purpose, in src/precision/op_<name>.cc.
+//
+// Kit inputs are the read and in/out arguments in declaration order; kit outputs are the written
+// arguments, each run in place on the input it updates (its counterpart), in counterpart order.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "mantissa/workspace.h"
+#include "ops/all_ops.h"
+#include "precision/kit.h"
+#include "precision/ops_common.h"
+
+namespace mantissa::precision {
+
+// The hand-written part of an operator's entry: golden, golden32 and the default standard.
+// Each op_<name>.cc defines goldens<ItsOp>(); an operator without one does not link.
+struct Goldens {
+  GoldenFn golden;
+  Golden32Fn golden32;
+  StandardKind default_standard = StandardKind::kBitwise;
+};
+template <class Op>
+Goldens goldens();
+
+template <class Op>
+struct Schema {
+  static constexpr std::size_t kN = detail::kNumArgs<Op>;
+
+  // Descriptor index -> kit input index (-1 for outputs).
+  static constexpr std::array<int, kN> input_index = [] {
+    std::array<int, kN> index{};
+    int next = 0;
+    for (std::size_t k = 0; k < kN; ++k) {
+      index[k] = Op::kArgs[k].role == detail::Role::kOut ? -1 : next++;
+    }
+    return index;
+  }();
+
+  // The kit input a written argument updates.
+  static int counterpart(std::size_t k) {
+    const detail::ArgSpec& a = Op::kArgs[k];
+    return input_index[a.role == detail::Role::kOut ? static_cast<std::size_t>(a.paired) : k];
+  }
+
+  // Written arguments in kit output order (by counterpart, then declaration).
+  static std::vector<std::size_t> written() {
+    std::vector<std::size_t> w;
+    for (std::size_t k = 0; k < kN; ++k) {
+      if (Op::kArgs[k].written()) w.push_back(k);
+    }
+    std::stable_sort(w.begin(), w.end(),
+                     [](std::size_t a, std::size_t b) { return counterpart(a) < counterpart(b); });
+    return w;
+  }
+
+  static AttrKind attr_kind(detail::AttrType t) {
+    switch (t) {
+      case detail::AttrType::kBool: return AttrKind::kBool;
+      case detail::AttrType::kInt: return AttrKind::kInt;
+      case detail::AttrType::kFloat: break;
+    }
+    return AttrKind::kFloat;
+  }
+
+  static typename Op::Params params(const OpInputs& in) {
+    typename Op::Params p{};
+    for (std::size_t i = 0; i < detail::kNumAttrs<Op>; ++i) {
+      const AttrValue& v = in.attrs[i];
+      switch (Op::kAttrs[i].type) {
+        case detail::AttrType::kBool: detail::set_attr<Op>(p, i, v.b); break;
+        case detail::AttrType::kInt: detail::set_attr<Op>(p, i, v.i); break;
+        case detail::AttrType::kFloat: detail::set_attr<Op>(p, i, v.f); break;
+      }
+    }
+    return p;
+  }
+
+  // The "kernel" backend: the C++ API, in place on copies of the inputs (optional outputs
+  // unset, required ones given as their paired input).
+  static std::string run_kernel(const OpInputs& in, std::vector<HostTensor>& out) {
+    std::vector<HostTensor> w = in.tensors;
+    typename Op::Tensors t{};
+    for (std::size_t k = 0; k < kN; ++k) {
+      const detail::ArgSpec& a = Op::kArgs[k];
+      if (a.role != detail::Role::kOut) {
+        detail::set_view<Op>(t, k, view_of(w[static_cast<std::size_t>(input_index[k])]));
+      } else if (!a.optional) {
+        detail::set_view<Op>(t, k, view_of(w[static_cast<std::size_t>(counterpart(k))]));
+      }
+    }
+    const Status st = Op::run(t, params(in), Workspace{});
+    if (!st.ok()) return st.message();
+    out.clear();
+    for (std::size_t k : written()) out.push_back(w[static_cast<std::size_t>(counterpart(k))]);
+    return "";
+  }
+
+  static OpEntry entry() {
+    OpEntry e;
+    e.name = std::string(Op::kType);
+    for (std::size_t k = 0; k < kN; ++k) {
+      const detail::ArgSpec& a = Op::kArgs[k];
+      if (a.role == detail::Role::kOut) continue;
+      TensorSlot s;
+      s.name = std::string(a.name);
+      s.kind = a.dtype == detail::DtypeRule::kInt32 ? TensorSlot::Kind::kInt32
+                                                    : TensorSlot::Kind::kFloat;
+      switch (a.shape) {
+        case detail::ShapeRule::kAny: s.shape = TensorSlot::Shape::kAny; break;
+        case detail::ShapeRule::kOneElement: s.shape = TensorSlot::Shape::kOneElement; break;
+        case detail::ShapeRule::kSameAs:
+          s.shape = TensorSlot::Shape::kLike;
+          s.like = std::string(Op::kArgs[static_cast<std::size_t>(a.shape_ref)].name);
+          break;
+      }
+      s.min_rank = a.min_rank >= 0 ? a.min_rank : 0;
+      s.max_rank = a.max_rank >= 0 ? a.max_rank : kMaxRank;
+      e.inputs.push_back(s);
+    }
+    for (const detail::AttrSpec& a : Op::kAttrs) {
+      AttrValue d;
+      d.kind = attr_kind(a.type);
+      if (d.kind == AttrKind::kBool) d.b = a.default_value != 0.0;
+      if (d.kind == AttrKind::kInt) d.i = static_cast<int64_t>(a.default_value);
+      if (d.kind == AttrKind::kFloat) d.f = a.default_value;
+      e.attrs.push_back({std::string(a.name), d.kind, d, a.required_by_name});
+    }
+    for (std::size_t k : written()) {
+      const detail::ArgSpec& a = Op::kArgs[k];
+      const std::string_view name = a.role == detail::Role::kOut ? a.graph_name : a.name;
+      e.outputs.push_back({std::string(name), counterpart(k)});
+    }
+    const Goldens g = goldens<Op>();
+    e.golden = g.golden;
+    e.golden32 = g.golden32;
+    e.default_standard = g.default_standard;
+    e.backends[Backend::kKernel] = run_kernel;
+    return e;
+  }
+};
+
+}  // namespace mantissa::precision

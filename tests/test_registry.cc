@@ -1,0 +1,112 @@
+// The operator list (ops/all_ops.h) against every consumer: each declared operator has its
+// op-by-name row, its precision-kit entry (schema, goldens, backends), its benchmark cases, and
+// a case set, with matching argument counts and names. A forgotten entry fails here.
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdlib>
+#include <string>
+
+#include "compat/aclop_internal.h"
+#include "mantissa/bench_cases.h"
+#include "ops/all_ops.h"
+#include "precision/kit.h"
+
+namespace {
+
+using mantissa::detail::AllOps;
+using mantissa::detail::Role;
+
+template <class Op>
+std::size_t count(Role role) {
+  std::size_t n = 0;
+  for (const auto& a : Op::kArgs) n += a.role == role;
+  return n;
+}
+
+TEST(Registry, EveryOperatorHasAnOpByNameRow) {
+  AllOps::for_each([](auto op) {
+    using Op = typename decltype(op)::type;
+    SCOPED_TRACE(std::string(Op::kType));
+    const mantissa::compat::aclop::OpDef* row = nullptr;
+    for (const auto& def : mantissa::compat::aclop::op_table()) {
+      if (def.type == Op::kType) row = &def;
+    }
+    ASSERT_NE(row, nullptr);
+    EXPECT_EQ(row->inputs.size(), count<Op>(Role::kIn) + count<Op>(Role::kInOut));
+    EXPECT_EQ(row->outputs.size(), count<Op>(Role::kOut));
+    ASSERT_EQ(row->attrs.size(), Op::kAttrs.size());
+    for (std::size_t i = 0; i < Op::kAttrs.size(); ++i) {
+      EXPECT_EQ(row->attrs[i].name, Op::kAttrs[i].name);
+    }
+    EXPECT_NE(row->handler, nullptr);
+  });
+  EXPECT_EQ(mantissa::compat::aclop::op_table().size(), static_cast<std::size_t>(AllOps::size));
+}
+
+TEST(Registry, EveryOperatorIsInThePrecisionKit) {
+  AllOps::for_each([](auto op) {
+    using Op = typename decltype(op)::type;
+    SCOPED_TRACE(std::string(Op::kType));
+    const mantissa::precision::OpEntry* e = mantissa::precision::find_op(std::string(Op::kType));
+    ASSERT_NE(e, nullptr);
+    EXPECT_EQ(e->inputs.size(), count<Op>(Role::kIn) + count<Op>(Role::kInOut));
+    EXPECT_EQ(e->outputs.size(), count<Op>(Role::kOut) + count<Op>(Role::kInOut));
+    EXPECT_EQ(e->attrs.size(), Op::kAttrs.size());
+    EXPECT_TRUE(e->golden);
+    EXPECT_TRUE(e->golden32);
+    using mantissa::precision::Backend;
+    EXPECT_TRUE(e->backends.contains(Backend::kKernel));
+    EXPECT_TRUE(e->backends.contains(Backend::kAclop));
+    // An aclnn backend exactly when CANN defines an aclnn call for the operator.
+    EXPECT_EQ(e->backends.contains(Backend::kAclnn), !Op::kAclnn.empty());
+  });
+  EXPECT_EQ(mantissa::precision::registry().size(), static_cast<std::size_t>(AllOps::size));
+}
+
+TEST(Registry, EveryDeclaredVariantIsBenchmarked) {
+  const auto cases = mantissa::bench::elementwise_cases();
+  AllOps::for_each([&](auto op) {
+    using Op = typename decltype(op)::type;
+    for (const auto& v : Op::kVariants) {
+      int found = 0;
+      for (const auto& c : cases) found += c.op == Op::kType && c.variant == v.name;
+      EXPECT_EQ(found, 3) << Op::kType << " " << v.name << ": one case per dtype";
+    }
+  });
+  for (const auto& c : cases) {
+    bool declared = false;
+    AllOps::for_each([&](auto op) {
+      using Op = typename decltype(op)::type;
+      for (const auto& v : Op::kVariants) declared |= c.op == Op::kType && c.variant == v.name;
+    });
+    EXPECT_TRUE(declared) << c.op << " " << c.variant;
+  }
+}
+
+TEST(Registry, EveryOperatorShipsACaseSet) {
+  const char* source = std::getenv("MANTISSA_SOURCE_DIR");
+  ASSERT_NE(source, nullptr) << "run through ctest (MANTISSA_SOURCE_DIR)";
+  const auto loaded = mantissa::precision::load_case_dir(std::string(source) + "/cases");
+  AllOps::for_each([&](auto op) {
+    using Op = typename decltype(op)::type;
+    int n = 0;
+    for (const auto& c : loaded) n += c.spec && c.spec->op == Op::kType;
+    EXPECT_GT(n, 0) << Op::kType << " has no case under cases/";
+  });
+}
+
+// The descriptors' in-place pairing and names, as the C layer and the kit rely on them.
+TEST(Registry, DescriptorsAreWellFormed) {
+  AllOps::for_each([](auto op) {
+    using Op = typename decltype(op)::type;
+    static_assert(mantissa::detail::well_formed<Op>());
+    for (const auto& a : Op::kArgs) {
+      EXPECT_FALSE(a.name.empty());
+      EXPECT_FALSE(a.acl_name.empty());
+      EXPECT_FALSE(a.graph_name.empty());
+    }
+  });
+}
+
+}  // namespace
