@@ -74,9 +74,10 @@ class AclnnPlan {
         MANTISSA_RETURN_IF_ERROR(add_slot(k, false, true));
       }
     }
-    // The operator's own scratch memory, sized on the views it will get, after the slots.
+    // The operator's own scratch memory, after the slots (sized on the caller's views: the
+    // operator's views differ only in strides and addresses).
     own_offset_ = workspace_size_;
-    own_size_ = Op::workspace_size(operator_tensors(nullptr), params_);
+    own_size_ = Op::workspace_size(detail::tensors_from<Op>(user_), params_);
     if (own_size_ > UINT64_MAX - kSlotAlignment - workspace_size_) {
       return invalid("the workspace overflows");
     }
