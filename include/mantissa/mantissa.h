@@ -8,3 +8,4 @@
 #include "mantissa/runtime.h"
 #include "mantissa/status.h"
 #include "mantissa/tensor.h"
+#include "mantissa/workspace.h"
