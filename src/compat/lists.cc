@@ -6,9 +6,12 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "compat/compat_internal.h"
 #include "compat/handle_registry.h"
