@@ -45,6 +45,11 @@ struct MANTISSA_API TensorView {
   std::string shape_string() const;
 };
 
+// A list of tensors, e.g. the parameters of a multi-tensor optimizer step: one view per tensor,
+// each with its own shape and strides (and dtype, where the operator allows mixed dtypes). The
+// views, and the memory they describe, are owned elsewhere.
+using TensorList = std::span<const TensorView>;
+
 MANTISSA_API bool same_shape(const TensorView& a, const TensorView& b) noexcept;
 // The same memory, dtype, shape and strides.
 MANTISSA_API bool same_view(const TensorView& a, const TensorView& b) noexcept;

@@ -5,26 +5,21 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
-#include <mutex>
 #include <new>
 #include <span>
 #include <string>
-#include <unordered_set>
 
 #include "compat/compat_internal.h"
+#include "compat/handle_registry.h"
 #include "compat/tensor_internal.h"
 #include "mantissa/dtype.h"
 
 namespace mantissa::compat {
 namespace {
 
-struct TensorRegistry {
-  std::mutex mutex;
-  std::unordered_set<const aclTensor*> live;
-};
-
-TensorRegistry& registry() {
-  static TensorRegistry* r = new TensorRegistry;  // never destroyed: usable during teardown
+HandleRegistry<aclTensor>& registry() {
+  // Never destroyed: usable during teardown.
+  static auto* r = new HandleRegistry<aclTensor>;
   return *r;
 }
 
@@ -61,10 +56,14 @@ bool element_count(std::span<const int64_t> dims, const char* what, int64_t* cou
 
 }  // namespace
 
-bool tensor_is_live(const aclTensor* tensor) {
-  TensorRegistry& r = registry();
-  std::lock_guard lock(r.mutex);
-  return r.live.count(tensor) != 0;
+bool tensor_is_live(const aclTensor* tensor) { return registry().is_live(tensor); }
+
+uint64_t tensor_serial(const aclTensor* tensor) { return registry().serial(tensor); }
+
+bool destroy_tensor(const aclTensor* tensor, uint64_t serial) {
+  if (!registry().remove(tensor, serial)) return false;
+  delete tensor;
+  return true;
 }
 
 TensorView to_view(const aclTensor& tensor) {
@@ -164,9 +163,7 @@ aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, aclDat
     tensor->dtype = dtype;
     tensor->format = layout;
     tensor->data = tensorData;
-    auto& r = mantissa::compat::registry();
-    std::lock_guard lock(r.mutex);
-    r.live.insert(tensor);
+    mantissa::compat::registry().add(tensor);
   } catch (const std::bad_alloc&) {
     delete tensor;
     return reject("out of memory");
@@ -176,16 +173,11 @@ aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, aclDat
 
 aclnnStatus aclDestroyTensor(const aclTensor* tensor) {
   if (tensor == nullptr) return ACLNN_SUCCESS;  // like free(NULL)
-  auto& r = mantissa::compat::registry();
-  {
-    std::lock_guard lock(r.mutex);
-    if (r.live.erase(tensor) == 0) {
-      mantissa::compat::set_recent_error(fmt::format("aclDestroyTensor: {} is not a live aclTensor",
-                                                     static_cast<const void*>(tensor)));
-      return ACLNN_ERR_PARAM_INVALID;
-    }
+  if (!mantissa::compat::destroy_tensor(tensor, 0)) {
+    mantissa::compat::set_recent_error(fmt::format("aclDestroyTensor: {} is not a live aclTensor",
+                                                   static_cast<const void*>(tensor)));
+    return ACLNN_ERR_PARAM_INVALID;
   }
-  delete tensor;
   return ACLNN_SUCCESS;
 }
 

@@ -26,6 +26,12 @@ namespace mantissa::compat {
 
 // Whether `tensor` came from aclCreateTensor and was not destroyed. Looked up, not dereferenced.
 bool tensor_is_live(const aclTensor* tensor);
+// The serial number the registry gave `tensor` (never reissued), or 0 when it is not live.
+uint64_t tensor_serial(const aclTensor* tensor);
+// Unregisters and deletes `tensor` if it is live and, when `serial` is non-zero, still the tensor
+// registered under that serial number (not a later one at the same address). Returns whether it
+// did. Never dereferences a handle that is not live.
+bool destroy_tensor(const aclTensor* tensor, uint64_t serial);
 
 // The tensor as a C++ view: data advanced by offset elements, dtype mapped one to one (unknown
 // values stay unknown so operators reject them), the full rank kept (a rank above kMaxRank is

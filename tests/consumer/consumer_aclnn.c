@@ -60,6 +60,42 @@ int main(void) {
   }
   aclDestroyTensor(t_odd);
 
+  /* Scalars, arrays and lists from C. A list owns its elements: destroying it destroys them. */
+  {
+    float lr_host = 0.5f;
+    const int64_t dims[2] = {2, 3};
+    const bool flags[2] = {true, false};
+    aclTensor* item = scalar_tensor(ACL_FLOAT, found);
+    const aclTensor* items[1];
+    const aclScalar* scalars[1];
+    aclScalar* lr = aclCreateScalar(&lr_host, ACL_FLOAT);
+    aclIntArray* shape = aclCreateIntArray(dims, 2);
+    aclBoolArray* mask = aclCreateBoolArray(flags, 2);
+    aclTensorList* list = NULL;
+    aclScalarList* scalar_list = NULL;
+    uint64_t n = 0, total = 0;
+    items[0] = item;
+    scalars[0] = lr;
+    list = aclCreateTensorList(items, 1);
+    scalar_list = aclCreateScalarList(scalars, 1);
+    if (list == NULL || scalar_list == NULL || shape == NULL || mask == NULL) return 1;
+    if (aclGetTensorListSize(list, &n) != ACLNN_SUCCESS) return 1;
+    total += n;
+    if (aclGetScalarListSize(scalar_list, &n) != ACLNN_SUCCESS) return 1;
+    total += n;
+    if (aclGetIntArraySize(shape, &n) != ACLNN_SUCCESS) return 1;
+    total += n;
+    if (aclGetBoolArraySize(mask, &n) != ACLNN_SUCCESS) return 1;
+    total += n;
+    if (total != 6) return 1;
+    if (aclDestroyTensorList(list) != ACLNN_SUCCESS || aclDestroyScalarList(scalar_list) != 0 ||
+        aclDestroyIntArray(shape) != 0 || aclDestroyBoolArray(mask) != 0) {
+      return 1;
+    }
+    /* The list destroyed its tensor: destroying it again is refused. */
+    if (aclDestroyTensor(item) != ACLNN_ERR_PARAM_INVALID) return 1;
+  }
+
   float scale_out = 0.0f;
   int32_t tracker_out = -1;
   aclrtMemcpy(&scale_out, sizeof(float), scale, sizeof(float), ACL_MEMCPY_DEVICE_TO_HOST);

@@ -1,4 +1,5 @@
-/* aclnn meta types: aclTensor, aclOpExecutor, status codes, tensor and executor functions. */
+/* aclnn meta types: aclTensor, aclScalar, arrays, lists, aclOpExecutor, status codes, and their
+ * functions. */
 #ifndef MANTISSA_COMPAT_ACLNN_ACL_META_H_
 #define MANTISSA_COMPAT_ACLNN_ACL_META_H_
 
@@ -26,6 +27,11 @@ typedef int32_t aclnnStatus;
 #define ACLNN_ERR_INNER_NULLPTR 561103
 
 typedef struct aclTensor aclTensor;
+typedef struct aclScalar aclScalar;
+typedef struct aclIntArray aclIntArray;
+typedef struct aclBoolArray aclBoolArray;
+typedef struct aclTensorList aclTensorList;
+typedef struct aclScalarList aclScalarList;
 typedef struct aclOpExecutor aclOpExecutor;
 
 /* A tensor over caller-owned memory. Strides and offset are in elements. Returns NULL on bad
@@ -37,6 +43,31 @@ ACL_FUNC_VISIBILITY aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t
                                                const int64_t* storageDims, uint64_t storageDimsNum,
                                                void* tensorData);
 ACL_FUNC_VISIBILITY aclnnStatus aclDestroyTensor(const aclTensor* tensor);
+
+/* Scalars, arrays and lists. Each aclCreate* returns NULL on bad arguments (a NULL value with a
+ * non-zero size, a NULL or destroyed element, an unsupported dtype) and records why for
+ * aclGetRecentErrMsg. A scalar copies the value it points to; arrays copy their values. A list
+ * owns the tensors (or scalars) it was made with: destroying the list destroys them. Destroying
+ * NULL is a no-op; a pointer that is not a live handle of that kind returns 161002. The size
+ * accessors return 161001 for NULL arguments. */
+ACL_FUNC_VISIBILITY aclScalar* aclCreateScalar(void* value, aclDataType dataType);
+ACL_FUNC_VISIBILITY aclIntArray* aclCreateIntArray(const int64_t* value, uint64_t size);
+ACL_FUNC_VISIBILITY aclBoolArray* aclCreateBoolArray(const bool* value, uint64_t size);
+ACL_FUNC_VISIBILITY aclTensorList* aclCreateTensorList(const aclTensor* const* value,
+                                                       uint64_t size);
+ACL_FUNC_VISIBILITY aclScalarList* aclCreateScalarList(const aclScalar* const* value,
+                                                       uint64_t size);
+ACL_FUNC_VISIBILITY aclnnStatus aclDestroyScalar(const aclScalar* scalar);
+ACL_FUNC_VISIBILITY aclnnStatus aclDestroyIntArray(const aclIntArray* array);
+ACL_FUNC_VISIBILITY aclnnStatus aclDestroyBoolArray(const aclBoolArray* array);
+ACL_FUNC_VISIBILITY aclnnStatus aclDestroyTensorList(const aclTensorList* array);
+ACL_FUNC_VISIBILITY aclnnStatus aclDestroyScalarList(const aclScalarList* array);
+ACL_FUNC_VISIBILITY aclnnStatus aclGetIntArraySize(const aclIntArray* array, uint64_t* size);
+ACL_FUNC_VISIBILITY aclnnStatus aclGetBoolArraySize(const aclBoolArray* array, uint64_t* size);
+ACL_FUNC_VISIBILITY aclnnStatus aclGetTensorListSize(const aclTensorList* tensorList,
+                                                     uint64_t* size);
+ACL_FUNC_VISIBILITY aclnnStatus aclGetScalarListSize(const aclScalarList* scalarList,
+                                                     uint64_t* size);
 
 /* Lets an executor run any number of times; the caller then frees it with
  * aclDestroyAclOpExecutor. Without it, the second phase destroys the executor. */
