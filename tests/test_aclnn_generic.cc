@@ -27,6 +27,7 @@ using mantissa::Workspace;
 // y = 2 * x through a scratch copy of x in the caller's workspace.
 struct DoubleTensors {
   TensorView x;
+  std::optional<TensorView> offset;  // optional input: y = 2x + offset[0]
   std::optional<TensorView> y;
 };
 struct DoubleParams {
@@ -45,12 +46,16 @@ struct DoubleOp {
   using Params = DoubleParams;
   static constexpr std::string_view kType = "TestDouble";
   static constexpr std::string_view kAclnn = "aclnnTestDouble";
-  enum Arg { kX, kY };
+  enum Arg { kX, kOffset, kY };
   static constexpr std::array kArgs{
       mantissa::detail::In("x", "x").rank(1, 8),
+      mantissa::detail::In("offset", "offset")
+          .dtype_in({DType::kFloat32, DType::kFloat64})
+          .one_element()
+          .optional_input(),
       mantissa::detail::Out("y", "y", "y").like(kX).in_place_of(kX).optional_output(),
   };
-  static constexpr std::tuple kTensorMembers{&Tensors::x, &Tensors::y};
+  static constexpr std::tuple kTensorMembers{&Tensors::x, &Tensors::offset, &Tensors::y};
   static constexpr std::array kAttrs{
       mantissa::detail::AttrSpec{"throw_in_run", mantissa::detail::AttrType::kBool, false, 0.0},
       mantissa::detail::AttrSpec{"throw_in_size", mantissa::detail::AttrType::kBool, false, 0.0},
@@ -69,7 +74,8 @@ struct DoubleOp {
     auto* scratch = static_cast<float*>(ws.data);
     std::memcpy(scratch, t.x.data, static_cast<size_t>(n) * 4);
     auto* y = static_cast<float*>((t.y ? *t.y : t.x).data);
-    for (int64_t i = 0; i < n; ++i) y[i] = 2.0f * scratch[i];
+    const float offset = t.offset ? *static_cast<const float*>(t.offset->data) : 0.0f;
+    for (int64_t i = 0; i < n; ++i) y[i] = 2.0f * scratch[i] + offset;
     return {};
   }
 };
@@ -83,8 +89,8 @@ aclTensor* make(std::vector<float>& storage, std::vector<int64_t> dims,
 }
 
 aclnnStatus prepare(const aclTensor* x, const aclTensor* y, DoubleParams p, uint64_t* size,
-                    aclOpExecutor** executor) {
-  return mantissa::compat::aclnn_prepare<DoubleOp>({x, y}, p, size, executor);
+                    aclOpExecutor** executor, const aclTensor* offset = nullptr) {
+  return mantissa::compat::aclnn_prepare<DoubleOp>({x, offset, y}, p, size, executor);
 }
 aclnnStatus execute(void* ws, uint64_t size, aclOpExecutor* executor) {
   return mantissa::compat::aclnn_execute<DoubleOp>(ws, size, executor, nullptr);
@@ -171,6 +177,41 @@ TEST(AclnnGeneric, SeparateStridedOutputIsCopiedBackAndInputLeftAlone) {
   EXPECT_EQ(ys, (std::vector<float>{2, -1, 4, -1, 6, -1, 8, -1}));
   aclDestroyTensor(x);
   aclDestroyTensor(y);
+}
+
+TEST(AclnnGeneric, OptionalInputMayBeNullOrGiven) {
+  std::vector<float> xs{1, 2, 3, 4};
+  std::vector<float> off{0.5f};
+  aclTensor* x = make(xs, {4}, {1});
+  aclTensor* o = make(off, {1}, {1});
+  uint64_t size = 0;
+  aclOpExecutor* executor = nullptr;
+  ASSERT_EQ(prepare(x, x, {}, &size, &executor, o), ACLNN_SUCCESS) << aclGetRecentErrMsg();
+  std::vector<uint64_t> ws(size / 8);
+  ASSERT_EQ(execute(ws.data(), size, executor), ACLNN_SUCCESS) << aclGetRecentErrMsg();
+  EXPECT_EQ(xs, (std::vector<float>{2.5f, 4.5f, 6.5f, 8.5f}));
+  // The C++ API: the same operator with the optional input left unset.
+  DoubleTensors t{.x = TensorView(xs.data(), DType::kFloat32, {4})};
+  EXPECT_TRUE(mantissa::detail::validate<DoubleOp>(t, {}).ok());
+  aclDestroyTensor(x);
+  aclDestroyTensor(o);
+}
+
+TEST(AclnnGeneric, DtypeSetRejectsOthersNamingTheAcceptedOnes) {
+  std::vector<float> xs{1, 2, 3, 4};
+  int32_t bad = 1;
+  aclTensor* x = make(xs, {4}, {1});
+  const int64_t one[] = {1};
+  aclTensor* o = aclCreateTensor(one, 1, ACL_INT32, one, 0, ACL_FORMAT_ND, one, 1, &bad);
+  uint64_t size = 0;
+  aclOpExecutor* executor = nullptr;
+  EXPECT_EQ(prepare(x, x, {}, &size, &executor, o), ACLNN_ERR_PARAM_INVALID);
+  const std::string msg = aclGetRecentErrMsg();
+  EXPECT_NE(msg.find("offset dtype INT32 is not supported (expected FLOAT or DOUBLE)"),
+            std::string::npos)
+      << msg;
+  aclDestroyTensor(x);
+  aclDestroyTensor(o);
 }
 
 }  // namespace

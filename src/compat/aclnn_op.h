@@ -47,7 +47,10 @@ class AclnnPlan {
   // Plans the slots for the caller's tensors (already checked to be live handles).
   Status make(const std::array<const aclTensor*, kN>& tensors, const typename Op::Params& p) {
     params_ = p;
-    for (std::size_t k = 0; k < kN; ++k) user_[k] = to_view(*tensors[k]);
+    for (std::size_t k = 0; k < kN; ++k) {
+      present_[k] = tensors[k] != nullptr;  // only an optional input may be null here
+      if (present_[k]) user_[k] = to_view(*tensors[k]);
+    }
     slot_of_.fill(-1);
     for (std::size_t k = 0; k < kN; ++k) {
       const detail::ArgSpec& a = Op::kArgs[k];
@@ -59,7 +62,7 @@ class AclnnPlan {
     // output is in place).
     for (std::size_t k = 0; k < kN; ++k) {
       const detail::ArgSpec& a = Op::kArgs[k];
-      if (a.role == detail::Role::kOut || user_[k].is_contiguous()) continue;
+      if (a.role == detail::Role::kOut || !present_[k] || user_[k].is_contiguous()) continue;
       bool written = a.role == detail::Role::kInOut;
       for (std::size_t o = 0; o < kN; ++o) {
         written |= in_place_[o] && Op::kArgs[o].paired == static_cast<int>(k);
@@ -77,7 +80,7 @@ class AclnnPlan {
     // The operator's own scratch memory, after the slots (sized on the caller's views: the
     // operator's views differ only in strides and addresses).
     own_offset_ = workspace_size_;
-    own_size_ = Op::workspace_size(detail::tensors_from<Op>(user_), params_);
+    own_size_ = Op::workspace_size(detail::tensors_from<Op>(user_, present_), params_);
     if (own_size_ > UINT64_MAX - kSlotAlignment - workspace_size_) {
       return invalid("the workspace overflows");
     }
@@ -160,7 +163,7 @@ class AclnnPlan {
       void* data = user_[k].data == nullptr ? nullptr : base + slots_[slot_of_[k]].offset;
       v[k] = contiguous_like(user_[k], data);
     }
-    return detail::tensors_from<Op>(v);
+    return detail::tensors_from<Op>(v, present_);
   }
 
   // The aliasing rule on the caller's views, comparing the byte ranges they span: a written
@@ -179,7 +182,7 @@ class AclnnPlan {
             name(w), user_[w].shape_string()));
       }
       for (std::size_t x = 0; x < kN; ++x) {
-        if (x == w) continue;
+        if (x == w || !present_[x]) continue;
         if (a.role == detail::Role::kOut && static_cast<int>(x) == a.paired && in_place_[w]) {
           continue;
         }
@@ -220,6 +223,7 @@ class AclnnPlan {
   std::array<TensorView, kN> user_{};  // the caller's views (possibly strided)
   std::array<int, kN> slot_of_{};      // slot computed on, or -1: the caller's own memory
   std::array<bool, kN> in_place_{};    // output k is the very same tensor as its paired input
+  std::array<bool, kN> present_{};     // false for an optional input the caller left out
   std::vector<Slot> slots_;
   uint64_t workspace_size_ = 0, own_offset_ = 0, own_size_ = 0;
   typename Op::Params params_{};
@@ -233,9 +237,12 @@ aclnnStatus aclnn_prepare(const std::array<const aclTensor*, detail::kNumArgs<Op
   using Plan = AclnnPlan<Op>;
   const char* fn = Plan::phase_one().c_str();
   try {
-    std::array<TensorArg, detail::kNumArgs<Op>> args;
-    for (std::size_t k = 0; k < args.size(); ++k) {
-      args[k] = {Op::kArgs[k].acl_name.data(), tensors[k]};
+    // A null optional input is absent; every other null is 161001.
+    std::vector<TensorArg> args;
+    for (std::size_t k = 0; k < tensors.size(); ++k) {
+      const detail::ArgSpec& a = Op::kArgs[k];
+      if (tensors[k] == nullptr && a.optional && a.role == detail::Role::kIn) continue;
+      args.push_back({a.acl_name.data(), tensors[k]});
     }
     if (aclnnStatus s = check_tensor_args(fn, args); s != ACLNN_SUCCESS) return s;
     if (aclnnStatus s = check_out_pointers(fn, workspace_size, executor); s != ACLNN_SUCCESS) {

@@ -21,6 +21,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -47,7 +48,11 @@ enum class DtypeRule : uint8_t {
   kSameAs,         // the dtype of argument `dtype_ref`
   kInt32,
   kFloat32,
+  kOneOf,  // one of the dtypes in `dtype_set`
 };
+
+// A set of dtypes (by CANN enum value, all below 64) for DtypeRule::kOneOf.
+constexpr uint64_t dtype_bit(DType d) { return uint64_t{1} << static_cast<uint32_t>(d); }
 
 enum class ShapeRule : uint8_t {
   kAny,         // any valid shape whose size fits (an anchor other arguments refer to)
@@ -68,13 +73,14 @@ struct ArgSpec {
   Role role = Role::kIn;
   DtypeRule dtype = DtypeRule::kTrainingFloat;
   int dtype_ref = -1;
+  uint64_t dtype_set = 0;  // kOneOf: dtype_bit()s
   ShapeRule shape = ShapeRule::kAny;
   int shape_ref = -1;
   int min_rank = -1, max_rank = -1;  // -1: rank not checked on its own
   bool allow_empty = true;           // a dimension of size 0 is accepted
   StatusCode one_element_code = StatusCode::kParamInvalid;
   int paired = -1;        // kOut: the input whose buffer it may be (in place)
-  bool optional = false;  // kOut: may be left unset, meaning in place
+  bool optional = false;  // kOut: may be left unset, meaning in place; kIn: may be absent
   AliasRule alias = AliasRule::kPairedOrDisjoint;
 
   // Builders, so a declaration reads as a sentence.
@@ -83,6 +89,11 @@ struct ArgSpec {
   }
   constexpr ArgSpec int32() const {
     return with([](ArgSpec& a) { a.dtype = DtypeRule::kInt32; });
+  }
+  constexpr ArgSpec dtype_in(std::initializer_list<DType> dtypes) const {
+    uint64_t set = 0;
+    for (DType d : dtypes) set |= dtype_bit(d);
+    return with([set](ArgSpec& a) { a.dtype = DtypeRule::kOneOf, a.dtype_set = set; });
   }
   constexpr ArgSpec dtype_of(int k) const {
     return with([k](ArgSpec& a) { a.dtype = DtypeRule::kSameAs, a.dtype_ref = k; });
@@ -105,6 +116,11 @@ struct ArgSpec {
     return with([k](ArgSpec& a) { a.paired = k; });
   }
   constexpr ArgSpec optional_output() const {
+    return with([](ArgSpec& a) { a.optional = true; });
+  }
+  // An input the caller may leave out (an unset std::optional member, a null aclTensor*); the
+  // operator's check_params decides when it is required.
+  constexpr ArgSpec optional_input() const {
     return with([](ArgSpec& a) { a.optional = true; });
   }
   constexpr ArgSpec may_alias_any_input() const {
@@ -240,7 +256,9 @@ std::array<TensorView, kNumArgs<Op>> views(const typename Op::Tensors& t) {
   });
   for_each_tensor_member<Op>([&](auto i, auto member) {
     if constexpr (!std::is_same_v<typename member_type<decltype(member)>::type, TensorView>) {
-      if (!(t.*member).has_value()) v[i] = v[static_cast<std::size_t>(Op::kArgs[i].paired)];
+      if (!(t.*member).has_value() && Op::kArgs[i].paired >= 0) {
+        v[i] = v[static_cast<std::size_t>(Op::kArgs[i].paired)];
+      }
     }
   });
   return v;
@@ -254,11 +272,15 @@ void set_view(typename Op::Tensors& t, std::size_t k, const TensorView& view) {
   });
 }
 
-// Tensors from views by index (every argument set, outputs included).
+// Tensors from views by index: every argument set, outputs included, except those marked absent
+// in `present` (optional inputs the caller left out).
 template <class Op>
-typename Op::Tensors tensors_from(std::span<const TensorView> v) {
+typename Op::Tensors tensors_from(std::span<const TensorView> v,
+                                  std::span<const bool> present = {}) {
   typename Op::Tensors t{};
-  for (std::size_t k = 0; k < kNumArgs<Op>; ++k) set_view<Op>(t, k, v[k]);
+  for (std::size_t k = 0; k < kNumArgs<Op>; ++k) {
+    if (present.empty() || present[k]) set_view<Op>(t, k, v[k]);
+  }
   return t;
 }
 
@@ -343,6 +365,9 @@ Status validate(const typename Op::Tensors& t, const typename Op::Params& p) {
       case DtypeRule::kFloat32:
         MANTISSA_RETURN_IF_ERROR(check_dtype(op, arg(k), DType::kFloat32));
         break;
+      case DtypeRule::kOneOf:
+        MANTISSA_RETURN_IF_ERROR(check_dtype_in(op, arg(k), spec[k].dtype_set));
+        break;
     }
   }
   for (std::size_t k = 0; k < n; ++k) {
@@ -416,7 +441,8 @@ constexpr bool well_formed() {
         (a.paired < 0 || spec[static_cast<std::size_t>(a.paired)].role != Role::kIn)) {
       return false;
     }
-    if (a.role != Role::kOut && (a.paired >= 0 || a.optional)) return false;
+    if (a.role != Role::kOut && a.paired >= 0) return false;
+    if (a.role == Role::kInOut && a.optional) return false;
   }
   return std::tuple_size_v<std::decay_t<decltype(Op::kTensorMembers)>> == kNumArgs<Op> &&
          std::tuple_size_v<std::decay_t<decltype(Op::kAttrMembers)>> == kNumAttrs<Op>;

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <limits>
+#include <string>
 
 namespace mantissa::detail {
 
@@ -37,6 +38,18 @@ Status check_dtype(std::string_view op, Arg a, DType dtype) {
                 dtype_name(a.t.dtype), dtype_name(dtype));
   }
   return {};
+}
+
+Status check_dtype_in(std::string_view op, Arg a, uint64_t dtype_bits) {
+  const auto value = static_cast<uint32_t>(a.t.dtype);
+  if (value < 64 && ((dtype_bits >> value) & 1u) != 0) return {};
+  std::string expected;
+  for (uint32_t d = 0; d < 64; ++d) {
+    if (((dtype_bits >> d) & 1u) == 0) continue;
+    expected += (expected.empty() ? "" : " or ") + std::string(dtype_name(static_cast<DType>(d)));
+  }
+  return fail(StatusCode::kParamInvalid, op, "{} dtype {} is not supported (expected {})", a.name,
+              dtype_name(a.t.dtype), expected);
 }
 
 Status check_rank(std::string_view op, Arg a, int lo, int hi) {

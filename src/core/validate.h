@@ -38,6 +38,8 @@ Status check_training_float(std::string_view op, Arg a);
 Status check_same_dtype(std::string_view op, Arg a, Arg ref);
 // a's dtype is `dtype`: else 161002.
 Status check_dtype(std::string_view op, Arg a, DType dtype);
+// a's dtype is in `dtype_bits` (bit d set for DType d): else 161002, listing the accepted ones.
+Status check_dtype_in(std::string_view op, Arg a, uint64_t dtype_bits);
 // Rank within [lo, hi]: else 161002.
 Status check_rank(std::string_view op, Arg a, int lo, int hi);
 // No dimension is 0, and none is negative: else 161002.
