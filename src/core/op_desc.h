@@ -18,16 +18,20 @@
 // backends, and the benchmark cases.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "core/validate.h"
 #include "mantissa/status.h"
@@ -82,6 +86,7 @@ struct ArgSpec {
   int paired = -1;        // kOut: the input whose buffer it may be (in place)
   bool optional = false;  // kOut: may be left unset, meaning in place; kIn: may be absent
   AliasRule alias = AliasRule::kPairedOrDisjoint;
+  bool is_list = false;  // a tensor list (TensorList in C++, aclTensorList* in aclnn)
 
   // Builders, so a declaration reads as a sentence.
   constexpr ArgSpec training_float() const {
@@ -122,6 +127,11 @@ struct ArgSpec {
   // operator's check_params decides when it is required.
   constexpr ArgSpec optional_input() const {
     return with([](ArgSpec& a) { a.optional = true; });
+  }
+  // A list of tensors, each following the argument's rules (mixed shapes; dtype rules apply
+  // per element, so a list may mix dtypes where the rule allows).
+  constexpr ArgSpec list() const {
+    return with([](ArgSpec& a) { a.is_list = true; });
   }
   constexpr ArgSpec may_alias_any_input() const {
     return with([](ArgSpec& a) { a.alias = AliasRule::kAnyInput; });
@@ -235,7 +245,8 @@ bool is_set(const typename Op::Tensors& t, std::size_t k) {
   bool set = true;
   for_each_tensor_member<Op>([&](auto i, auto member) {
     if (i != k) return;
-    if constexpr (!std::is_same_v<typename member_type<decltype(member)>::type, TensorView>) {
+    if constexpr (std::is_same_v<typename member_type<decltype(member)>::type,
+                                 std::optional<TensorView>>) {
       set = (t.*member).has_value();
     }
   });
@@ -248,14 +259,16 @@ template <class Op>
 std::array<TensorView, kNumArgs<Op>> views(const typename Op::Tensors& t) {
   std::array<TensorView, kNumArgs<Op>> v;
   for_each_tensor_member<Op>([&](auto i, auto member) {
-    if constexpr (std::is_same_v<typename member_type<decltype(member)>::type, TensorView>) {
+    using T = typename member_type<decltype(member)>::type;
+    if constexpr (std::is_same_v<T, TensorView>) {
       v[i] = t.*member;
-    } else if ((t.*member).has_value()) {
-      v[i] = *(t.*member);
+    } else if constexpr (std::is_same_v<T, std::optional<TensorView>>) {
+      if ((t.*member).has_value()) v[i] = *(t.*member);
     }
   });
   for_each_tensor_member<Op>([&](auto i, auto member) {
-    if constexpr (!std::is_same_v<typename member_type<decltype(member)>::type, TensorView>) {
+    if constexpr (std::is_same_v<typename member_type<decltype(member)>::type,
+                                 std::optional<TensorView>>) {
       if (!(t.*member).has_value() && Op::kArgs[i].paired >= 0) {
         v[i] = v[static_cast<std::size_t>(Op::kArgs[i].paired)];
       }
@@ -264,11 +277,35 @@ std::array<TensorView, kNumArgs<Op>> views(const typename Op::Tensors& t) {
   return v;
 }
 
+// The list arguments by index (empty spans for the others).
+template <class Op>
+std::array<TensorList, kNumArgs<Op>> lists(const typename Op::Tensors& t) {
+  std::array<TensorList, kNumArgs<Op>> l{};
+  for_each_tensor_member<Op>([&](auto i, auto member) {
+    if constexpr (std::is_same_v<typename member_type<decltype(member)>::type, TensorList>) {
+      l[i] = t.*member;
+    }
+  });
+  return l;
+}
+
 // Sets argument k of `t` to `view`.
 template <class Op>
 void set_view(typename Op::Tensors& t, std::size_t k, const TensorView& view) {
   for_each_tensor_member<Op>([&](auto i, auto member) {
-    if (i == k) t.*member = view;
+    if constexpr (!std::is_same_v<typename member_type<decltype(member)>::type, TensorList>) {
+      if (i == k) t.*member = view;
+    }
+  });
+}
+
+// Sets list argument k of `t` to `list` (the views must outlive the use of `t`).
+template <class Op>
+void set_list(typename Op::Tensors& t, std::size_t k, TensorList list) {
+  for_each_tensor_member<Op>([&](auto i, auto member) {
+    if constexpr (std::is_same_v<typename member_type<decltype(member)>::type, TensorList>) {
+      if (i == k) t.*member = list;
+    }
   });
 }
 
@@ -279,7 +316,7 @@ typename Op::Tensors tensors_from(std::span<const TensorView> v,
                                   std::span<const bool> present = {}) {
   typename Op::Tensors t{};
   for (std::size_t k = 0; k < kNumArgs<Op>; ++k) {
-    if (present.empty() || present[k]) set_view<Op>(t, k, v[k]);
+    if (!Op::kArgs[k].is_list && (present.empty() || present[k])) set_view<Op>(t, k, v[k]);
   }
   return t;
 }
@@ -319,107 +356,121 @@ typename Op::Params params_from(A... values) {
   return p;
 }
 
-// Whether output k writes into its paired input's buffer. With dtype, shape and contiguity
-// validated, the same data pointer means the very same buffer.
-template <class Op>
-bool in_place(std::span<const TensorView> v, std::size_t k) {
-  const ArgSpec& a = Op::kArgs[k];
-  return a.role == Role::kOut && a.paired >= 0 &&
-         v[k].data == v[static_cast<std::size_t>(a.paired)].data;
-}
-
 // ---- Common validation ----------------------------------------------------------------------
 
-// Validation in the documented order, each step over the arguments in declaration order:
+// One tensor taking part in validation: a plain argument, or one element of a list argument
+// (named "name[i]").
+struct ValidationEntry {
+  std::string name;
+  TensorView view;
+  std::size_t arg = 0;  // index in kArgs
+  bool given = true;    // false: an optional argument left unset
+};
+
+template <class Op>
+std::vector<ValidationEntry> validation_entries(const typename Op::Tensors& t) {
+  const std::array<TensorView, kNumArgs<Op>> v = views<Op>(t);
+  const std::array<TensorList, kNumArgs<Op>> l = lists<Op>(t);
+  std::vector<ValidationEntry> entries;
+  for (std::size_t k = 0; k < kNumArgs<Op>; ++k) {
+    const ArgSpec& a = Op::kArgs[k];
+    if (!a.is_list) {
+      entries.push_back({std::string(a.name), v[k], k, is_set<Op>(t, k)});
+      continue;
+    }
+    for (std::size_t i = 0; i < l[k].size(); ++i) {
+      entries.push_back({fmt::format("{}[{}]", a.name, i), l[k][i], k, true});
+    }
+  }
+  return entries;
+}
+
+// Validation in the documented order, each step over the arguments in declaration order (the
+// elements of a list in list order):
 //   1 presence (161001)   2 dtypes   3 ranks   4 empty dimensions   5 sizes that fit
 //   6 shapes   7 one-element tensors   8 the operator's own rules (Op::check_params)
 //   9 contiguity   10 aliasing
 // Steps 2-10 return 161002 unless the descriptor names another code. An optional output left
-// unset takes part as its paired input.
+// unset takes part as its paired input; an optional input left unset takes no part.
 template <class Op>
 Status validate(const typename Op::Tensors& t, const typename Op::Params& p) {
   constexpr std::string_view op = Op::kType;
   constexpr auto& spec = Op::kArgs;
-  constexpr std::size_t n = kNumArgs<Op>;
-  const std::array<TensorView, n> v = views<Op>(t);
-  std::array<bool, n> given{};
-  for (std::size_t k = 0; k < n; ++k) given[k] = is_set<Op>(t, k);
-  auto arg = [&](std::size_t k) { return Arg{spec[k].name.data(), v[k]}; };
+  const std::vector<ValidationEntry> entries = validation_entries<Op>(t);
+  // The entry of a plain argument, for the rules that refer to one.
+  std::array<std::size_t, kNumArgs<Op>> first{};
+  for (std::size_t e = entries.size(); e-- > 0;) first[entries[e].arg] = e;
+  auto arg = [&](std::size_t e) { return Arg{entries[e].name.c_str(), entries[e].view}; };
+  auto ref = [&](int k) { return arg(first[static_cast<std::size_t>(k)]); };
+  auto each = [&](auto&& check) -> Status {
+    for (std::size_t e = 0; e < entries.size(); ++e) {
+      if (entries[e].given) MANTISSA_RETURN_IF_ERROR(check(e, spec[entries[e].arg]));
+    }
+    return {};
+  };
 
-  for (std::size_t k = 0; k < n; ++k) {
-    if (given[k]) MANTISSA_RETURN_IF_ERROR(check_present(op, arg(k)));
-  }
-  for (std::size_t k = 0; k < n; ++k) {
-    if (!given[k]) continue;
-    switch (spec[k].dtype) {
-      case DtypeRule::kTrainingFloat:
-        MANTISSA_RETURN_IF_ERROR(check_training_float(op, arg(k)));
-        break;
-      case DtypeRule::kSameAs:
-        MANTISSA_RETURN_IF_ERROR(
-            check_same_dtype(op, arg(k), arg(static_cast<std::size_t>(spec[k].dtype_ref))));
-        break;
-      case DtypeRule::kInt32:
-        MANTISSA_RETURN_IF_ERROR(check_dtype(op, arg(k), DType::kInt32));
-        break;
-      case DtypeRule::kFloat32:
-        MANTISSA_RETURN_IF_ERROR(check_dtype(op, arg(k), DType::kFloat32));
-        break;
-      case DtypeRule::kOneOf:
-        MANTISSA_RETURN_IF_ERROR(check_dtype_in(op, arg(k), spec[k].dtype_set));
-        break;
+  MANTISSA_RETURN_IF_ERROR(
+      each([&](std::size_t e, const ArgSpec&) { return check_present(op, arg(e)); }));
+  MANTISSA_RETURN_IF_ERROR(each([&](std::size_t e, const ArgSpec& a) -> Status {
+    switch (a.dtype) {
+      case DtypeRule::kTrainingFloat: return check_training_float(op, arg(e));
+      case DtypeRule::kSameAs: return check_same_dtype(op, arg(e), ref(a.dtype_ref));
+      case DtypeRule::kInt32: return check_dtype(op, arg(e), DType::kInt32);
+      case DtypeRule::kFloat32: return check_dtype(op, arg(e), DType::kFloat32);
+      case DtypeRule::kOneOf: return check_dtype_in(op, arg(e), a.dtype_set);
     }
-  }
-  for (std::size_t k = 0; k < n; ++k) {
-    if (given[k] && spec[k].min_rank >= 0) {
-      MANTISSA_RETURN_IF_ERROR(check_rank(op, arg(k), spec[k].min_rank, spec[k].max_rank));
-    }
-  }
-  for (std::size_t k = 0; k < n; ++k) {
-    if (given[k] && !spec[k].allow_empty) MANTISSA_RETURN_IF_ERROR(check_not_empty(op, arg(k)));
-  }
-  for (std::size_t k = 0; k < n; ++k) {
-    if (given[k] && spec[k].shape == ShapeRule::kAny) {
-      MANTISSA_RETURN_IF_ERROR(check_countable(op, arg(k)));
-    }
-  }
-  for (std::size_t k = 0; k < n; ++k) {
-    if (given[k] && spec[k].shape == ShapeRule::kSameAs) {
-      MANTISSA_RETURN_IF_ERROR(
-          check_same_shape(op, arg(k), arg(static_cast<std::size_t>(spec[k].shape_ref))));
-    }
-  }
-  for (std::size_t k = 0; k < n; ++k) {
-    if (given[k] && spec[k].shape == ShapeRule::kOneElement) {
-      MANTISSA_RETURN_IF_ERROR(check_one_element(op, arg(k), spec[k].one_element_code));
-    }
-  }
+    return {};
+  }));
+  MANTISSA_RETURN_IF_ERROR(each([&](std::size_t e, const ArgSpec& a) -> Status {
+    return a.min_rank >= 0 ? check_rank(op, arg(e), a.min_rank, a.max_rank) : Status{};
+  }));
+  MANTISSA_RETURN_IF_ERROR(each([&](std::size_t e, const ArgSpec& a) -> Status {
+    return a.allow_empty ? Status{} : check_not_empty(op, arg(e));
+  }));
+  MANTISSA_RETURN_IF_ERROR(each([&](std::size_t e, const ArgSpec& a) -> Status {
+    return a.shape == ShapeRule::kAny ? check_countable(op, arg(e)) : Status{};
+  }));
+  MANTISSA_RETURN_IF_ERROR(each([&](std::size_t e, const ArgSpec& a) -> Status {
+    return a.shape == ShapeRule::kSameAs ? check_same_shape(op, arg(e), ref(a.shape_ref))
+                                         : Status{};
+  }));
+  MANTISSA_RETURN_IF_ERROR(each([&](std::size_t e, const ArgSpec& a) -> Status {
+    return a.shape == ShapeRule::kOneElement ? check_one_element(op, arg(e), a.one_element_code)
+                                             : Status{};
+  }));
   MANTISSA_RETURN_IF_ERROR(Op::check_params(t, p));
-  for (std::size_t k = 0; k < n; ++k) {
-    if (given[k]) MANTISSA_RETURN_IF_ERROR(check_contiguous(op, arg(k)));
-  }
+  MANTISSA_RETURN_IF_ERROR(
+      each([&](std::size_t e, const ArgSpec&) { return check_contiguous(op, arg(e)); }));
 
   // Aliasing. The memory written is the outputs (an unset optional output: its paired input)
-  // and the in/out arguments. Each written tensor shares no byte with any other argument, except
-  // an output with its paired input when it is that very buffer (in place), and an output whose
-  // rule lets it share bytes with any input. Read-only inputs may overlap one another.
+  // and the in/out arguments. Each written tensor shares no byte with any other tensor of the
+  // call, except an output with its paired input when it is that very buffer (in place), and an
+  // output whose rule lets it share bytes with any input. Read-only inputs may overlap one
+  // another.
   auto check_written = [&](std::size_t w) -> Status {
-    for (std::size_t x = 0; x < n; ++x) {
-      if (x == w || !given[x]) continue;
-      const ArgSpec& a = spec[w];
-      if (a.role == Role::kOut && static_cast<int>(x) == a.paired && in_place<Op>(v, w)) continue;
-      if (a.role == Role::kOut && a.alias == AliasRule::kAnyInput && spec[x].role != Role::kOut) {
+    const ArgSpec& a = spec[entries[w].arg];
+    for (std::size_t x = 0; x < entries.size(); ++x) {
+      if (x == w || !entries[x].given) continue;
+      const ArgSpec& b = spec[entries[x].arg];
+      if (a.role == Role::kOut && static_cast<int>(entries[x].arg) == a.paired &&
+          entries[w].view.data == entries[x].view.data) {
+        continue;  // in place
+      }
+      if (a.role == Role::kOut && a.alias == AliasRule::kAnyInput && b.role != Role::kOut) {
         continue;
       }
       MANTISSA_RETURN_IF_ERROR(check_disjoint(op, arg(w), arg(x)));
     }
     return {};
   };
-  for (std::size_t k = 0; k < n; ++k) {
-    if (spec[k].role == Role::kOut) MANTISSA_RETURN_IF_ERROR(check_written(k));
-  }
-  for (std::size_t k = 0; k < n; ++k) {
-    if (spec[k].role == Role::kInOut) MANTISSA_RETURN_IF_ERROR(check_written(k));
+  for (Role role : {Role::kOut, Role::kInOut}) {
+    for (std::size_t e = 0; e < entries.size(); ++e) {
+      // An unset optional output is checked as its paired input (the buffer written).
+      const bool written = entries[e].given || role == Role::kOut;
+      if (written && spec[entries[e].arg].role == role) {
+        MANTISSA_RETURN_IF_ERROR(check_written(e));
+      }
+    }
   }
   return {};
 }
@@ -442,6 +493,13 @@ constexpr bool well_formed() {
       return false;
     }
     if (a.role != Role::kOut && a.paired >= 0) return false;
+    if (a.dtype == DtypeRule::kSameAs && spec[static_cast<std::size_t>(a.dtype_ref)].is_list) {
+      return false;
+    }
+    if (a.shape == ShapeRule::kSameAs && spec[static_cast<std::size_t>(a.shape_ref)].is_list) {
+      return false;
+    }
+    if (a.is_list && (a.role == Role::kOut || a.optional)) return false;
     if (a.role == Role::kInOut && a.optional) return false;
   }
   return std::tuple_size_v<std::decay_t<decltype(Op::kTensorMembers)>> == kNumArgs<Op> &&
