@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <optional>
@@ -25,6 +26,7 @@
 
 #include "compat/aclnn_common.h"
 #include "compat/executor_internal.h"
+#include "compat/list_internal.h"
 #include "compat/strided.h"
 #include "core/op_desc.h"
 #include "mantissa/workspace.h"
@@ -32,6 +34,17 @@
 namespace mantissa::compat {
 
 inline constexpr uint64_t kSlotAlignment = 64;
+
+// One argument of an aclnn call: a tensor or a tensor list handle (null for an absent optional
+// input), so an entry point passes its C parameters in declaration order.
+struct AclnnArg {
+  AclnnArg() = default;
+  AclnnArg(const aclTensor* t) : tensor(t) {}    // NOLINT: implicit by design
+  AclnnArg(const aclTensorList* l) : list(l) {}  // NOLINT: implicit by design
+  AclnnArg(std::nullptr_t) {}                    // NOLINT: implicit by design
+  const aclTensor* tensor = nullptr;
+  const aclTensorList* list = nullptr;
+};
 
 template <class Op>
 class AclnnPlan {
@@ -44,17 +57,25 @@ class AclnnPlan {
   }
   static const char* phase_two() { return Op::kAclnn.data(); }
 
-  // Plans the slots for the caller's tensors (already checked to be live handles).
-  Status make(const std::array<const aclTensor*, kN>& tensors, const typename Op::Params& p) {
+  // Plans the slots for the caller's tensors (already checked to be live handles). List
+  // elements are used where they are: the operators take contiguous lists.
+  Status make(const std::array<AclnnArg, kN>& handles, const typename Op::Params& p) {
     params_ = p;
+    std::array<const aclTensor*, kN> tensors{};
     for (std::size_t k = 0; k < kN; ++k) {
+      tensors[k] = handles[k].tensor;
+      if (Op::kArgs[k].is_list) {
+        list_views_[k] = to_views(*handles[k].list);
+        present_[k] = true;
+        continue;
+      }
       present_[k] = tensors[k] != nullptr;  // only an optional input may be null here
       if (present_[k]) user_[k] = to_view(*tensors[k]);
     }
     slot_of_.fill(-1);
     for (std::size_t k = 0; k < kN; ++k) {
       const detail::ArgSpec& a = Op::kArgs[k];
-      if (a.role != detail::Role::kOut) continue;
+      if (a.role != detail::Role::kOut || a.is_list) continue;
       const auto j = static_cast<std::size_t>(a.paired);
       in_place_[k] = tensors[k] == tensors[j] || same_view(user_[k], user_[j]);
     }
@@ -62,7 +83,9 @@ class AclnnPlan {
     // output is in place).
     for (std::size_t k = 0; k < kN; ++k) {
       const detail::ArgSpec& a = Op::kArgs[k];
-      if (a.role == detail::Role::kOut || !present_[k] || user_[k].is_contiguous()) continue;
+      if (a.role == detail::Role::kOut || a.is_list || !present_[k] || user_[k].is_contiguous()) {
+        continue;
+      }
       bool written = a.role == detail::Role::kInOut;
       for (std::size_t o = 0; o < kN; ++o) {
         written |= in_place_[o] && Op::kArgs[o].paired == static_cast<int>(k);
@@ -80,7 +103,7 @@ class AclnnPlan {
     // The operator's own scratch memory, after the slots (sized on the caller's views: the
     // operator's views differ only in strides and addresses).
     own_offset_ = workspace_size_;
-    own_size_ = Op::workspace_size(detail::tensors_from<Op>(user_, present_), params_);
+    own_size_ = Op::workspace_size(with_lists(detail::tensors_from<Op>(user_, present_)), params_);
     if (own_size_ > UINT64_MAX - kSlotAlignment - workspace_size_) {
       return invalid("the workspace overflows");
     }
@@ -96,8 +119,12 @@ class AclnnPlan {
       return Status(StatusCode::kInner,
                     fmt::format("{}: no address range is free for the workspace", phase_one()));
     }
-    MANTISSA_RETURN_IF_ERROR(
-        detail::validate<Op>(operator_tensors(reinterpret_cast<char*>(*base)), params_));
+    const typename Op::Tensors t = operator_tensors(reinterpret_cast<char*>(*base));
+    MANTISSA_RETURN_IF_ERROR(detail::validate<Op>(t, params_));
+    // Upstream's aclnn limits where they are narrower than the C++ API's.
+    if constexpr (requires { Op::check_aclnn(t, params_); }) {
+      MANTISSA_RETURN_IF_ERROR(Op::check_aclnn(t, params_));
+    }
     return check_written();
   }
 
@@ -163,7 +190,14 @@ class AclnnPlan {
       void* data = user_[k].data == nullptr ? nullptr : base + slots_[slot_of_[k]].offset;
       v[k] = contiguous_like(user_[k], data);
     }
-    return detail::tensors_from<Op>(v, present_);
+    return with_lists(detail::tensors_from<Op>(v, present_));
+  }
+
+  typename Op::Tensors with_lists(typename Op::Tensors t) const {
+    for (std::size_t k = 0; k < kN; ++k) {
+      if (Op::kArgs[k].is_list) detail::set_list<Op>(t, k, list_views_[k]);
+    }
+    return t;
   }
 
   // The aliasing rule on the caller's views, comparing the byte ranges they span: a written
@@ -171,30 +205,48 @@ class AclnnPlan {
   // shares none with any other tensor (unless its rule lets it share with inputs); it never
   // addresses one element twice. On contiguous views this is exactly the C++ operator's rule.
   Status check_written() const {
-    std::array<ByteSpan, kN> spans;
-    for (std::size_t k = 0; k < kN; ++k) spans[k] = byte_span(user_[k]);
-    for (std::size_t w = 0; w < kN; ++w) {
-      const detail::ArgSpec& a = Op::kArgs[w];
-      if (!a.written()) continue;
-      if (may_self_overlap(user_[w])) {
-        return invalid(fmt::format(
-            "{} (shape {}) has strides that address some element twice; an output must not",
-            name(w), user_[w].shape_string()));
+    struct Entry {
+      std::string name;
+      std::size_t arg;
+      const TensorView* view;
+      ByteSpan span;
+    };
+    std::vector<Entry> entries;
+    for (std::size_t k = 0; k < kN; ++k) {
+      if (!present_[k]) continue;
+      if (!Op::kArgs[k].is_list) {
+        entries.push_back({name(k), k, &user_[k], byte_span(user_[k])});
+        continue;
       }
-      for (std::size_t x = 0; x < kN; ++x) {
-        if (x == w || !present_[x]) continue;
-        if (a.role == detail::Role::kOut && static_cast<int>(x) == a.paired && in_place_[w]) {
+      for (std::size_t i = 0; i < list_views_[k].size(); ++i) {
+        entries.push_back({fmt::format("{}[{}]", name(k), i), k, &list_views_[k][i],
+                           byte_span(list_views_[k][i])});
+      }
+    }
+    for (const Entry& w : entries) {
+      const detail::ArgSpec& a = Op::kArgs[w.arg];
+      if (!a.written()) continue;
+      if (may_self_overlap(*w.view)) {
+        return invalid(fmt::format(
+            "{} (shape {}) has strides that address some element twice; an output must not", w.name,
+            w.view->shape_string()));
+      }
+      for (const Entry& x : entries) {
+        if (&x == &w) continue;
+        if (a.role == detail::Role::kOut && static_cast<int>(x.arg) == a.paired &&
+            in_place_[w.arg]) {
           continue;
         }
-        if (a.alias == detail::AliasRule::kAnyInput && Op::kArgs[x].role != detail::Role::kOut) {
+        if (a.alias == detail::AliasRule::kAnyInput &&
+            Op::kArgs[x.arg].role != detail::Role::kOut) {
           continue;
         }
-        if (spans_overlap(spans[w], spans[x])) {
+        if (spans_overlap(w.span, x.span)) {
           return invalid(fmt::format(
               "{} overlaps {} (an output must be the very same view as its input, or share no "
               "byte with it nor with any other tensor; strided views are compared by the bytes "
               "they span)",
-              name(w), name(x)));
+              w.name, x.name));
         }
       }
     }
@@ -205,11 +257,15 @@ class AclnnPlan {
   // validate the very views phase two will compute on. Never dereferenced.
   std::optional<uintptr_t> placeholder_base() const {
     uintptr_t lowest = UINTPTR_MAX, highest = 0;
-    for (const TensorView& v : user_) {
+    auto cover = [&](const TensorView& v) {
       const ByteSpan s = byte_span(v);
-      if (s.empty()) continue;
+      if (s.empty()) return;
       lowest = std::min(lowest, s.lo);
       highest = std::max(highest, s.hi);
+    };
+    for (const TensorView& v : user_) cover(v);
+    for (const auto& list : list_views_) {
+      for (const TensorView& v : list) cover(v);
     }
     const uintptr_t above = (std::max<uintptr_t>(highest, kSlotAlignment) + kSlotAlignment - 1) /
                             kSlotAlignment * kSlotAlignment;
@@ -224,32 +280,43 @@ class AclnnPlan {
   std::array<int, kN> slot_of_{};      // slot computed on, or -1: the caller's own memory
   std::array<bool, kN> in_place_{};    // output k is the very same tensor as its paired input
   std::array<bool, kN> present_{};     // false for an optional input the caller left out
+  std::array<std::vector<TensorView>, kN> list_views_{};  // the elements of list arguments
   std::vector<Slot> slots_;
   uint64_t workspace_size_ = 0, own_offset_ = 0, own_size_ = 0;
   typename Op::Params params_{};
 };
 
-// Phase one of Op's aclnn entry: tensors in the declaration's order (outputs included).
+// Phase one of Op's aclnn entry: tensors and tensor lists in the declaration's order (outputs
+// included).
 template <class Op>
-aclnnStatus aclnn_prepare(const std::array<const aclTensor*, detail::kNumArgs<Op>>& tensors,
+aclnnStatus aclnn_prepare(const std::array<AclnnArg, detail::kNumArgs<Op>>& handles,
                           const typename Op::Params& params, uint64_t* workspace_size,
                           aclOpExecutor** executor) noexcept {
   using Plan = AclnnPlan<Op>;
   const char* fn = Plan::phase_one().c_str();
   try {
-    // A null optional input is absent; every other null is 161001.
+    // A null optional input is absent; every other null is 161001. Lists are checked after
+    // the tensors, in the same way (null, not live, an element not live or not ND).
     std::vector<TensorArg> args;
-    for (std::size_t k = 0; k < tensors.size(); ++k) {
+    for (std::size_t k = 0; k < handles.size(); ++k) {
       const detail::ArgSpec& a = Op::kArgs[k];
-      if (tensors[k] == nullptr && a.optional && a.role == detail::Role::kIn) continue;
-      args.push_back({a.acl_name.data(), tensors[k]});
+      if (a.is_list) continue;
+      if (handles[k].tensor == nullptr && a.optional && a.role == detail::Role::kIn) continue;
+      args.push_back({a.acl_name.data(), handles[k].tensor});
     }
     if (aclnnStatus s = check_tensor_args(fn, args); s != ACLNN_SUCCESS) return s;
+    for (std::size_t k = 0; k < handles.size(); ++k) {
+      if (!Op::kArgs[k].is_list) continue;
+      if (aclnnStatus s = check_tensor_list_arg(fn, Op::kArgs[k].acl_name.data(), handles[k].list);
+          s != ACLNN_SUCCESS) {
+        return s;
+      }
+    }
     if (aclnnStatus s = check_out_pointers(fn, workspace_size, executor); s != ACLNN_SUCCESS) {
       return s;
     }
     Plan plan;
-    if (const Status s = plan.make(tensors, params); !s.ok()) return report(s);
+    if (const Status s = plan.make(handles, params); !s.ok()) return report(s);
     if (const Status s = plan.validate(); !s.ok()) return report(s);
     const uint64_t size = plan.workspace_size();
     aclOpExecutor* created = create_executor(
