@@ -7,6 +7,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "acl/acl_op_compiler.h"
 #include "compat/aclop_internal.h"
@@ -184,36 +185,55 @@ Status compile_and_execute(const char* op_type, int num_inputs, aclTensorDesc* i
   }
   const int want_in = static_cast<int>(def->inputs.size());
   const int want_out = static_cast<int>(def->outputs.size());
-  if (num_inputs != want_in) {
-    return fail(StatusCode::kParamInvalid, def->type, "numInputs is {} but the operator takes {}",
-                num_inputs, want_in);
+  // The name of each input descriptor: a dynamic list input stands for any number of them.
+  std::vector<const char*> input_names;
+  if (def->dynamic_input < 0) {
+    if (num_inputs != want_in) {
+      return fail(StatusCode::kParamInvalid, def->type, "numInputs is {} but the operator takes {}",
+                  num_inputs, want_in);
+    }
+    input_names.assign(def->inputs.begin(), def->inputs.end());
+  } else {
+    const int fixed = want_in - 1;
+    if (num_inputs < fixed) {
+      return fail(StatusCode::kParamInvalid, def->type,
+                  "numInputs is {} but the operator takes at least {} ({} then the other "
+                  "inputs)",
+                  num_inputs, fixed, def->inputs[static_cast<size_t>(def->dynamic_input)]);
+    }
+    const int listed = num_inputs - fixed;
+    for (int i = 0; i < want_in; ++i) {
+      const int copies = i == def->dynamic_input ? listed : 1;
+      for (int c = 0; c < copies; ++c) input_names.push_back(def->inputs[static_cast<size_t>(i)]);
+    }
   }
   if (num_outputs != want_out) {
     return fail(StatusCode::kParamInvalid, def->type, "numOutputs is {} but the operator has {}",
                 num_outputs, want_out);
   }
-  if (Status s = check_handles(*def, "input", def->inputs, input_desc, inputs); !s.ok()) return s;
+  if (Status s = check_handles(*def, "input", input_names, input_desc, inputs); !s.ok()) return s;
   if (Status s = check_handles(*def, "output", def->outputs, output_desc, outputs); !s.ok()) {
     return s;
   }
-  if (Status s = check_formats(*def, "input", def->inputs, input_desc); !s.ok()) return s;
+  if (Status s = check_formats(*def, "input", input_names, input_desc); !s.ok()) return s;
   if (Status s = check_formats(*def, "output", def->outputs, output_desc); !s.ok()) return s;
   std::map<std::string_view, AttrValue> resolved;
   if (Status s = resolve_attrs(*def, attr, resolved); !s.ok()) return s;
 
-  const OpCall call(*def, {input_desc, static_cast<size_t>(want_in)},
-                    {inputs, static_cast<size_t>(want_in)},
-                    {output_desc, static_cast<size_t>(want_out)},
+  const OpCall call(*def, input_names, {input_desc, input_names.size()},
+                    {inputs, input_names.size()}, {output_desc, static_cast<size_t>(want_out)},
                     {outputs, static_cast<size_t>(want_out)}, std::move(resolved));
   return def->handler(call);
 }
 
 }  // namespace
 
-OpCall::OpCall(const OpDef& def, std::span<aclTensorDesc* const> input_desc,
-               std::span<aclDataBuffer* const> inputs, std::span<aclTensorDesc* const> output_desc,
-               std::span<aclDataBuffer* const> outputs, std::map<std::string_view, AttrValue> attrs)
+OpCall::OpCall(const OpDef& def, std::span<const char* const> input_names,
+               std::span<aclTensorDesc* const> input_desc, std::span<aclDataBuffer* const> inputs,
+               std::span<aclTensorDesc* const> output_desc, std::span<aclDataBuffer* const> outputs,
+               std::map<std::string_view, AttrValue> attrs)
     : def_(def),
+      input_names_(input_names),
       input_desc_(input_desc),
       output_desc_(output_desc),
       inputs_(inputs),
@@ -235,7 +255,8 @@ int64_t OpCall::attr_int(std::string_view name) const { return attr(name, AttrTy
 float OpCall::attr_float(std::string_view name) const { return attr(name, AttrType::kFloat).f; }
 
 Status OpCall::check_buffer_sizes() const {
-  if (Status s = check_side_sizes(def_.type, "input", def_.inputs, input_desc_, inputs_); !s.ok()) {
+  if (Status s = check_side_sizes(def_.type, "input", input_names_, input_desc_, inputs_);
+      !s.ok()) {
     return s;
   }
   return check_side_sizes(def_.type, "output", def_.outputs, output_desc_, outputs_);

@@ -68,6 +68,9 @@ struct OpDef {
   std::span<const char* const> outputs;  // names, in op-by-name order
   std::span<const AttrSpec> attrs;
   Handler handler;
+  // The input that is a dynamic list (CANN's DYNAMIC_INPUT: one descriptor per element, any
+  // number, taking the place of inputs[dynamic_input]), or -1.
+  int dynamic_input = -1;
 };
 
 // The operator table (aclop_ops.cc): one row per op type.
@@ -77,12 +80,14 @@ std::span<const OpDef> op_table() noexcept;
 // filled in; names and types already checked against the operator's AttrSpec list).
 class OpCall {
  public:
-  OpCall(const OpDef& def, std::span<aclTensorDesc* const> input_desc,
-         std::span<aclDataBuffer* const> inputs, std::span<aclTensorDesc* const> output_desc,
-         std::span<aclDataBuffer* const> outputs, std::map<std::string_view, AttrValue> attrs);
+  OpCall(const OpDef& def, std::span<const char* const> input_names,
+         std::span<aclTensorDesc* const> input_desc, std::span<aclDataBuffer* const> inputs,
+         std::span<aclTensorDesc* const> output_desc, std::span<aclDataBuffer* const> outputs,
+         std::map<std::string_view, AttrValue> attrs);
 
   TensorView in(int i) const;
   TensorView out(int i) const;
+  int num_inputs() const { return static_cast<int>(input_desc_.size()); }
   bool attr_bool(std::string_view name) const;
   int64_t attr_int(std::string_view name) const;
   float attr_float(std::string_view name) const;
@@ -103,6 +108,7 @@ class OpCall {
   const AttrValue& attr(std::string_view name, AttrType type) const;
 
   const OpDef& def_;
+  std::span<const char* const> input_names_;  // one per input descriptor (a list's repeated)
   std::span<aclTensorDesc*const> input_desc_, output_desc_;
   std::span<aclDataBuffer*const> inputs_, outputs_;
   std::map<std::string_view, AttrValue> attrs_;

@@ -4,6 +4,7 @@
 // An operator added to the list gets its row here with no further code.
 #include <array>
 #include <cstddef>
+#include <vector>
 
 #include "compat/aclop_internal.h"
 #include "mantissa/workspace.h"
@@ -65,13 +66,33 @@ struct Row {
 
   // Outputs are always given: the input's buffer (in place) or another one, in which case the
   // input is left unchanged. In/out arguments are updated through their input buffers.
+  // The input index of the list argument, or -1.
+  static constexpr int dynamic_input = [] {
+    int index = -1, i = 0;
+    for (const auto& a : Op::kArgs) {
+      if (a.role == Role::kOut) continue;
+      if (a.is_list) index = i;
+      ++i;
+    }
+    return index;
+  }();
+
   static Status handler(const OpCall& c) {
     std::array<TensorView, kNumArgs<Op>> v;
+    std::vector<TensorView> list;  // the dynamic input's elements
+    const int listed = c.num_inputs() - static_cast<int>(kInputs) + 1;
     int in = 0, out = 0;
     for (std::size_t k = 0; k < kNumArgs<Op>; ++k) {
-      v[k] = Op::kArgs[k].role == Role::kOut ? c.out(out++) : c.in(in++);
+      if (Op::kArgs[k].is_list) {
+        for (int i = 0; i < listed; ++i) list.push_back(c.in(in++));
+      } else {
+        v[k] = Op::kArgs[k].role == Role::kOut ? c.out(out++) : c.in(in++);
+      }
     }
-    const typename Op::Tensors t = detail::tensors_from<Op>(v);
+    typename Op::Tensors t = detail::tensors_from<Op>(v);
+    for (std::size_t k = 0; k < kNumArgs<Op>; ++k) {
+      if (Op::kArgs[k].is_list) detail::set_list<Op>(t, k, list);
+    }
     typename Op::Params p{};
     for (std::size_t i = 0; i < kNumAttrs<Op>; ++i) {
       const detail::AttrSpec& a = Op::kAttrs[i];
@@ -89,7 +110,9 @@ struct Row {
     return Op::run(t, p, Workspace{});
   }
 
-  static constexpr OpDef def() { return {Op::kType, inputs, outputs, attrs, handler}; }
+  static constexpr OpDef def() {
+    return {Op::kType, inputs, outputs, attrs, handler, dynamic_input};
+  }
 };
 
 const std::array<OpDef, AllOps::size> kOps = [] {
