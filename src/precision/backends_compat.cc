@@ -35,6 +35,10 @@ struct TensorDeleter {
   void operator()(aclTensor* t) const { aclDestroyTensor(t); }
 };
 using TensorPtr = std::unique_ptr<aclTensor, TensorDeleter>;
+struct TensorListDeleter {
+  void operator()(aclTensorList* l) const { aclDestroyTensorList(l); }
+};
+using TensorListPtr = std::unique_ptr<aclTensorList, TensorListDeleter>;
 
 // A contiguous ND aclTensor over a host tensor.
 TensorPtr make_tensor(HostTensor& t) {
@@ -64,16 +68,26 @@ std::string aclnn_backend(aclnnStatus (*phase_one)(P...),
                           const OpInputs& in, std::vector<HostTensor>& out) {
   using S = Schema<Op>;
   std::vector<HostTensor> w = in.tensors;
+  const typename S::Layout l = S::layout(in);
   std::vector<TensorPtr> handles;
   for (HostTensor& h : w) {
     handles.push_back(make_tensor(h));
     if (!handles.back()) return acl_error("aclCreateTensor", -1);
   }
-  std::array<aclTensor*, S::kN> tensors{};
+  // A list argument becomes an aclTensorList owning its element tensors.
+  std::vector<TensorListPtr> lists;
+  std::array<void*, S::kN> handle_of{};
   for (std::size_t k = 0; k < S::kN; ++k) {
-    const int index =
-        Op::kArgs[k].role == detail::Role::kOut ? S::counterpart(k) : S::input_index[k];
-    tensors[k] = handles[static_cast<std::size_t>(index)].get();
+    if (!Op::kArgs[k].is_list) {
+      handle_of[k] = handles[l.first[k]].get();
+      continue;
+    }
+    std::vector<const aclTensor*> elements;
+    for (std::size_t i = 0; i < l.count[k]; ++i) elements.push_back(handles[l.first[k] + i].get());
+    lists.emplace_back(aclCreateTensorList(elements.data(), elements.size()));
+    if (!lists.back()) return acl_error("aclCreateTensorList", -1);
+    for (std::size_t i = 0; i < l.count[k]; ++i) (void)handles[l.first[k] + i].release();
+    handle_of[k] = lists.back().get();
   }
   uint64_t size = 0;
   aclOpExecutor* executor = nullptr;
@@ -84,7 +98,7 @@ std::string aclnn_backend(aclnnStatus (*phase_one)(P...),
     } else if constexpr (std::is_same_v<T, aclOpExecutor**>) {
       return &executor;
     } else if constexpr (std::is_pointer_v<T>) {
-      return tensors[next_tensor++];
+      return static_cast<T>(handle_of[next_tensor++]);
     } else if constexpr (std::is_same_v<T, bool>) {
       return in.attrs[next_attr++].b;
     } else if constexpr (std::is_integral_v<T>) {
@@ -102,8 +116,7 @@ std::string aclnn_backend(aclnnStatus (*phase_one)(P...),
   if (std::string e = run_phase_two(Op::kAclnn.data(), size, executor, phase_two); !e.empty()) {
     return e;
   }
-  out.clear();
-  for (std::size_t k : S::written()) out.push_back(w[static_cast<std::size_t>(S::counterpart(k))]);
+  out = S::written_tensors(in, w);
   return "";
 }
 
@@ -158,12 +171,11 @@ template <class Op>
 std::string aclop_backend(const OpInputs& in, std::vector<HostTensor>& out) {
   using S = Schema<Op>;
   std::vector<HostTensor> w = in.tensors;
+  const typename S::Layout l = S::layout(in);
   AclopCall call;
-  for (HostTensor& t : w) call.add_input(t);
+  for (HostTensor& t : w) call.add_input(t);  // a list's elements in order: a dynamic input
   for (std::size_t k = 0; k < S::kN; ++k) {
-    if (Op::kArgs[k].role == detail::Role::kOut) {
-      call.add_output(w[static_cast<std::size_t>(S::counterpart(k))]);
-    }
+    if (Op::kArgs[k].role == detail::Role::kOut) call.add_output(w[l.first[k]]);
   }
   for (std::size_t i = 0; i < detail::kNumAttrs<Op>; ++i) {
     const std::string name(Op::kAttrs[i].name);
@@ -178,8 +190,7 @@ std::string aclop_backend(const OpInputs& in, std::vector<HostTensor>& out) {
     }
   }
   if (std::string e = call.execute(std::string(Op::kType).c_str()); !e.empty()) return e;
-  out.clear();
-  for (std::size_t k : S::written()) out.push_back(w[static_cast<std::size_t>(S::counterpart(k))]);
+  out = S::written_tensors(in, w);
   return "";
 }
 

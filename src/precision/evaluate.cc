@@ -156,7 +156,11 @@ CaseResult error_row(const LoadedCase& lc) {
   return r;
 }
 
-CaseResult run_case(const CaseSpec& c, const OpEntry& op, Backend backend, uint64_t seed) {
+CaseResult run_case(const CaseSpec& c, const OpEntry& op_in, Backend backend, uint64_t seed) {
+  // An op with list inputs is instantiated for the case's list lengths.
+  std::vector<int64_t> list_sizes;
+  const OpEntry instance = op_in.instantiate(c, list_sizes);
+  const OpEntry& op = instance;
   CaseResult r;
   r.file = c.file;
   r.case_id = c.id;
@@ -167,7 +171,7 @@ CaseResult run_case(const CaseSpec& c, const OpEntry& op, Backend backend, uint6
   r.standard = standard_name(c.standard.kind);
   for (const TensorSlot& slot : op.inputs) {
     const InputSpec* s = c.find_input(slot.name);
-    if (slot.kind == TensorSlot::Kind::kFloat && s) {
+    if ((slot.kind == TensorSlot::Kind::kFloat || slot.kind == TensorSlot::Kind::kAnyFloat) && s) {
       r.dtype = s->dtype_text;
       break;
     }
@@ -189,6 +193,7 @@ CaseResult run_case(const CaseSpec& c, const OpEntry& op, Backend backend, uint6
     r.reason = err;
     return r;
   }
+  in.list_sizes = list_sizes;
   const std::vector<HostTensor> golden = round_golden(op, in, op.golden(in));
   const std::vector<HostTensor> g32 = op.golden32(in);
   std::vector<HostTensor> actual;

@@ -175,7 +175,17 @@ std::string check_case_against_op(const CaseSpec& c, const OpEntry& op) {
     const InputSpec* s = c.find_input(slot.name);
     if (!s) return case_error(c, "inputs", fmt::format("missing tensor \"{}\"", slot.name));
     const std::string key = fmt::format("inputs({})", slot.name);
-    if (slot.kind == TensorSlot::Kind::kFloat) {
+    if (slot.kind == TensorSlot::Kind::kAnyFloat) {
+      if (!is_float(s->dtype)) {
+        return case_error(
+            c, key + ".dtype",
+            fmt::format("{} takes fp32, fp16 or bf16, got {}", op.name, s->dtype_text));
+      }
+    } else if (slot.kind == TensorSlot::Kind::kFloat32) {
+      if (s->dtype != DType::kFloat32) {
+        return case_error(c, key + ".dtype", fmt::format("must be fp32, got {}", s->dtype_text));
+      }
+    } else if (slot.kind == TensorSlot::Kind::kFloat) {
       if (!is_float(s->dtype)) {
         return case_error(
             c, key + ".dtype",

@@ -125,13 +125,18 @@ std::vector<LoadedCase> load_case_dir(const std::string& dir);
 // ---- Operators ------------------------------------------------------------------------------
 
 struct TensorSlot {
-  enum class Kind { kFloat, kInt32 };
+  // kFloat: fp32, fp16 or bf16, the same for every kFloat slot of the op; kFloat32: fp32 only;
+  // kAnyFloat: fp32, fp16 or bf16 on its own (list elements may mix dtypes).
+  enum class Kind { kFloat, kInt32, kFloat32, kAnyFloat };
   enum class Shape { kAny, kOneElement, kLike };
   std::string name;
   Kind kind = Kind::kFloat;
   Shape shape = Shape::kAny;
   std::string like;  // for kLike: the input whose shape this one must have
   int min_rank = 0, max_rank = 8;
+  // A tensor list: a case gives its elements as inputs named "<name>[0]", "<name>[1]", ... and
+  // the op is instantiated per case with one slot per element (OpEntry::instantiate).
+  bool list = false;
 };
 
 struct AttrSlot {
@@ -146,10 +151,12 @@ struct OutputSlot {
   int counterpart = 0;  // index of the input tensor this output updates (dtype and shape)
 };
 
-// Generated inputs in the order of the op's tensor and attr slots.
+// Generated inputs in the order of the op's tensor and attr slots. A list slot contributes its
+// elements, in order; list_sizes holds the element count of each list slot, in slot order.
 struct OpInputs {
   std::vector<HostTensor> tensors;
   std::vector<AttrValue> attrs;
+  std::vector<int64_t> list_sizes;
 };
 
 // Golden: raw double results per output (not yet rounded), one value per element.
@@ -174,6 +181,11 @@ struct OpEntry {
   std::map<Backend, BackendFn> backends;
 
   int input_index(const std::string& n) const noexcept;
+  bool has_lists() const noexcept;
+  // The op for one case: each list slot replaced by one slot per element the case gives
+  // ("<name>[i]"), and each output updating a list by one output per element. `list_sizes`
+  // receives the element counts. An op without lists is returned as it is.
+  OpEntry instantiate(const CaseSpec& c, std::vector<int64_t>& list_sizes) const;
   int attr_index(const std::string& n) const noexcept;
   // Output tensors shaped like their counterparts (contents zero).
   std::vector<HostTensor> make_outputs(const OpInputs& in) const;

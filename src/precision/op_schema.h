@@ -70,6 +70,41 @@ struct Schema {
     return AttrKind::kFloat;
   }
 
+  // Where each argument's tensors are in a case's flat inputs: a list argument has
+  // in.list_sizes[j] of them, an output the place of the input it updates.
+  struct Layout {
+    std::array<std::size_t, kN> first{}, count{};
+  };
+  static Layout layout(const OpInputs& in) {
+    Layout l;
+    std::size_t next = 0, list = 0;
+    for (std::size_t k = 0; k < kN; ++k) {
+      if (Op::kArgs[k].role == detail::Role::kOut) continue;
+      l.first[k] = next;
+      l.count[k] = Op::kArgs[k].is_list ? static_cast<std::size_t>(in.list_sizes.at(list++)) : 1;
+      next += l.count[k];
+    }
+    for (std::size_t k = 0; k < kN; ++k) {
+      if (Op::kArgs[k].role != detail::Role::kOut) continue;
+      l.first[k] = l.first[static_cast<std::size_t>(Op::kArgs[k].paired)];
+      l.count[k] = 1;
+    }
+    return l;
+  }
+
+  static TensorSlot::Kind slot_kind(std::size_t k) {
+    const detail::ArgSpec& a = Op::kArgs[k];
+    switch (a.dtype) {
+      case detail::DtypeRule::kTrainingFloat:
+        return a.is_list ? TensorSlot::Kind::kAnyFloat : TensorSlot::Kind::kFloat;
+      case detail::DtypeRule::kSameAs: return slot_kind(static_cast<std::size_t>(a.dtype_ref));
+      case detail::DtypeRule::kInt32: return TensorSlot::Kind::kInt32;
+      case detail::DtypeRule::kFloat32: return TensorSlot::Kind::kFloat32;
+      case detail::DtypeRule::kOneOf: break;
+    }
+    return TensorSlot::Kind::kAnyFloat;
+  }
+
   static typename Op::Params params(const OpInputs& in) {
     typename Op::Params p{};
     for (std::size_t i = 0; i < detail::kNumAttrs<Op>; ++i) {
@@ -87,20 +122,33 @@ struct Schema {
   // unset, required ones given as their paired input).
   static std::string run_kernel(const OpInputs& in, std::vector<HostTensor>& out) {
     std::vector<HostTensor> w = in.tensors;
+    const Layout l = layout(in);
     typename Op::Tensors t{};
+    std::array<std::vector<TensorView>, kN> lists;
     for (std::size_t k = 0; k < kN; ++k) {
       const detail::ArgSpec& a = Op::kArgs[k];
-      if (a.role != detail::Role::kOut) {
-        detail::set_view<Op>(t, k, view_of(w[static_cast<std::size_t>(input_index[k])]));
-      } else if (!a.optional) {
-        detail::set_view<Op>(t, k, view_of(w[static_cast<std::size_t>(counterpart(k))]));
+      if (a.is_list) {
+        for (std::size_t i = 0; i < l.count[k]; ++i) lists[k].push_back(view_of(w[l.first[k] + i]));
+        detail::set_list<Op>(t, k, lists[k]);
+      } else if (a.role != detail::Role::kOut || !a.optional) {
+        detail::set_view<Op>(t, k, view_of(w[l.first[k]]));
       }
     }
     const Status st = Op::run(t, params(in), Workspace{});
     if (!st.ok()) return st.message();
-    out.clear();
-    for (std::size_t k : written()) out.push_back(w[static_cast<std::size_t>(counterpart(k))]);
+    out = written_tensors(in, w);
     return "";
+  }
+
+  // The written tensors of a call in the kit's output order.
+  static std::vector<HostTensor> written_tensors(const OpInputs& in,
+                                                 const std::vector<HostTensor>& w) {
+    const Layout l = layout(in);
+    std::vector<HostTensor> out;
+    for (std::size_t k : written()) {
+      for (std::size_t i = 0; i < l.count[k]; ++i) out.push_back(w[l.first[k] + i]);
+    }
+    return out;
   }
 
   static OpEntry entry() {
@@ -111,8 +159,8 @@ struct Schema {
       if (a.role == detail::Role::kOut) continue;
       TensorSlot s;
       s.name = std::string(a.name);
-      s.kind = a.dtype == detail::DtypeRule::kInt32 ? TensorSlot::Kind::kInt32
-                                                    : TensorSlot::Kind::kFloat;
+      s.kind = slot_kind(k);
+      s.list = a.is_list;
       switch (a.shape) {
         case detail::ShapeRule::kAny: s.shape = TensorSlot::Shape::kAny; break;
         case detail::ShapeRule::kOneElement: s.shape = TensorSlot::Shape::kOneElement; break;

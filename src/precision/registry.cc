@@ -34,6 +34,52 @@ int OpEntry::input_index(const std::string& n) const noexcept {
   return -1;
 }
 
+bool OpEntry::has_lists() const noexcept {
+  for (const TensorSlot& t : inputs) {
+    if (t.list) return true;
+  }
+  return false;
+}
+
+OpEntry OpEntry::instantiate(const CaseSpec& c, std::vector<int64_t>& list_sizes) const {
+  list_sizes.clear();
+  if (!has_lists()) return *this;
+  OpEntry e = *this;
+  e.inputs.clear();
+  e.outputs.clear();
+  std::vector<int> first(inputs.size()), count(inputs.size());
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    const TensorSlot& slot = inputs[k];
+    first[k] = static_cast<int>(e.inputs.size());
+    if (!slot.list) {
+      count[k] = 1;
+      e.inputs.push_back(slot);
+      continue;
+    }
+    int64_t n = 0;
+    while (c.find_input(fmt::format("{}[{}]", slot.name, n)) != nullptr) ++n;
+    list_sizes.push_back(n);
+    count[k] = static_cast<int>(n);
+    for (int64_t i = 0; i < n; ++i) {
+      TensorSlot element = slot;
+      element.name = fmt::format("{}[{}]", slot.name, i);
+      element.list = false;
+      e.inputs.push_back(element);
+    }
+  }
+  for (const OutputSlot& o : outputs) {
+    const auto k = static_cast<std::size_t>(o.counterpart);
+    if (!inputs[k].list) {
+      e.outputs.push_back({o.name, first[k]});
+      continue;
+    }
+    for (int i = 0; i < count[k]; ++i) {
+      e.outputs.push_back({fmt::format("{}[{}]", o.name, i), first[k] + i});
+    }
+  }
+  return e;
+}
+
 int OpEntry::attr_index(const std::string& n) const noexcept {
   for (std::size_t i = 0; i < attrs.size(); ++i) {
     if (attrs[i].name == n) return static_cast<int>(i);
