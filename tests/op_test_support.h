@@ -14,23 +14,35 @@
 #include "mantissa/tensor.h"
 #include "ops/all_ops.h"
 #include "precision/kit.h"
+#include "precision/op_schema.h"
 #include "target_sweep.h"
 
 namespace mantissa::testing {
 
 // ---- The reference --------------------------------------------------------------------------
 
-// The kit's inputs for a call: the read and in/out tensors (contiguous) copied, the attributes.
+// A host copy of a contiguous view.
+inline precision::HostTensor host_copy(const TensorView& v) {
+  precision::HostTensor h(v.dtype, std::vector<int64_t>(v.shape.begin(), v.shape.begin() + v.rank));
+  if (!h.bytes.empty()) std::memcpy(h.data(), v.data, h.bytes.size());
+  return h;
+}
+
+// The kit's inputs for a call: the read and in/out tensors (a list's elements in order)
+// copied, the attributes.
 template <class Op>
 precision::OpInputs kit_inputs(const typename Op::Tensors& t, const typename Op::Params& p) {
   const auto v = detail::views<Op>(t);
+  const auto l = detail::lists<Op>(t);
   precision::OpInputs in;
   for (std::size_t k = 0; k < v.size(); ++k) {
     if (Op::kArgs[k].role == detail::Role::kOut) continue;
-    precision::HostTensor h(
-        v[k].dtype, std::vector<int64_t>(v[k].shape.begin(), v[k].shape.begin() + v[k].rank));
-    if (!h.bytes.empty()) std::memcpy(h.data(), v[k].data, h.bytes.size());
-    in.tensors.push_back(std::move(h));
+    if (Op::kArgs[k].is_list) {
+      for (const TensorView& e : l[k]) in.tensors.push_back(host_copy(e));
+      in.list_sizes.push_back(static_cast<int64_t>(l[k].size()));
+    } else {
+      in.tensors.push_back(host_copy(v[k]));
+    }
   }
   for (std::size_t i = 0; i < detail::kNumAttrs<Op>; ++i) {
     precision::AttrValue a;
@@ -48,30 +60,28 @@ precision::OpInputs kit_inputs(const typename Op::Tensors& t, const typename Op:
 }
 
 // Applies the kit's golden32 to the call's tensors as the operator would: every written tensor
-// (an unset optional output: its paired input) receives the reference bits. Inputs must be
-// contiguous and must not overlap the written tensors (other than in place).
+// (an unset optional output: its paired input; a list: each element) receives the reference
+// bits. Inputs must be contiguous and must not overlap the written tensors (other than in
+// place).
 template <class Op>
 void apply_golden32(const typename Op::Tensors& t, const typename Op::Params& p) {
   const precision::OpEntry* op = precision::find_op(std::string(Op::kType));
   ASSERT_NE(op, nullptr) << Op::kType;
   const std::vector<precision::HostTensor> out = op->golden32(kit_inputs<Op>(t, p));
   const auto v = detail::views<Op>(t);
-  std::size_t j = 0;
-  // The kit's outputs are the written arguments ordered by the input each updates.
-  std::vector<std::size_t> written;
-  for (std::size_t k = 0; k < v.size(); ++k) {
-    if (Op::kArgs[k].written()) written.push_back(k);
+  const auto l = detail::lists<Op>(t);
+  std::vector<TensorView> destinations;
+  for (std::size_t k : precision::Schema<Op>::written()) {
+    if (Op::kArgs[k].is_list) {
+      destinations.insert(destinations.end(), l[k].begin(), l[k].end());
+    } else {
+      destinations.push_back(v[k]);
+    }
   }
-  auto counterpart = [](std::size_t k) {
-    const detail::ArgSpec& a = Op::kArgs[k];
-    return a.role == detail::Role::kOut ? static_cast<std::size_t>(a.paired) : k;
-  };
-  std::stable_sort(written.begin(), written.end(),
-                   [&](std::size_t a, std::size_t b) { return counterpart(a) < counterpart(b); });
-  ASSERT_EQ(out.size(), written.size());
-  for (std::size_t k : written) {
-    const precision::HostTensor& h = out[j++];
-    if (!h.bytes.empty()) std::memcpy(v[k].data, h.data(), h.bytes.size());
+  ASSERT_EQ(out.size(), destinations.size());
+  for (std::size_t j = 0; j < out.size(); ++j) {
+    if (!out[j].bytes.empty())
+      std::memcpy(destinations[j].data, out[j].data(), out[j].bytes.size());
   }
 }
 

@@ -92,6 +92,9 @@ struct ArgSpec {
   constexpr ArgSpec training_float() const {
     return with([](ArgSpec& a) { a.dtype = DtypeRule::kTrainingFloat; });
   }
+  constexpr ArgSpec float32() const {
+    return with([](ArgSpec& a) { a.dtype = DtypeRule::kFloat32; });
+  }
   constexpr ArgSpec int32() const {
     return with([](ArgSpec& a) { a.dtype = DtypeRule::kInt32; });
   }

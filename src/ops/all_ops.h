@@ -7,6 +7,7 @@
 
 #include "ops/amp_update_scale/amp_update_scale_desc.h"
 #include "ops/apply_adam_d/apply_adam_d_desc.h"
+#include "ops/foreach_non_finite_check_and_unscale/foreach_non_finite_check_and_unscale_desc.h"
 #include "ops/sgd/sgd_desc.h"
 
 namespace mantissa::detail {
@@ -21,6 +22,6 @@ struct OpList {
   }
 };
 
-using AllOps = OpList<AmpUpdateScaleOp, SgdOp, ApplyAdamDOp>;
+using AllOps = OpList<AmpUpdateScaleOp, SgdOp, ApplyAdamDOp, ForeachNonFiniteCheckAndUnscaleOp>;
 
 }  // namespace mantissa::detail

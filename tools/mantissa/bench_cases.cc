@@ -142,12 +142,47 @@ class AmpAclnnCall final : public PreparedCall {
   aclTensor *scale_t_ = nullptr, *tracker_t_ = nullptr, *found_t_ = nullptr;
 };
 
+// Gradients split into four tensors of about n/4 elements (the list path), found_inf, inv_scale.
+// Unscaling alternates inv_scale between 2^-10 and 2^10 (exact in every dtype), so repeated
+// runs keep the values in range; the check-only variant uses inv_scale 1.
+class UnscaleCall final : public PreparedCall {
+ public:
+  using Variant = detail::ForeachNonFiniteCheckAndUnscaleOp::Variant;
+  UnscaleCall(DType dtype, int64_t n, Variant variant)
+      : g_(dtype, n, 0.0f, 1000.0f), check_only_(variant == Variant::kCheckOnly) {
+    for (int k = 0; k < 4; ++k) {
+      const int64_t begin = n * k / 4, end = n * (k + 1) / 4;
+      views_.push_back(TensorView(static_cast<char*>(g_.data) + begin * dtype_size(dtype), dtype,
+                                  {end - begin}));
+    }
+    t_.scaled_grads = views_;
+    t_.found_inf = TensorView(&found_, DType::kFloat32, {1});
+    t_.inv_scale = TensorView(&inv_, DType::kFloat32, {1});
+  }
+  void run() override {
+    up_ = !up_;
+    inv_ = check_only_ ? 1.0f : (up_ ? 1024.0f : 1.0f / 1024.0f);
+    (void)foreach_non_finite_check_and_unscale(t_);
+  }
+
+ private:
+  Buffer g_;
+  bool check_only_, up_ = true;
+  float inv_ = 1.0f, found_ = 0.0f;
+  std::vector<TensorView> views_;
+  ForeachNonFiniteCheckAndUnscaleTensors t_;
+};
+
 // The prepared call of one declared variant; an operator with variants needs one overload.
 std::unique_ptr<PreparedCall> make_call(DType dtype, int64_t n, detail::SgdOp::Variant v) {
   return std::make_unique<SgdCall>(dtype, n, v);
 }
 std::unique_ptr<PreparedCall> make_call(DType dtype, int64_t n, detail::ApplyAdamDOp::Variant v) {
   return std::make_unique<AdamCall>(dtype, n, v);
+}
+std::unique_ptr<PreparedCall> make_call(DType dtype, int64_t n,
+                                        detail::ForeachNonFiniteCheckAndUnscaleOp::Variant v) {
+  return std::make_unique<UnscaleCall>(dtype, n, v);
 }
 
 }  // namespace
