@@ -17,8 +17,9 @@ void ConvertRange(const void* src, void* dst, int64_t n) {
   const auto* in = static_cast<const typename From::Storage*>(src);
   auto* out = static_cast<typename To::Storage*>(dst);
   auto chunk = [&](int64_t begin, int64_t end) {
-    ForEachVector(begin, end,
-                  [&](auto d, int64_t i) { StoreF32<To>(d, LoadF32<From>(d, in + i), out + i); });
+    ForEachVector(begin, end, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
+      StoreF32<To>(d, LoadF32<From>(d, in + i), out + i);
+    });
   };
   detail::parallel_for(n, detail::kDefaultGrain * 4, chunk);
 }

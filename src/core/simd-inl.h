@@ -17,6 +17,12 @@
 
 #include "hwy/highway.h"
 
+// Marks the per-vector lambda a kernel passes to ForEachVector: always inlined, so that the loop
+// keeps pointers and constants in registers. Left to its heuristics, GCC calls the bigger bodies
+// (those with bf16 conversions) once per vector instead.
+#undef MANTISSA_VECTOR_BODY
+#define MANTISSA_VECTOR_BODY __attribute__((always_inline))
+
 HWY_BEFORE_NAMESPACE();
 namespace mantissa::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
@@ -197,6 +203,7 @@ HWY_INLINE void StoreResult(D d, hn::Vec<D> v, typename Format::Storage* HWY_RES
 
 // Calls body(d, i) for full vectors over [begin, end), then body(d1, i) with a one-lane
 // descriptor for the tail. Both use the same lane operations, so the tail has the same bits.
+// Bodies are lambdas marked MANTISSA_VECTOR_BODY.
 template <class Body>
 HWY_INLINE void ForEachVector(int64_t begin, int64_t end, Body&& body) {
   const hn::ScalableTag<float> d;
