@@ -72,11 +72,7 @@ void ApplyAdamDFormat(const detail::ApplyAdamDKernelArgs& a) {
 }
 
 void ApplyAdamDImpl(const detail::ApplyAdamDKernelArgs& a) {
-  switch (a.dtype) {
-    case DType::kFloat16: ApplyAdamDFormat<Fp16>(a); break;
-    case DType::kBFloat16: ApplyAdamDFormat<Bf16>(a); break;
-    default: ApplyAdamDFormat<Fp32>(a); break;
-  }
+  VisitFormat(a.dtype, [&](auto format) { ApplyAdamDFormat<decltype(format)>(a); });
 }
 
 }  // namespace mantissa::HWY_NAMESPACE

@@ -117,11 +117,7 @@ void SgdFormat(const detail::SgdKernelArgs& args) {
 }
 
 void SgdImpl(const detail::SgdKernelArgs& args) {
-  switch (args.dtype) {
-    case DType::kFloat16: return SgdFormat<Fp16>(args);
-    case DType::kBFloat16: return SgdFormat<Bf16>(args);
-    default: return SgdFormat<Fp32>(args);
-  }
+  VisitFormat(args.dtype, [&](auto format) { SgdFormat<decltype(format)>(args); });
 }
 
 }  // namespace mantissa::HWY_NAMESPACE
