@@ -27,7 +27,11 @@
 // keeps pointers and constants in registers. Left to its heuristics, GCC calls the bigger bodies
 // (those with bf16 conversions) once per vector instead.
 #undef MANTISSA_VECTOR_BODY
+#if defined(__GNUC__)
 #define MANTISSA_VECTOR_BODY __attribute__((always_inline))
+#else
+#define MANTISSA_VECTOR_BODY
+#endif
 
 HWY_BEFORE_NAMESPACE();
 namespace mantissa::HWY_NAMESPACE {
