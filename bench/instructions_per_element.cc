@@ -1,5 +1,8 @@
 // Runs one operator 10 times on 64K elements, for instruction counting under callgrind
 // (scripts/instructions_per_element.sh). Usage: instructions_per_element fp32|fp16|bf16 adam|sgd
+// [--markers]. With --markers, the last call is bracketed by SIGUSR1 and SIGUSR2 for
+// count_instructions (which single-steps it, for the AVX-512 targets valgrind cannot run).
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -8,8 +11,9 @@
 
 int main(int argc, char** argv) {
   using namespace mantissa;
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: %s fp32|fp16|bf16 adam|sgd\n", argv[0]);
+  const bool markers = argc == 4 && std::strcmp(argv[3], "--markers") == 0;
+  if (argc != 3 && !markers) {
+    std::fprintf(stderr, "usage: %s fp32|fp16|bf16 adam|sgd [--markers]\n", argv[0]);
     return 2;
   }
   const DType dt = dtype_from_name(argv[1]);
@@ -28,7 +32,9 @@ int main(int argc, char** argv) {
   auto scalar = [&](int k) {
     return TensorView(reinterpret_cast<char*>(s.data()) + k * dtype_size(dt), dt, {1});
   };
-  for (int r = 0; r < 10; ++r) {
+  constexpr int kCalls = 10;
+  for (int r = 0; r < kCalls; ++r) {
+    if (markers && r == kCalls - 1) std::raise(SIGUSR1);
     Status st;
     if (adam) {
       ApplyAdamDTensors t;
@@ -53,5 +59,6 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  if (markers) std::raise(SIGUSR2);
   return 0;
 }

@@ -140,5 +140,30 @@ TEST(Convert, SmallSizesUseTheSameBitsAsLargeOnes) {
   });
 }
 
+// The AVX512-BF16 narrowing (AVX3_BF16) hands whole vectors to the integer rounding when one
+// lane is subnormal; the convert API keeps NaN payloads either way. One rare lane at every
+// position of two full vectors and a tail, on every target.
+TEST(Convert, Bf16RareLanesAtEveryPosition) {
+  const uint32_t rare[] = {0x00000001, 0x807FFFFF, 0x007F8000, 0x00008000, 0x00018000,
+                           0x7F800001, 0xFFBFFFFF, 0x7FC00000, 0xFFE12345};
+  constexpr size_t n = 2 * 16 + 7;
+  testing::for_each_target([&](const std::string& target) {
+    for (uint32_t bits : rare) {
+      for (size_t k = 0; k < n; ++k) {
+        std::vector<float> in(n);
+        for (size_t i = 0; i < n; ++i) in[i] = 1.0f + static_cast<float>(i) / 1024.0f;
+        in[k] = std::bit_cast<float>(bits);
+        std::vector<uint16_t> got(n);
+        convert_fp32_to_bf16(in.data(), got.data(), n);
+        for (size_t i = 0; i < n; ++i) {
+          ASSERT_EQ(got[i], reference_fp32_to_bf16(in[i]))
+              << target << " rare 0x" << std::hex << bits << " at " << std::dec << k << ", lane "
+              << i;
+        }
+      }
+    }
+  });
+}
+
 }  // namespace
 }  // namespace mantissa

@@ -1,10 +1,13 @@
 // Core: dtypes, tensor views, status names, runtime settings and the deterministic parallel-for.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -109,6 +112,37 @@ TEST(Runtime, ThreadsAndTargets) {
   EXPECT_NE(bad.message().find("NOT_A_TARGET"), std::string::npos);
   EXPECT_EQ(simd_target(), available.front());
   testing::for_each_target([](const std::string& target) { EXPECT_EQ(simd_target(), target); });
+  EXPECT_EQ(simd_target(), available.front());
+}
+
+// AVX3_BF16 (AVX3 kernels narrowing bf16 with AVX512-BF16) is offered, just above AVX3, where the
+// CPU has the instruction; forcing AVX3 keeps AVX-512 without it.
+TEST(Runtime, Bf16ConversionTarget) {
+  const auto compiled = compiled_simd_targets();
+  const auto available = available_simd_targets();
+  const auto position = [](const std::vector<std::string>& v, const std::string& name) {
+    return std::find(v.begin(), v.end(), name) - v.begin();
+  };
+  const auto compiled_bf16 = position(compiled, "AVX3_BF16");
+  if (compiled_bf16 != static_cast<std::ptrdiff_t>(compiled.size())) {
+    EXPECT_EQ(position(compiled, "AVX3"), compiled_bf16 + 1);
+  }
+  const auto at = position(available, "AVX3_BF16");
+  if (at == static_cast<std::ptrdiff_t>(available.size())) {
+    const Status st = set_simd_target("AVX3_BF16");
+    EXPECT_EQ(st.code(), StatusCode::kParamInvalid);
+    EXPECT_EQ(conversion_paths().find("vcvtneps2bf16"), std::string::npos);
+    GTEST_SKIP() << "no AVX512-BF16 here (or MANTISSA_SIMD_TARGET caps below it)";
+  }
+  EXPECT_NE(cpu_features().find("avx512bf16"), std::string::npos);
+  EXPECT_EQ(position(available, "AVX3"), at + 1);
+  ASSERT_TRUE(set_simd_target("AVX3_BF16").ok());
+  EXPECT_EQ(simd_target(), "AVX3_BF16");
+  EXPECT_NE(conversion_paths().find("vcvtneps2bf16"), std::string::npos);
+  ASSERT_TRUE(set_simd_target("AVX3").ok());
+  EXPECT_EQ(simd_target(), "AVX3");
+  EXPECT_EQ(conversion_paths().find("vcvtneps2bf16"), std::string::npos);
+  ASSERT_TRUE(set_simd_target("auto").ok());
   EXPECT_EQ(simd_target(), available.front());
 }
 

@@ -2,9 +2,13 @@
 //
 // Environment variables, read once at first use:
 //   MANTISSA_NUM_THREADS  worker threads (>= 1); default: the number of hardware threads.
-//   MANTISSA_SIMD_TARGET  the best SIMD target allowed, e.g. AVX3, AVX2, SSE4, SSSE3, EMU128.
+//   MANTISSA_SIMD_TARGET  the best SIMD target allowed, e.g. AVX3_BF16, AVX3, AVX2, SSE4, SSSE3.
 //                         Better targets are not used, so on a machine that has it the named
 //                         target is the one that runs. For tests and bug reports.
+//
+// Targets are Highway's, plus AVX3_BF16: the AVX3 kernels narrowing fp32 to bf16 with the
+// AVX512-BF16 instruction (vcvtneps2bf16), offered where the CPU has it and chosen by default
+// there. Every target gives the same bits; forcing AVX3 keeps AVX-512 but not that instruction.
 #pragma once
 
 #include <string>
@@ -30,6 +34,10 @@ MANTISSA_API std::vector<std::string> compiled_simd_targets();
 // default choice (still capped by MANTISSA_SIMD_TARGET). Not thread-safe against running
 // operators: call it between operator calls.
 MANTISSA_API Status set_simd_target(std::string_view name);
+
+// How operators on the current target convert between fp32 and fp16/bf16, e.g.
+// "fp16: F16C (vcvtph2ps, vcvtps2ph); bf16: shift to widen; ...". For `mantissa info`.
+MANTISSA_API std::string conversion_paths();
 
 // CPU features relevant to the kernels, e.g. "sse4.2 avx2 fma f16c avx512f ...".
 MANTISSA_API std::string cpu_features();

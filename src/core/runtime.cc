@@ -1,4 +1,5 @@
-// Runtime settings: thread count and SIMD target selection (through Highway's target mask).
+// Runtime settings: thread count and SIMD target selection (through Highway's target mask, plus
+// the AVX3_BF16 pseudo-target: AVX3 kernels narrowing bf16 with AVX512-BF16).
 #include "mantissa/runtime.h"
 
 #include <algorithm>
@@ -18,7 +19,31 @@ namespace {
 
 std::atomic<int> g_threads{0};
 int64_t g_available_targets = 0;  // supported & compiled & not above the environment's cap
+// The AVX-512 target whose kernels may also narrow bf16 with AVX512-BF16. Together they form the
+// pseudo-target "<base>_BF16" (AVX3_BF16), ranked just above the base; 0 where the CPU lacks
+// AVX512-BF16, no AVX-512 target is available, or MANTISSA_SIMD_TARGET caps at a plain target.
+int64_t g_bf16_base = 0;
+std::atomic<bool> g_bf16_active{false};  // operators use the pseudo-target now
 std::once_flag g_init_once;
+
+// Targets compiled with the AVX512-BF16 narrowing (simd-inl.h, MANTISSA_HAVE_BF16_HW).
+#if HWY_ARCH_X86 && defined(__GNUC__)
+constexpr int64_t kBf16Targets = (HWY_AVX3 | HWY_AVX3_DL) & HWY_TARGETS;
+#else
+constexpr int64_t kBf16Targets = 0;
+#endif
+constexpr std::string_view kBf16Suffix = "_BF16";
+
+bool cpu_has_avx512bf16() noexcept {
+#if HWY_ARCH_X86 && defined(__GNUC__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512bf16") != 0;
+#else
+  return false;
+#endif
+}
+
+constexpr int64_t lowest_bit(int64_t bits) noexcept { return bits & ~(bits - 1); }
 
 int default_threads() noexcept {
   const unsigned hw = std::thread::hardware_concurrency();
@@ -27,16 +52,25 @@ int default_threads() noexcept {
 
 int64_t target_from_name(std::string_view name) noexcept {
   for (int64_t bits = HWY_TARGETS; bits != 0; bits &= bits - 1) {
-    const int64_t target = bits & ~(bits - 1);
+    const int64_t target = lowest_bit(bits);
     if (name == hwy::TargetName(target)) return target;
   }
   return 0;
 }
 
-std::vector<std::string> names_of(int64_t targets) {
-  std::vector<std::string> names;  // lower bit = better target, so this is best first
+// The base target if `name` is "<base>_BF16" for a base compiled with the bf16 narrowing, else 0.
+int64_t bf16_base_from_name(std::string_view name) noexcept {
+  if (!name.ends_with(kBf16Suffix)) return 0;
+  return target_from_name(name.substr(0, name.size() - kBf16Suffix.size())) & kBf16Targets;
+}
+
+// Names of `targets`, best first, each target in `bf16_bases` preceded by its pseudo-target.
+std::vector<std::string> names_of(int64_t targets, int64_t bf16_bases) {
+  std::vector<std::string> names;  // lower bit = better target
   for (int64_t bits = targets; bits != 0; bits &= bits - 1) {
-    names.emplace_back(hwy::TargetName(bits & ~(bits - 1)));
+    const int64_t target = lowest_bit(bits);
+    if (target & bf16_bases) names.push_back(hwy::TargetName(target) + std::string(kBf16Suffix));
+    names.emplace_back(hwy::TargetName(target));
   }
   return names;
 }
@@ -51,8 +85,14 @@ void initialize() {
   g_threads.store(threads);
 
   int64_t available = hwy::SupportedTargets() & HWY_TARGETS;
+  bool bf16 = cpu_has_avx512bf16();
   if (const char* env = std::getenv("MANTISSA_SIMD_TARGET")) {
-    const int64_t cap = target_from_name(env);
+    int64_t cap = target_from_name(env);
+    if (cap != 0) {
+      bf16 = false;  // a plain target runs as itself, without the pseudo-target above it
+    } else {
+      cap = bf16_base_from_name(env);  // "<base>_BF16": the base with the bf16 narrowing
+    }
     if (cap != 0) {
       // Targets with a lower bit than `cap` are better; disable them.
       hwy::DisableTargets(cap - 1);
@@ -61,6 +101,11 @@ void initialize() {
   }
   if (available == 0) available = HWY_STATIC_TARGET;
   g_available_targets = available;
+  // The best available target is the one that runs by default; the bf16 narrowing attaches to it
+  // when it is an AVX-512 target.
+  g_bf16_base = bf16 ? lowest_bit(available & kBf16Targets) : 0;
+  if (g_bf16_base != lowest_bit(available)) g_bf16_base = 0;
+  g_bf16_active.store(g_bf16_base != 0);
   hwy::GetChosenTarget().Update(hwy::SupportedTargets());
 }
 
@@ -73,6 +118,10 @@ void ensure_runtime_initialized() { std::call_once(g_init_once, initialize); }
 int configured_threads() noexcept {
   ensure_runtime_initialized();
   return g_threads.load(std::memory_order_relaxed);
+}
+
+bool bf16_conversion_instructions() noexcept {
+  return g_bf16_active.load(std::memory_order_relaxed);
 }
 
 }  // namespace detail
@@ -92,22 +141,31 @@ int num_threads() noexcept { return detail::configured_threads(); }
 std::string simd_target() {
   detail::ensure_runtime_initialized();
   const int64_t active = hwy::SupportedTargets() & HWY_TARGETS;
-  return active == 0 ? hwy::TargetName(HWY_STATIC_TARGET) : hwy::TargetName(active & ~(active - 1));
+  const int64_t best = active == 0 ? HWY_STATIC_TARGET : lowest_bit(active);
+  std::string name = hwy::TargetName(best);
+  if (best == g_bf16_base && g_bf16_active.load(std::memory_order_relaxed)) name += kBf16Suffix;
+  return name;
 }
 
 std::vector<std::string> available_simd_targets() {
   detail::ensure_runtime_initialized();
-  return names_of(g_available_targets);
+  return names_of(g_available_targets, g_bf16_base);
 }
 
-std::vector<std::string> compiled_simd_targets() { return names_of(HWY_TARGETS); }
+std::vector<std::string> compiled_simd_targets() { return names_of(HWY_TARGETS, kBf16Targets); }
 
 Status set_simd_target(std::string_view name) {
   detail::ensure_runtime_initialized();
+  bool bf16 = false;
   if (name.empty() || name == "auto") {
     hwy::SetSupportedTargetsForTest(0);
+    bf16 = g_bf16_base != 0;
   } else {
-    const int64_t target = target_from_name(name);
+    int64_t target = target_from_name(name);
+    if (target == 0 && g_bf16_base != 0 && bf16_base_from_name(name) == g_bf16_base) {
+      target = g_bf16_base;
+      bf16 = true;
+    }
     if (target == 0 || (target & g_available_targets) == 0) {
       std::string list;
       for (const auto& n : available_simd_targets()) list += (list.empty() ? "" : ", ") + n;
@@ -117,6 +175,7 @@ Status set_simd_target(std::string_view name) {
     }
     hwy::SetSupportedTargetsForTest(target);
   }
+  g_bf16_active.store(bf16);
   // Make the next dynamic dispatch pick the new best target.
   hwy::GetChosenTarget().Update(hwy::SupportedTargets());
   return {};
@@ -131,11 +190,13 @@ std::string cpu_features() {
       {"avx", __builtin_cpu_supports("avx")},
       {"avx2", __builtin_cpu_supports("avx2")},
       {"fma", __builtin_cpu_supports("fma")},
+      {"f16c", __builtin_cpu_supports("f16c")},
       {"avx512f", __builtin_cpu_supports("avx512f")},
       {"avx512bw", __builtin_cpu_supports("avx512bw")},
       {"avx512vl", __builtin_cpu_supports("avx512vl")},
       {"avx512dq", __builtin_cpu_supports("avx512dq")},
       {"avx512bf16", __builtin_cpu_supports("avx512bf16")},
+      {"avx512fp16", __builtin_cpu_supports("avx512fp16")},
   };
   for (const auto& [name, present] : features) {
     if (present) out += (out.empty() ? "" : " ") + std::string(name);

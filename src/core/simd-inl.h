@@ -2,8 +2,11 @@
 // even narrowing (Highway 1.0.3's own bf16 demotion truncates), and typed load/store of fp32 lanes.
 //
 // Glossary: D is a descriptor of fp32 lanes; "storage" is the element type in memory (float,
-// or uint16_t bits of fp16/bf16). All conversions use integer lane operations plus, for fp16
-// subnormals, one exactly-rounded fp32 addition, so every target gives the same bits.
+// or uint16_t bits of fp16/bf16); a "format" tag (Fp32, Fp16, Bf16, Bf16Hw) names the storage
+// and how it is converted. The portable conversions use integer lane operations plus, for fp16
+// subnormals, one exactly-rounded fp32 addition. Hardware conversions (F16C; AVX512-BF16 on the
+// AVX3_BF16 run-time choice) are used only where they give the same bits on all 2^32 inputs, or
+// behind a lane test that sends the inputs where they differ to the portable code.
 
 // Per-target include guard (Highway's idiom for *-inl.h files).
 #if defined(MANTISSA_CORE_SIMD_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -14,8 +17,21 @@
 #endif
 
 #include <cstdint>
+#include <type_traits>
 
+#include "core/runtime_internal.h"
 #include "hwy/highway.h"
+#include "mantissa/dtype.h"
+
+// Marks the per-vector lambda a kernel passes to ForEachVector: always inlined, so that the loop
+// keeps pointers and constants in registers. Left to its heuristics, GCC calls the bigger bodies
+// (those with bf16 conversions) once per vector instead.
+#undef MANTISSA_VECTOR_BODY
+#if defined(__GNUC__)
+#define MANTISSA_VECTOR_BODY __attribute__((always_inline))
+#else
+#define MANTISSA_VECTOR_BODY
+#endif
 
 HWY_BEFORE_NAMESPACE();
 namespace mantissa::HWY_NAMESPACE {
@@ -31,6 +47,18 @@ using U16For = hn::Rebind<uint16_t, D>;
 #else
 #undef MANTISSA_HAVE_F16C
 #define MANTISSA_HAVE_F16C 0
+#endif
+
+// AVX-512 targets also carry a second bf16 narrowing, AVX512-BF16's vcvtneps2bf16, chosen at run
+// time (VisitFormat) where the CPU has it. It is emitted as inline assembly: GCC will not inline
+// the intrinsic into code compiled without -mavx512bf16, and these targets must not be compiled
+// with it, since they also run on CPUs that lack it.
+#if (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) && defined(__GNUC__)
+#undef MANTISSA_HAVE_BF16_HW
+#define MANTISSA_HAVE_BF16_HW 1
+#else
+#undef MANTISSA_HAVE_BF16_HW
+#define MANTISSA_HAVE_BF16_HW 0
 #endif
 
 // u32 lanes holding values <= 0xFFFF -> u16 lanes (exact). One vpmovdw on AVX-512; elsewhere
@@ -139,39 +167,6 @@ HWY_INLINE hn::Vec<D> CanonicalNaN(D d, hn::Vec<D> v) {
   return hn::IfThenElse(hn::IsNaN(v), hn::BitCast(d, hn::Set(di, 0x7FC00000)), v);
 }
 
-// Typed access to fp32 lanes. Storage is float (fp32) or uint16_t with a format tag.
-struct Fp32 {
-  using Storage = float;
-};
-struct Fp16 {
-  using Storage = uint16_t;
-};
-struct Bf16 {
-  using Storage = uint16_t;
-};
-
-template <class Format, class D>
-HWY_INLINE hn::Vec<D> LoadF32(D d, const typename Format::Storage* HWY_RESTRICT p) {
-  if constexpr (std::is_same_v<Format, Fp32>) {
-    return hn::LoadU(d, p);
-  } else if constexpr (std::is_same_v<Format, Fp16>) {
-    return F16ToF32(d, hn::LoadU(U16For<D>(), p));
-  } else {
-    return Bf16ToF32(d, hn::LoadU(U16For<D>(), p));
-  }
-}
-
-template <class Format, class D>
-HWY_INLINE void StoreF32(D d, hn::Vec<D> v, typename Format::Storage* HWY_RESTRICT p) {
-  if constexpr (std::is_same_v<Format, Fp32>) {
-    hn::StoreU(v, d, p);
-  } else if constexpr (std::is_same_v<Format, Fp16>) {
-    hn::StoreU(F32ToF16(d, v), U16For<D>(), p);
-  } else {
-    hn::StoreU(F32ToBf16(d, v), U16For<D>(), p);
-  }
-}
-
 // fp32 -> bf16 bits for lanes whose NaNs are already canonical (see CanonicalNaN): rounding
 // alone maps 0x7FC00000 to 0x7FC0 and +-inf to itself, so the NaN test is not needed.
 template <class D>
@@ -184,9 +179,156 @@ HWY_INLINE hn::Vec<U16For<D>> CanonicalF32ToBf16(D d, hn::Vec<D> f) {
                      hn::BitCast(hn::RebindToSigned<D>(), hn::ShiftRight<16>(hn::Add(bits, bias))));
 }
 
+#if MANTISSA_HAVE_BF16_HW
+// vcvtneps2bf16 (AVX512-BF16, with AVX512VL for the 256- and 128-bit forms). On normal numbers,
+// zeros and infinities it computes exactly F32ToBf16's integer rounding, and a NaN becomes
+// (bits >> 16) | 0x40 as there; but it reads subnormal inputs as zero (it ignores MXCSR). Callers
+// test for subnormal lanes first (AnyLaneOfClass). Only reached after the run-time check.
+HWY_INLINE __m256i CvtNePs2Bf16(__m512 v) {
+  __m256i r;
+  __asm__("vcvtneps2bf16 %1, %0" : "=v"(r) : "v"(v));
+  return r;
+}
+HWY_INLINE __m128i CvtNePs2Bf16(__m256 v) {
+  __m128i r;
+  __asm__("vcvtneps2bf16 %1, %0" : "=v"(r) : "v"(v));
+  return r;
+}
+HWY_INLINE __m128i CvtNePs2Bf16(__m128 v) {
+  __m128i r;
+  __asm__("vcvtneps2bf16 %1, %0" : "=v"(r) : "v"(v));
+  return r;
+}
+
+// vfpclassps classes (AVX512DQ).
+inline constexpr int kClassQuietNaN = 0x01;
+inline constexpr int kClassSubnormal = 0x20;
+inline constexpr int kClassSignalingNaN = 0x80;
+
+// True if any of the first MaxLanes(d) lanes of f is in one of `kClasses`: one vfpclassps and
+// one mask test, so the rare inputs cost a not-taken branch. Lanes past a partial vector are
+// ignored (their contents are unspecified).
+template <int kClasses, class D>
+HWY_INLINE bool AnyLaneOfClass(D d, hn::Vec<D> f) {
+  constexpr size_t kLanes = hn::MaxLanes(d);
+  if constexpr (sizeof(f.raw) == 64) {
+    return _mm512_fpclass_ps_mask(f.raw, kClasses) != 0;
+  } else if constexpr (sizeof(f.raw) == 32) {
+    return (_mm256_fpclass_ps_mask(f.raw, kClasses) & ((1u << kLanes) - 1)) != 0;
+  } else {
+    return (_mm_fpclass_ps_mask(f.raw, kClasses) & ((1u << kLanes) - 1)) != 0;
+  }
+}
+
+// fp32 -> bf16 bits by the hardware, for lanes without subnormals.
+template <class D>
+HWY_INLINE hn::Vec<U16For<D>> HwF32ToBf16(D /*d*/, hn::Vec<D> f) {
+  return hn::Vec<U16For<D>>{CvtNePs2Bf16(f.raw)};
+}
+
+// F32ToBf16 (NaN kept quiet with its payload): the hardware for vectors without subnormal lanes;
+// a vector with one (rare in training data) is rounded whole by the integer path, which is right
+// for every lane. Same bits for every input.
+template <class D>
+HWY_INLINE hn::Vec<U16For<D>> F32ToBf16Hw(D d, hn::Vec<D> f) {
+  if (HWY_UNLIKELY(AnyLaneOfClass<kClassSubnormal>(d, f))) return F32ToBf16(d, f);
+  return HwF32ToBf16(d, f);
+}
+#endif  // MANTISSA_HAVE_BF16_HW
+
+// Typed access to fp32 lanes. Storage is float (fp32) or uint16_t with a format tag.
+struct Fp32 {
+  using Storage = float;
+};
+struct Fp16 {
+  using Storage = uint16_t;
+};
+// bf16 narrowed by integer rounding (every target).
+struct Bf16 {
+  using Storage = uint16_t;
+};
+#if MANTISSA_HAVE_BF16_HW
+// bf16 narrowed by vcvtneps2bf16 where that gives the same bits (the AVX3_BF16 choice).
+struct Bf16Hw {
+  using Storage = uint16_t;
+};
+#endif
+
+template <class Format>
+inline constexpr bool kIsBf16 = std::is_same_v<Format, Bf16>
+#if MANTISSA_HAVE_BF16_HW
+                                || std::is_same_v<Format, Bf16Hw>
+#endif
+    ;
+
+// Calls fn(Bf16Hw{}) when the runtime selected the AVX512-BF16 narrowing (AVX3_BF16: the CPU has
+// it and no lower target was forced), else fn(Bf16{}).
+template <class Fn>
+HWY_INLINE void VisitBf16(Fn&& fn) {
+#if MANTISSA_HAVE_BF16_HW
+  if (detail::bf16_conversion_instructions()) {
+    fn(Bf16Hw{});
+    return;
+  }
+#endif
+  fn(Bf16{});
+}
+
+// Calls fn(Format{}) for the tensors' dtype, once per operator call: each format is its own
+// kernel instantiation, so the choice costs nothing per element.
+template <class Fn>
+HWY_INLINE void VisitFormat(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::kFloat16: fn(Fp16{}); return;
+    case DType::kBFloat16: VisitBf16(fn); return;
+    default: fn(Fp32{}); return;
+  }
+}
+
+template <class Format, class D>
+HWY_INLINE hn::Vec<D> LoadF32(D d, const typename Format::Storage* HWY_RESTRICT p) {
+  if constexpr (std::is_same_v<Format, Fp32>) {
+    return hn::LoadU(d, p);
+  } else if constexpr (std::is_same_v<Format, Fp16>) {
+    return F16ToF32(d, hn::LoadU(U16For<D>(), p));
+  } else {
+    static_assert(kIsBf16<Format>);
+    return Bf16ToF32(d, hn::LoadU(U16For<D>(), p));
+  }
+}
+
+template <class Format, class D>
+HWY_INLINE void StoreF32(D d, hn::Vec<D> v, typename Format::Storage* HWY_RESTRICT p) {
+  if constexpr (std::is_same_v<Format, Fp32>) {
+    hn::StoreU(v, d, p);
+  } else if constexpr (std::is_same_v<Format, Fp16>) {
+    hn::StoreU(F32ToF16(d, v), U16For<D>(), p);
+#if MANTISSA_HAVE_BF16_HW
+  } else if constexpr (std::is_same_v<Format, Bf16Hw>) {
+    hn::StoreU(F32ToBf16Hw(d, v), U16For<D>(), p);
+#endif
+  } else {
+    static_assert(std::is_same_v<Format, Bf16>);
+    hn::StoreU(F32ToBf16(d, v), U16For<D>(), p);
+  }
+}
+
 // Stores an operator result: NaN made canonical, then rounded once to the storage format.
 template <class Format, class D>
 HWY_INLINE void StoreResult(D d, hn::Vec<D> v, typename Format::Storage* HWY_RESTRICT p) {
+#if MANTISSA_HAVE_BF16_HW
+  if constexpr (std::is_same_v<Format, Bf16Hw>) {
+    // One lane test covers both rare cases: a NaN to make canonical and a subnormal the hardware
+    // would flush. Such vectors take the integer path below; all others need neither step.
+    constexpr int kRare = kClassQuietNaN | kClassSignalingNaN | kClassSubnormal;
+    if (HWY_LIKELY(!AnyLaneOfClass<kRare>(d, v))) {
+      hn::StoreU(HwF32ToBf16(d, v), U16For<D>(), p);
+    } else {
+      hn::StoreU(CanonicalF32ToBf16(d, CanonicalNaN(d, v)), U16For<D>(), p);
+    }
+    return;
+  }
+#endif
   const auto canonical = CanonicalNaN(d, v);
   if constexpr (std::is_same_v<Format, Bf16>) {
     hn::StoreU(CanonicalF32ToBf16(d, canonical), U16For<D>(), p);
@@ -195,8 +337,23 @@ HWY_INLINE void StoreResult(D d, hn::Vec<D> v, typename Format::Storage* HWY_RES
   }
 }
 
+// How this target converts (for `mantissa info`).
+HWY_INLINE const char* ConversionPathFp16() {
+  return MANTISSA_HAVE_F16C ? "F16C (vcvtph2ps, vcvtps2ph)" : "integer lane operations";
+}
+HWY_INLINE const char* ConversionPathBf16() {
+#if MANTISSA_HAVE_BF16_HW
+  if (detail::bf16_conversion_instructions()) {
+    return "shift to widen; AVX512-BF16 vcvtneps2bf16 to narrow, integer rounding for vectors "
+           "with a subnormal or NaN lane";
+  }
+#endif
+  return "shift to widen; integer round-to-nearest-even to narrow";
+}
+
 // Calls body(d, i) for full vectors over [begin, end), then body(d1, i) with a one-lane
 // descriptor for the tail. Both use the same lane operations, so the tail has the same bits.
+// Bodies are lambdas marked MANTISSA_VECTOR_BODY.
 template <class Body>
 HWY_INLINE void ForEachVector(int64_t begin, int64_t end, Body&& body) {
   const hn::ScalableTag<float> d;

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <string>
 
 #include "mantissa/bench_command.h"
 #include "mantissa/mantissa.h"
@@ -22,6 +23,15 @@ int run_info() {
   fmt::print("available targets: {}\n", available);
   fmt::print("chosen target:     {}\n", mantissa::simd_target());
   fmt::print("threads:           {}\n", mantissa::num_threads());
+  // The conversions each available target runs (the chosen one first): which CPU feature
+  // selects which path.
+  const std::string chosen = mantissa::simd_target();
+  fmt::print("conversions:\n");
+  for (const auto& t : mantissa::available_simd_targets()) {
+    if (!mantissa::set_simd_target(t).ok()) continue;
+    fmt::print("  {:<10}{} {}\n", t, t == chosen ? "*" : " ", mantissa::conversion_paths());
+  }
+  (void)mantissa::set_simd_target("auto");
   return 0;
 }
 

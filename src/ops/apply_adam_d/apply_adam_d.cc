@@ -30,7 +30,7 @@ void ApplyAdamDRange(const detail::ApplyAdamDKernelArgs& a) {
   S* v_out = static_cast<S*>(a.v_out);
 
   auto chunk = [&](int64_t begin, int64_t end) {
-    ForEachVector(begin, end, [&](auto d, int64_t i) {
+    ForEachVector(begin, end, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
       const auto lr_t = hn::Set(d, a.lr_t);
       const auto one_minus_beta1 = hn::Set(d, a.one_minus_beta1);
       const auto one_minus_beta2 = hn::Set(d, a.one_minus_beta2);
@@ -72,11 +72,7 @@ void ApplyAdamDFormat(const detail::ApplyAdamDKernelArgs& a) {
 }
 
 void ApplyAdamDImpl(const detail::ApplyAdamDKernelArgs& a) {
-  switch (a.dtype) {
-    case DType::kFloat16: ApplyAdamDFormat<Fp16>(a); break;
-    case DType::kBFloat16: ApplyAdamDFormat<Bf16>(a); break;
-    default: ApplyAdamDFormat<Fp32>(a); break;
-  }
+  VisitFormat(a.dtype, [&](auto format) { ApplyAdamDFormat<decltype(format)>(a); });
 }
 
 }  // namespace mantissa::HWY_NAMESPACE

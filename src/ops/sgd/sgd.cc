@@ -60,7 +60,7 @@ void SgdVariant(const detail::SgdKernelArgs& args) {
   const float d_attr = args.dampening, wd = args.weight_decay;
 
   auto chunk = [&](int64_t begin, int64_t end) {
-    ForEachVector(begin, end, [&](auto d, int64_t i) {
+    ForEachVector(begin, end, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
       // Every input of these lanes is loaded before any store, so in-place is safe.
       const auto p = LoadF32<Format>(d, p_in + i);
       const auto g = LoadF32<Format>(d, g_in + i);
@@ -117,11 +117,7 @@ void SgdFormat(const detail::SgdKernelArgs& args) {
 }
 
 void SgdImpl(const detail::SgdKernelArgs& args) {
-  switch (args.dtype) {
-    case DType::kFloat16: return SgdFormat<Fp16>(args);
-    case DType::kBFloat16: return SgdFormat<Bf16>(args);
-    default: return SgdFormat<Fp32>(args);
-  }
+  VisitFormat(args.dtype, [&](auto format) { SgdFormat<decltype(format)>(args); });
 }
 
 }  // namespace mantissa::HWY_NAMESPACE
