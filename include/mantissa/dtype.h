@@ -25,10 +25,24 @@ enum class DType : int32_t {
   kFloat64 = 11,
   kBool = 12,
   kBFloat16 = 27,
+  // Low-precision formats (see lowp.h). INT4 and FLOAT4_E2M1 are packed two elements per byte.
+  kInt4 = 29,
+  kHiFloat8 = 34,  // declared for completeness; no operator accepts it
+  kFloat8E5M2 = 35,
+  kFloat8E4M3FN = 36,
+  kFloat8E8M0 = 37,
+  kFloat6E3M2 = 38,  // one element per byte, in the low six bits
+  kFloat6E2M3 = 39,
+  kFloat4E2M1 = 40,
 };
 
-// Bytes per element; 0 for kUndefined or a value outside the enum.
+// Bytes per element; 0 for kUndefined, a value outside the enum, or a packed sub-byte type (INT4,
+// FLOAT4_E2M1), whose elements have no byte size of their own.
 MANTISSA_API std::size_t dtype_size(DType dtype) noexcept;
+// Bits per element in memory: 8 * dtype_size, or 4 for the packed types (two elements per byte,
+// element 2i in the low nibble); 0 when unknown. A tensor of n elements takes
+// (n * bits + 7) / 8 bytes (TensorView::nbytes).
+MANTISSA_API std::size_t dtype_bits(DType dtype) noexcept;
 // CANN spelling, as used in error messages: "FLOAT", "FLOAT16", "BFLOAT16", "INT32", ...
 MANTISSA_API const char* dtype_name(DType dtype) noexcept;
 // Short spelling used by case files: "fp32", "fp16", "bf16", "int32", "bool", ...

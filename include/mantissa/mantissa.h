@@ -2,6 +2,8 @@
 #pragma once
 
 #include "mantissa/dtype.h"
+#include "mantissa/lowp.h"
+#include "mantissa/mx.h"
 #include "mantissa/ops/amp_update_scale.h"
 #include "mantissa/ops/apply_adam_d.h"
 #include "mantissa/ops/foreach_non_finite_check_and_unscale.h"

@@ -114,9 +114,11 @@ std::optional<uint64_t> needed_bytes(const aclTensorDesc& d) {
   for (int64_t dim : d.dims) {
     if (__builtin_mul_overflow(count, static_cast<uint64_t>(dim), &count)) return std::nullopt;
   }
-  const uint64_t size = dtype_size(static_cast<DType>(d.dtype));
+  const uint64_t bits = dtype_bits(static_cast<DType>(d.dtype));
+  if (bits == 0) return std::nullopt;
+  if (bits < 8) return count / 2 + count % 2;  // packed: two elements per byte
   uint64_t bytes = 0;
-  if (size == 0 || __builtin_mul_overflow(count, size, &bytes)) return std::nullopt;
+  if (__builtin_mul_overflow(count, bits / 8, &bytes)) return std::nullopt;
   return bytes;
 }
 

@@ -255,7 +255,15 @@ double scalar_as_double(const aclScalar& scalar) {
     case DType::kUInt32: return load<uint32_t>(scalar);
     case DType::kUInt64: return static_cast<double>(load<uint64_t>(scalar));
     case DType::kBool: return load<uint8_t>(scalar) != 0 ? 1.0 : 0.0;
-    case DType::kUndefined: break;
+    case DType::kUndefined:
+    case DType::kInt4:
+    case DType::kHiFloat8:
+    case DType::kFloat8E5M2:
+    case DType::kFloat8E4M3FN:
+    case DType::kFloat8E8M0:
+    case DType::kFloat6E3M2:
+    case DType::kFloat6E2M3:
+    case DType::kFloat4E2M1: break;
   }
   return 0.0;  // unreachable: aclCreateScalar accepts only the dtypes above
 }
@@ -290,7 +298,10 @@ aclScalar* aclCreateScalar(void* value, aclDataType dataType) {
       record(fn, "value is null");
       return false;
     }
-    const std::size_t bytes = mantissa::dtype_size(static_cast<mantissa::DType>(dtype));
+    // Low-precision formats (INT4 and up: FP8, FP6, FP4, HiFloat8) are not scalar types.
+    const std::size_t bytes = dtype >= static_cast<int32_t>(mantissa::DType::kInt4)
+                                  ? 0
+                                  : mantissa::dtype_size(static_cast<mantissa::DType>(dtype));
     if (bytes == 0 || bytes > sizeof scalar.bytes) {
       record(fn,
              "dataType {} is not supported (supported: FLOAT, FLOAT16, BF16, DOUBLE, INT8, "

@@ -70,8 +70,9 @@ TensorView to_view(const aclTensor& tensor) {
   const auto dtype = static_cast<DType>(tensor.dtype);
   void* data = tensor.data;
   if (data != nullptr) {
-    // aclCreateTensor checked that offset * element size fits the storage's byte size.
-    data = static_cast<char*>(data) + tensor.offset * static_cast<int64_t>(dtype_size(dtype));
+    // aclCreateTensor checked that offset * element size fits the storage's byte size (a packed
+    // sub-byte dtype has an even offset: two elements per byte).
+    data = static_cast<char*>(data) + tensor.offset * static_cast<int64_t>(dtype_bits(dtype)) / 8;
   }
   TensorView view(data, dtype, std::span<const int64_t>(tensor.view_dims),
                   std::span<const int64_t>(tensor.strides));
@@ -104,6 +105,9 @@ aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, aclDat
                               storageDimsNum));
   }
   if (offset < 0) return reject(fmt::format("offset {} is negative", offset));
+  if (mantissa::dtype_bits(static_cast<mantissa::DType>(dtype)) == 4 && offset % 2 != 0) {
+    return reject(fmt::format("offset {} is odd for a packed (two per byte) dtype", offset));
+  }
 
   const std::span<const int64_t> view(viewDims, viewDims ? viewDimsNum : 0);
   const std::span<const int64_t> storage(storageDims, storageDims ? storageDimsNum : 0);

@@ -43,9 +43,11 @@ std::optional<int64_t> TensorView::numel() const noexcept {
 
 std::optional<int64_t> TensorView::nbytes() const noexcept {
   const auto count = numel();
-  const auto size = static_cast<int64_t>(dtype_size(dtype));
+  const auto bits = static_cast<int64_t>(dtype_bits(dtype));
+  if (!count || bits == 0) return std::nullopt;
+  if (bits < 8) return *count / 2 + *count % 2;  // packed: two elements per byte
   int64_t bytes = 0;
-  if (!count || size == 0 || __builtin_mul_overflow(*count, size, &bytes)) return std::nullopt;
+  if (__builtin_mul_overflow(*count, bits / 8, &bytes)) return std::nullopt;
   return bytes;
 }
 

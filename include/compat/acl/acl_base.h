@@ -52,7 +52,15 @@ typedef enum {
   ACL_STRING = 13,
   ACL_COMPLEX64 = 16,
   ACL_COMPLEX128 = 17,
-  ACL_BF16 = 27
+  ACL_BF16 = 27,
+  ACL_INT4 = 29, /* packed two per byte, element 2i in the low nibble */
+  ACL_HIFLOAT8 = 34, /* declared; no operator of this library accepts it */
+  ACL_FLOAT8_E5M2 = 35,
+  ACL_FLOAT8_E4M3FN = 36,
+  ACL_FLOAT8_E8M0 = 37,
+  ACL_FLOAT6_E3M2 = 38, /* one per byte, low six bits */
+  ACL_FLOAT6_E2M3 = 39,
+  ACL_FLOAT4_E2M1 = 40 /* packed two per byte, element 2i in the low nibble */
 } aclDataType;
 
 typedef enum {

@@ -1,0 +1,68 @@
+// Every one of the 2^32 fp32 inputs narrowed to each low-precision format (both overflow modes):
+// the scalar conversions against the nearbyint reference, and the SIMD bulk conversions on the
+// best target against the scalar ones. (test_lowp covers every target on every tie.)
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <thread>
+#include <vector>
+
+#include "lowp_reference.h"
+#include "mantissa/lowp.h"
+
+namespace mantissa {
+namespace {
+
+TEST(LowpExhaustive, AllFp32Inputs) {
+  constexpr uint64_t kChunk = 1u << 24;
+  std::vector<float> in(kChunk);
+  std::vector<uint8_t> got(kChunk);
+  const unsigned workers = std::max(1u, std::thread::hardware_concurrency());
+  for (uint64_t base = 0; base < (1ull << 32); base += kChunk) {
+    for (uint64_t i = 0; i < kChunk; ++i)
+      in[i] = std::bit_cast<float>(static_cast<uint32_t>(base + i));
+    for (const testing::LowpFormat& f : testing::kLowpFormats) {
+      const MiniFloat& mf = *minifloat_of(f.dtype);
+      const bool packed = f.dtype == DType::kFloat4E2M1;
+      for (bool sat : {true, false}) {
+        if (f.kind == testing::LowpFormat::kFinite && !sat) continue;  // the same as saturating
+        std::vector<std::thread> pool;
+        std::vector<uint64_t> bad(workers, 0), first(workers, 0);
+        for (unsigned w = 0; w < workers; ++w) {
+          pool.emplace_back([&, w] {
+            for (uint64_t i = w; i < kChunk; i += workers) {
+              if (float_to_minifloat(mf, in[i], sat) !=
+                  testing::ref_encode_nearbyint(f, in[i], sat)) {
+                if (bad[w]++ == 0) first[w] = base + i;
+              }
+            }
+          });
+        }
+        for (auto& t : pool) t.join();
+        for (unsigned w = 0; w < workers; ++w) {
+          ASSERT_EQ(bad[w], 0u) << f.name << " sat " << sat << " first at 0x" << std::hex
+                                << first[w];
+        }
+        ASSERT_TRUE(convert_fp32_to_lowp(f.dtype, in.data(), got.data(), kChunk, sat));
+        for (uint64_t i = 0; i < kChunk; ++i) {
+          const uint32_t g = packed ? packed_nibble(got.data(), i) : got[i];
+          if (g != float_to_minifloat(mf, in[i], sat)) {
+            FAIL() << f.name << " SIMD sat " << sat << " input 0x" << std::hex << base + i;
+          }
+        }
+      }
+    }
+    for (bool sat : {true, false}) {
+      ASSERT_TRUE(convert_fp32_to_lowp(DType::kFloat8E8M0, in.data(), got.data(), kChunk, sat));
+      for (uint64_t i = 0; i < kChunk; ++i) {
+        if (got[i] != float_to_e8m0(in[i], sat)) {
+          FAIL() << "e8m0 SIMD sat " << sat << " input 0x" << std::hex << base + i;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mantissa
