@@ -5,6 +5,7 @@
 #include "mantissa/ops/amp_update_scale.h"
 #include "mantissa/ops/apply_adam_d.h"
 #include "mantissa/ops/sgd.h"
+#include "mantissa/reduce.h"
 #include "mantissa/runtime.h"
 #include "mantissa/status.h"
 #include "mantissa/tensor.h"
