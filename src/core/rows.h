@@ -7,6 +7,9 @@
 // `inner`. Softmax over dim d has axis = shape[d]; LayerNorm/RMSNorm over the trailing k dims
 // have axis = product of those dims and inner = 1.
 //
+// The caller has validated the shape: numel fits int64, and so does the row count outer * inner
+// (which can exceed numel when axis is 0).
+//
 // Determinism: the loops cut the work into pieces whose bounds depend on the shape only (never
 // on the thread count or the SIMD target), so a callback that computes each piece on its own
 // gives the same bits for 1 thread or 64.
