@@ -28,6 +28,7 @@ for path in \
   lib/libmantissa.so \
   include/mantissa/mantissa.h \
   include/mantissa/tensor.h \
+  include/mantissa/reduce.h \
   include/mantissa/ops/amp_update_scale.h \
   include/mantissa/ops/apply_adam_d.h \
   include/mantissa/compat/acl/acl.h \

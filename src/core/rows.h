@@ -1,0 +1,134 @@
+// Rows: a tensor's index space seen as outer x axis x inner, and deterministic parallel loops
+// over its rows (last axis) or inner-contiguous tiles (any other axis) for row-wise operators.
+//
+// Glossary: a contiguous row-major tensor of `numel` elements is viewed as [outer, axis, inner].
+// A "row" is the `axis` elements reduced or normalised together; there are outer * inner rows.
+// Row (o, i) holds the elements at o * axis * inner + a * inner + i for a in [0, axis): stride
+// `inner`. Softmax over dim d has axis = shape[d]; LayerNorm/RMSNorm over the trailing k dims
+// have axis = product of those dims and inner = 1.
+//
+// The caller has validated the shape: numel fits int64, and so does the row count outer * inner
+// (which can exceed numel when axis is 0).
+//
+// Determinism: the loops cut the work into pieces whose bounds depend on the shape only (never
+// on the thread count or the SIMD target), so a callback that computes each piece on its own
+// gives the same bits for 1 thread or 64.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "core/parallel.h"
+
+namespace mantissa::detail {
+
+// Elements one parallel piece of a row loop aims at (a few hundred KiB of fp32 in and out).
+inline constexpr int64_t kRowBlockElements = 32768;
+// Inner positions one tile covers for a non-last axis: 64 fp32 lanes are 4 AVX-512 vectors, 8
+// AVX2 or 16 SSE vectors, and 256 contiguous bytes per axis step for the prefetcher. A constant,
+// so the tiles (and anything computed per tile) are the same on every target.
+inline constexpr int64_t kTileWidth = 64;
+
+struct Rows {
+  int64_t outer = 1;  // product of the dims before the axis
+  int64_t axis = 1;   // elements per row (product of the reduced dims)
+  int64_t inner = 1;  // product of the dims after the axis: the stride between row elements
+
+  int64_t rows() const noexcept { return outer * inner; }
+  int64_t numel() const noexcept { return outer * axis * inner; }
+  bool last_axis() const noexcept { return inner == 1; }
+};
+
+// PyTorch's dim wrapping: dim in [-r, r) with r = max(rank, 1) (a rank-0 tensor accepts 0 and
+// -1), mapped to [0, r). nullopt when out of range.
+constexpr std::optional<int> wrap_dim(int64_t dim, int rank) noexcept {
+  const int64_t r = rank > 0 ? rank : 1;
+  if (dim < -r || dim >= r) return std::nullopt;
+  return static_cast<int>(dim < 0 ? dim + r : dim);
+}
+
+// The rows over dim `dim` (negative counts from the end) of a shape whose dim the caller has
+// validated with wrap_dim and whose element count fits int64. Rank 0 is one row of one element.
+inline Rows rows_over_dim(std::span<const int64_t> shape, int64_t dim) noexcept {
+  Rows r;
+  const int rank = static_cast<int>(shape.size());
+  if (rank == 0) return r;
+  const int d = wrap_dim(dim, rank).value_or(rank - 1);
+  for (int k = 0; k < d; ++k) r.outer *= shape[k];
+  r.axis = shape[d];
+  for (int k = d + 1; k < rank; ++k) r.inner *= shape[k];
+  return r;
+}
+
+// The rows over the trailing `normalized_dims` dims (0 <= normalized_dims <= rank, validated by
+// the caller): axis = their product (1 when there are none), inner = 1.
+inline Rows rows_over_trailing(std::span<const int64_t> shape, int normalized_dims) noexcept {
+  Rows r;
+  const int rank = static_cast<int>(shape.size());
+  const int first = rank - std::clamp(normalized_dims, 0, rank);
+  for (int k = 0; k < first; ++k) r.outer *= shape[k];
+  for (int k = first; k < rank; ++k) r.axis *= shape[k];
+  return r;
+}
+
+// Rows per parallel piece of for_each_row_block: a function of the row length only.
+constexpr int64_t rows_per_block(int64_t axis) noexcept {
+  return std::max<int64_t>(1, kRowBlockElements / std::max<int64_t>(1, axis));
+}
+
+// Tiles per parallel piece of for_each_tile: a function of the row length only.
+constexpr int64_t tiles_per_block(int64_t axis) noexcept {
+  return std::max<int64_t>(1, kRowBlockElements / (std::max<int64_t>(1, axis) * kTileWidth));
+}
+
+// Tiles (per outer index) covering [0, inner).
+constexpr int64_t tiles_per_outer(int64_t inner) noexcept {
+  return (inner + kTileWidth - 1) / kTileWidth;
+}
+
+// Last-axis loop (meant for rows.inner == 1; with inner > 1 use for_each_tile). Calls
+// fn(row_begin, row_end) once for each block [k * g, min((k + 1) * g, rows)) of the row indices,
+// g = rows_per_block(axis); row k's elements are [k * axis, (k + 1) * axis).
+// Contract: blocks run concurrently on different threads, in any order; fn must compute each row
+// from that row's data alone (or from read-only shared data) and write only that row's outputs.
+// Every row is visited exactly once, also rows of length 0 (axis == 0), so per-row outputs such
+// as a mean can still be written.
+template <class Fn>
+void for_each_row_block(const Rows& rows, Fn&& fn) {
+  auto body = [&](int64_t begin, int64_t end) { fn(begin, end); };
+  parallel_for(rows.rows(), rows_per_block(rows.axis), body);
+}
+
+// One inner-contiguous tile of a non-last axis: outer index `outer`, inner positions [i0, i1)
+// (at most kTileWidth of them). Element (a, i) of the tile, a in [0, axis), i in [i0, i1), is at
+// offset + a * stride + (i - i0).
+struct Tile {
+  int64_t outer;
+  int64_t i0, i1;
+  int64_t offset;  // outer * axis * inner + i0
+  int64_t stride;  // inner
+};
+
+// Any-axis loop. Calls fn(tile) for every tile of every outer index: tiles [i0, i1) are
+// [j * kTileWidth, min((j + 1) * kTileWidth, inner)). The tiles are cut into parallel pieces of
+// tiles_per_block(axis) consecutive tiles (ordered by outer, then i0).
+// Contract: as for for_each_row_block, tiles run concurrently, in any order; fn walks the axis
+// with stride `inner` and vectorises across [i0, i1), each inner position being one row; it
+// writes only the outputs of those rows. With inner == 1 every tile is one row.
+template <class Fn>
+void for_each_tile(const Rows& rows, Fn&& fn) {
+  const int64_t per_outer = tiles_per_outer(rows.inner);
+  auto body = [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t o = t / per_outer;
+      const int64_t i0 = (t - o * per_outer) * kTileWidth;
+      const int64_t i1 = std::min(rows.inner, i0 + kTileWidth);
+      fn(Tile{o, i0, i1, o * rows.axis * rows.inner + i0, rows.inner});
+    }
+  };
+  parallel_for(rows.outer * per_outer, tiles_per_block(rows.axis), body);
+}
+
+}  // namespace mantissa::detail
