@@ -20,13 +20,18 @@ namespace mantissa::testing {
 
 // ---- The reference --------------------------------------------------------------------------
 
-// The kit's inputs for a call: the read and in/out tensors (contiguous) copied, the attributes.
+// The kit's inputs for a call: the read and in/out tensors (contiguous) copied, an optional one
+// left out as the kit's absent tensor, the attributes.
 template <class Op>
 precision::OpInputs kit_inputs(const typename Op::Tensors& t, const typename Op::Params& p) {
   const auto v = detail::views<Op>(t);
   precision::OpInputs in;
   for (std::size_t k = 0; k < v.size(); ++k) {
     if (Op::kArgs[k].role == detail::Role::kOut) continue;
+    if (!detail::is_set<Op>(t, k)) {
+      in.tensors.push_back(precision::absent_tensor());
+      continue;
+    }
     precision::HostTensor h(
         v[k].dtype, std::vector<int64_t>(v[k].shape.begin(), v[k].shape.begin() + v[k].rank));
     if (!h.bytes.empty()) std::memcpy(h.data(), v[k].data, h.bytes.size());

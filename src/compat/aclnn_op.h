@@ -48,7 +48,7 @@ class AclnnPlan {
   Status make(const std::array<const aclTensor*, kN>& tensors, const typename Op::Params& p) {
     params_ = p;
     for (std::size_t k = 0; k < kN; ++k) {
-      present_[k] = tensors[k] != nullptr;  // only an optional input may be null here
+      present_[k] = tensors[k] != nullptr;  // only an optional input or in/out may be null here
       if (present_[k]) user_[k] = to_view(*tensors[k]);
     }
     slot_of_.fill(-1);
@@ -175,7 +175,7 @@ class AclnnPlan {
     for (std::size_t k = 0; k < kN; ++k) spans[k] = byte_span(user_[k]);
     for (std::size_t w = 0; w < kN; ++w) {
       const detail::ArgSpec& a = Op::kArgs[w];
-      if (!a.written()) continue;
+      if (!a.written() || !present_[w]) continue;
       if (may_self_overlap(user_[w])) {
         return invalid(fmt::format(
             "{} (shape {}) has strides that address some element twice; an output must not",
@@ -237,11 +237,15 @@ aclnnStatus aclnn_prepare(const std::array<const aclTensor*, detail::kNumArgs<Op
   using Plan = AclnnPlan<Op>;
   const char* fn = Plan::phase_one().c_str();
   try {
-    // A null optional input is absent; every other null is 161001.
+    // A null optional input or in/out argument is absent, unless the attributes require it;
+    // every other null is 161001.
     std::vector<TensorArg> args;
     for (std::size_t k = 0; k < tensors.size(); ++k) {
       const detail::ArgSpec& a = Op::kArgs[k];
-      if (tensors[k] == nullptr && a.optional && a.role == detail::Role::kIn) continue;
+      if (tensors[k] == nullptr && a.optional && a.role != detail::Role::kOut &&
+          detail::required_by<Op>(params, k) == nullptr) {
+        continue;
+      }
       args.push_back({a.acl_name.data(), tensors[k]});
     }
     if (aclnnStatus s = check_tensor_args(fn, args); s != ACLNN_SUCCESS) return s;

@@ -51,10 +51,17 @@ Status check_handles(const OpDef& def, const char* side, std::span<const char* c
   return {};
 }
 
+// An optional input the caller left out: CANN's form is a descriptor of dtype ACL_DT_UNDEFINED
+// (format ACL_FORMAT_UNDEFINED, no dims) with a data buffer of no memory.
+bool is_absent(std::span<const bool> optional, size_t i, const aclTensorDesc* desc) {
+  return i < optional.size() && optional[i] && desc->dtype == ACL_DT_UNDEFINED;
+}
+
 // Operators take row-major ND tensors only.
 Status check_formats(const OpDef& def, const char* side, std::span<const char* const> names,
-                     aclTensorDesc* const* desc) {
+                     aclTensorDesc* const* desc, std::span<const bool> optional) {
   for (size_t i = 0; i < names.size(); ++i) {
+    if (is_absent(optional, i, desc[i])) continue;
     if (desc[i]->format != ACL_FORMAT_ND) {
       return fail(StatusCode::kParamInvalid, def.type,
                   "{}Desc[{}] ({}) format is {} (only ACL_FORMAT_ND = 2 is supported)", side, i,
@@ -121,8 +128,9 @@ std::optional<uint64_t> needed_bytes(const aclTensorDesc& d) {
 
 Status check_side_sizes(std::string_view op_type, const char* side,
                         std::span<const char* const> names, std::span<aclTensorDesc* const> desc,
-                        std::span<aclDataBuffer* const> buffers) {
+                        std::span<aclDataBuffer* const> buffers, std::span<const bool> optional) {
   for (size_t i = 0; i < desc.size(); ++i) {
+    if (is_absent(optional, i, desc[i])) continue;
     const auto bytes = needed_bytes(*desc[i]);
     if (!bytes) {
       return fail(StatusCode::kParamInvalid, op_type,
@@ -196,8 +204,11 @@ Status compile_and_execute(const char* op_type, int num_inputs, aclTensorDesc* i
   if (Status s = check_handles(*def, "output", def->outputs, output_desc, outputs); !s.ok()) {
     return s;
   }
-  if (Status s = check_formats(*def, "input", def->inputs, input_desc); !s.ok()) return s;
-  if (Status s = check_formats(*def, "output", def->outputs, output_desc); !s.ok()) return s;
+  if (Status s = check_formats(*def, "input", def->inputs, input_desc, def->optional_inputs);
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = check_formats(*def, "output", def->outputs, output_desc, {}); !s.ok()) return s;
   std::map<std::string_view, AttrValue> resolved;
   if (Status s = resolve_attrs(*def, attr, resolved); !s.ok()) return s;
 
@@ -222,6 +233,9 @@ OpCall::OpCall(const OpDef& def, std::span<aclTensorDesc* const> input_desc,
 
 TensorView OpCall::in(int i) const { return make_view(*input_desc_[i], *inputs_[i]); }
 TensorView OpCall::out(int i) const { return make_view(*output_desc_[i], *outputs_[i]); }
+bool OpCall::absent(int i) const {
+  return is_absent(def_.optional_inputs, static_cast<size_t>(i), input_desc_[i]);
+}
 
 const AttrValue& OpCall::attr(std::string_view name, AttrType type) const {
   static const AttrValue kNone{AttrType::kBool};
@@ -235,10 +249,12 @@ int64_t OpCall::attr_int(std::string_view name) const { return attr(name, AttrTy
 float OpCall::attr_float(std::string_view name) const { return attr(name, AttrType::kFloat).f; }
 
 Status OpCall::check_buffer_sizes() const {
-  if (Status s = check_side_sizes(def_.type, "input", def_.inputs, input_desc_, inputs_); !s.ok()) {
+  if (Status s = check_side_sizes(def_.type, "input", def_.inputs, input_desc_, inputs_,
+                                  def_.optional_inputs);
+      !s.ok()) {
     return s;
   }
-  return check_side_sizes(def_.type, "output", def_.outputs, output_desc_, outputs_);
+  return check_side_sizes(def_.type, "output", def_.outputs, output_desc_, outputs_, {});
 }
 
 }  // namespace mantissa::compat::aclop

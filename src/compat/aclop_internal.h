@@ -64,7 +64,10 @@ using Handler = Status (*)(const OpCall& call);
 // One row of the operator table.
 struct OpDef {
   std::string_view type;
-  std::span<const char* const> inputs;   // names, in op-by-name order
+  std::span<const char* const> inputs;  // names, in op-by-name order
+  // Per input: whether the caller may leave it out, with an ACL_DT_UNDEFINED descriptor (and
+  // a data buffer of no memory), as CANN's aclopCompileAndExecute takes an unused optional input.
+  std::span<const bool> optional_inputs;
   std::span<const char* const> outputs;  // names, in op-by-name order
   std::span<const AttrSpec> attrs;
   Handler handler;
@@ -83,6 +86,8 @@ class OpCall {
 
   TensorView in(int i) const;
   TensorView out(int i) const;
+  // Whether input i is an optional input the caller left out.
+  bool absent(int i) const;
   bool attr_bool(std::string_view name) const;
   int64_t attr_int(std::string_view name) const;
   float attr_float(std::string_view name) const;

@@ -29,14 +29,18 @@ struct Row {
   static constexpr std::size_t kOutputs = count_outputs<Op>();
   static constexpr std::size_t kInputs = kNumArgs<Op> - kOutputs;
 
-  // Graph names, inputs (kIn and kInOut) and outputs each in declaration order.
+  // The inputs (kIn and kInOut) in the graph definition's order (detail::graph_inputs), with
+  // their graph names and whether each may be left out; the outputs in declaration order.
+  static constexpr std::array<std::size_t, kInputs> order = detail::graph_inputs<Op>();
   static constexpr std::array<const char*, kInputs> inputs = [] {
     std::array<const char*, kInputs> names{};
-    std::size_t i = 0;
-    for (const auto& a : Op::kArgs) {
-      if (a.role != Role::kOut) names[i++] = a.graph_name.data();
-    }
+    for (std::size_t i = 0; i < kInputs; ++i) names[i] = Op::kArgs[order[i]].graph_name.data();
     return names;
+  }();
+  static constexpr std::array<bool, kInputs> optional_inputs = [] {
+    std::array<bool, kInputs> optional{};
+    for (std::size_t i = 0; i < kInputs; ++i) optional[i] = Op::kArgs[order[i]].optional;
+    return optional;
   }();
   static constexpr std::array<const char*, kOutputs> outputs = [] {
     std::array<const char*, kOutputs> names{};
@@ -64,14 +68,22 @@ struct Row {
   }
 
   // Outputs are always given: the input's buffer (in place) or another one, in which case the
-  // input is left unchanged. In/out arguments are updated through their input buffers.
+  // input is left unchanged. In/out arguments are updated through their input buffers. An
+  // optional input left out is absent from the C++ call.
   static Status handler(const OpCall& c) {
     std::array<TensorView, kNumArgs<Op>> v;
-    int in = 0, out = 0;
-    for (std::size_t k = 0; k < kNumArgs<Op>; ++k) {
-      v[k] = Op::kArgs[k].role == Role::kOut ? c.out(out++) : c.in(in++);
+    std::array<bool, kNumArgs<Op>> present;
+    present.fill(true);
+    for (std::size_t i = 0; i < kInputs; ++i) {
+      const int in = static_cast<int>(i);
+      present[order[i]] = !c.absent(in);
+      if (present[order[i]]) v[order[i]] = c.in(in);
     }
-    const typename Op::Tensors t = detail::tensors_from<Op>(v);
+    int out = 0;
+    for (std::size_t k = 0; k < kNumArgs<Op>; ++k) {
+      if (Op::kArgs[k].role == Role::kOut) v[k] = c.out(out++);
+    }
+    const typename Op::Tensors t = detail::tensors_from<Op>(v, present);
     typename Op::Params p{};
     for (std::size_t i = 0; i < kNumAttrs<Op>; ++i) {
       const detail::AttrSpec& a = Op::kAttrs[i];
@@ -89,7 +101,9 @@ struct Row {
     return Op::run(t, p, Workspace{});
   }
 
-  static constexpr OpDef def() { return {Op::kType, inputs, outputs, attrs, handler}; }
+  static constexpr OpDef def() {
+    return {Op::kType, inputs, optional_inputs, outputs, attrs, handler};
+  }
 };
 
 const std::array<OpDef, AllOps::size> kOps = [] {

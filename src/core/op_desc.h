@@ -8,6 +8,8 @@
 //   kArgs               its tensor arguments in CANN's order (ArgSpec: names, role, dtype,
 //                       shape and rank rules, in-place pairing)
 //   kTensorMembers      the Tensors members in the same order (index access)
+//   kGraphInputs        optional: the op-by-name inputs in CANN's graph order, where the graph
+//                       definition orders them unlike the aclnn signature
 //   kAttrs, kAttrMembers  its attributes (name, type, default, required by op-by-name) and
 //                       the Params members they fill
 //   check_params()      what is truly specific to its contract (attribute ranges, ...)
@@ -80,7 +82,7 @@ struct ArgSpec {
   bool allow_empty = true;           // a dimension of size 0 is accepted
   StatusCode one_element_code = StatusCode::kParamInvalid;
   int paired = -1;        // kOut: the input whose buffer it may be (in place)
-  bool optional = false;  // kOut: may be left unset, meaning in place; kIn: may be absent
+  bool optional = false;  // kOut: may be left unset, meaning in place; kIn, kInOut: may be absent
   AliasRule alias = AliasRule::kPairedOrDisjoint;
 
   // Builders, so a declaration reads as a sentence.
@@ -118,8 +120,9 @@ struct ArgSpec {
   constexpr ArgSpec optional_output() const {
     return with([](ArgSpec& a) { a.optional = true; });
   }
-  // An input the caller may leave out (an unset std::optional member, a null aclTensor*); the
-  // operator's check_params decides when it is required.
+  // An input or in/out argument the caller may leave out (an unset std::optional member, a null
+  // aclTensor*, an ACL_DT_UNDEFINED descriptor by name); the operator's check_params decides
+  // when it is required. No other argument may take its dtype or shape from it.
   constexpr ArgSpec optional_input() const {
     return with([](ArgSpec& a) { a.optional = true; });
   }
@@ -229,7 +232,8 @@ void for_each_attr_member(F&& f) {
                                       std::make_index_sequence<kNumAttrs<Op>>{});
 }
 
-// Whether argument k was given (an optional output left unset was not).
+// Whether argument k was given (an optional output left unset was not, nor an optional input or
+// in/out argument left out).
 template <class Op>
 bool is_set(const typename Op::Tensors& t, std::size_t k) {
   bool set = true;
@@ -243,7 +247,7 @@ bool is_set(const typename Op::Tensors& t, std::size_t k) {
 }
 
 // The views of all arguments by index. An optional output left unset is its paired input's
-// view (the operator writes in place).
+// view (the operator writes in place); an optional input left out is an empty default view.
 template <class Op>
 std::array<TensorView, kNumArgs<Op>> views(const typename Op::Tensors& t) {
   std::array<TensorView, kNumArgs<Op>> v;
@@ -328,14 +332,71 @@ bool in_place(std::span<const TensorView> v, std::size_t k) {
          v[k].data == v[static_cast<std::size_t>(a.paired)].data;
 }
 
+// The attribute that makes optional argument k required with these attribute values
+// (Op::required_by, where the operator declares it: ApplyAdamWV2's max_grad_norm with amsgrad),
+// or nullptr.
+template <class Op>
+const char* required_by(const typename Op::Params& p, std::size_t k) {
+  if constexpr (requires { Op::required_by(p, k); }) {
+    return Op::required_by(p, k);
+  } else {
+    return nullptr;
+  }
+}
+
+// ---- Op-by-name input order -----------------------------------------------------------------
+
+template <class Op>
+constexpr std::size_t count_inputs() {
+  std::size_t n = 0;
+  for (const ArgSpec& a : Op::kArgs) n += a.role != Role::kOut;
+  return n;
+}
+
+// The op-by-name inputs (the read and in/out arguments) as argument indices, in the order of
+// CANN's graph definition: Op::kGraphInputs where the operator declares it (its graph orders
+// them unlike its aclnn signature), else declaration order.
+template <class Op>
+constexpr std::array<std::size_t, count_inputs<Op>()> graph_inputs() {
+  std::array<std::size_t, count_inputs<Op>()> order{};
+  if constexpr (requires { Op::kGraphInputs; }) {
+    for (std::size_t i = 0; i < order.size() && i < Op::kGraphInputs.size(); ++i) {
+      order[i] = static_cast<std::size_t>(Op::kGraphInputs[i]);
+    }
+  } else {
+    std::size_t i = 0;
+    for (std::size_t k = 0; k < kNumArgs<Op>; ++k) {
+      if (Op::kArgs[k].role != Role::kOut) order[i++] = k;
+    }
+  }
+  return order;
+}
+
+// A declared graph order names every read and in/out argument exactly once.
+template <class Op>
+constexpr bool graph_order_valid() {
+  if constexpr (requires { Op::kGraphInputs; }) {
+    if (Op::kGraphInputs.size() != count_inputs<Op>()) return false;
+    std::array<bool, kNumArgs<Op>> seen{};
+    for (auto k : Op::kGraphInputs) {
+      const auto i = static_cast<std::size_t>(k);
+      if (i >= kNumArgs<Op> || seen[i] || Op::kArgs[i].role == Role::kOut) return false;
+      seen[i] = true;
+    }
+  }
+  return true;
+}
+
 // ---- Common validation ----------------------------------------------------------------------
 
 // Validation in the documented order, each step over the arguments in declaration order:
-//   1 presence (161001)   2 dtypes   3 ranks   4 empty dimensions   5 sizes that fit
-//   6 shapes   7 one-element tensors   8 the operator's own rules (Op::check_params)
-//   9 contiguity   10 aliasing
+//   1 presence (161001; also an optional argument left out that the attributes require)
+//   2 dtypes   3 ranks   4 empty dimensions   5 sizes that fit   6 shapes
+//   7 one-element tensors   8 the operator's own rules (Op::check_params)   9 contiguity
+//   10 aliasing
 // Steps 2-10 return 161002 unless the descriptor names another code. An optional output left
-// unset takes part as its paired input.
+// unset takes part as its paired input; an optional input or in/out argument left out takes no
+// part (check_params decides whether it was required).
 template <class Op>
 Status validate(const typename Op::Tensors& t, const typename Op::Params& p) {
   constexpr std::string_view op = Op::kType;
@@ -347,7 +408,12 @@ Status validate(const typename Op::Tensors& t, const typename Op::Params& p) {
   auto arg = [&](std::size_t k) { return Arg{spec[k].name.data(), v[k]}; };
 
   for (std::size_t k = 0; k < n; ++k) {
-    if (given[k]) MANTISSA_RETURN_IF_ERROR(check_present(op, arg(k)));
+    if (given[k]) {
+      MANTISSA_RETURN_IF_ERROR(check_present(op, arg(k)));
+    } else if (const char* attr = required_by<Op>(p, k)) {
+      return fail(StatusCode::kParamNullptr, op, "{} is required when {} is set, but was not given",
+                  spec[k].name, attr);
+    }
   }
   for (std::size_t k = 0; k < n; ++k) {
     if (!given[k]) continue;
@@ -419,7 +485,7 @@ Status validate(const typename Op::Tensors& t, const typename Op::Params& p) {
     if (spec[k].role == Role::kOut) MANTISSA_RETURN_IF_ERROR(check_written(k));
   }
   for (std::size_t k = 0; k < n; ++k) {
-    if (spec[k].role == Role::kInOut) MANTISSA_RETURN_IF_ERROR(check_written(k));
+    if (given[k] && spec[k].role == Role::kInOut) MANTISSA_RETURN_IF_ERROR(check_written(k));
   }
   return {};
 }
@@ -442,8 +508,15 @@ constexpr bool well_formed() {
       return false;
     }
     if (a.role != Role::kOut && a.paired >= 0) return false;
-    if (a.role == Role::kInOut && a.optional) return false;
+    // An argument that may be absent is no reference for another's dtype or shape.
+    auto may_be_absent = [&](int ref) {
+      const ArgSpec& r = spec[static_cast<std::size_t>(ref)];
+      return r.optional && r.role != Role::kOut;
+    };
+    if (a.dtype == DtypeRule::kSameAs && may_be_absent(a.dtype_ref)) return false;
+    if (a.shape == ShapeRule::kSameAs && may_be_absent(a.shape_ref)) return false;
   }
+  if (!graph_order_valid<Op>()) return false;
   return std::tuple_size_v<std::decay_t<decltype(Op::kTensorMembers)>> == kNumArgs<Op> &&
          std::tuple_size_v<std::decay_t<decltype(Op::kAttrMembers)>> == kNumAttrs<Op>;
 }

@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mantissa/dtype.h"
@@ -35,7 +36,8 @@ struct HostTensor {
 
   int64_t numel() const noexcept;
   std::size_t element_size() const noexcept;
-  // Raw element bits (fp32/int32: 32 bits; fp16/bf16: 16 bits; bool: 8 bits).
+  // Raw element bits (fp32/int32: 32 bits; fp16/bf16: 16 bits; bool: 8 bits; int64: the low
+  // 32 bits, see value()).
   uint32_t bits(int64_t i) const noexcept;
   void set_bits(int64_t i, uint32_t v) noexcept;
   // Element value: floats decoded exactly, integers converted.
@@ -45,6 +47,10 @@ struct HostTensor {
 };
 
 std::string shape_string(const std::vector<int64_t>& shape);
+
+// An optional tensor left out: dtype kUndefined, no elements.
+inline HostTensor absent_tensor() { return HostTensor(DType::kUndefined, {0}); }
+inline bool absent(const HostTensor& t) noexcept { return t.dtype == DType::kUndefined; }
 
 // ---- Case files -----------------------------------------------------------------------------
 
@@ -125,13 +131,30 @@ std::vector<LoadedCase> load_case_dir(const std::string& dir);
 // ---- Operators ------------------------------------------------------------------------------
 
 struct TensorSlot {
-  enum class Kind { kFloat, kInt32 };
+  enum class Kind {
+    kFloat,  // fp32, fp16 or bf16
+    kInt32,
+    kOneOf,  // one of `dtypes`
+  };
   enum class Shape { kAny, kOneElement, kLike };
+  TensorSlot() = default;
+  // The common float or int32 slot (the dtype, set and optional fields keep their defaults).
+  TensorSlot(std::string slot_name, Kind slot_kind, Shape slot_shape, std::string like_name,
+             int lo_rank, int hi_rank)
+      : name(std::move(slot_name)),
+        kind(slot_kind),
+        shape(slot_shape),
+        like(std::move(like_name)),
+        min_rank(lo_rank),
+        max_rank(hi_rank) {}
   std::string name;
   Kind kind = Kind::kFloat;
   Shape shape = Shape::kAny;
   std::string like;  // for kLike: the input whose shape this one must have
   int min_rank = 0, max_rank = 8;
+  std::string dtype_like;  // kFloat: the input whose dtype this one must have ("" = any float)
+  uint64_t dtypes = 0;     // kOneOf: bit d set for DType d
+  bool optional = false;   // a case may leave it out (its output is then not judged)
 };
 
 struct AttrSlot {
@@ -146,7 +169,8 @@ struct OutputSlot {
   int counterpart = 0;  // index of the input tensor this output updates (dtype and shape)
 };
 
-// Generated inputs in the order of the op's tensor and attr slots.
+// Generated inputs in the order of the op's tensor and attr slots. An optional tensor a case
+// leaves out is an absent HostTensor (see absent()).
 struct OpInputs {
   std::vector<HostTensor> tensors;
   std::vector<AttrValue> attrs;

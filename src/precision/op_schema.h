@@ -5,6 +5,9 @@
 //
 // Kit inputs are the read and in/out arguments in declaration order; kit outputs are the written
 // arguments, each run in place on the input it updates (its counterpart), in counterpart order.
+// Dtype rules map to slots: a training float is a float slot of its own dtype, "dtype of k" a
+// float slot tied to k's, a dtype set a kOneOf slot; rules across arguments that the descriptor
+// leaves to check_params are the operator's to report (a kit error row).
 #pragma once
 
 #include <algorithm>
@@ -84,14 +87,15 @@ struct Schema {
   }
 
   // The "kernel" backend: the C++ API, in place on copies of the inputs (optional outputs
-  // unset, required ones given as their paired input).
+  // unset, required ones given as their paired input; optional inputs the case leaves out unset).
   static std::string run_kernel(const OpInputs& in, std::vector<HostTensor>& out) {
     std::vector<HostTensor> w = in.tensors;
     typename Op::Tensors t{};
     for (std::size_t k = 0; k < kN; ++k) {
       const detail::ArgSpec& a = Op::kArgs[k];
       if (a.role != detail::Role::kOut) {
-        detail::set_view<Op>(t, k, view_of(w[static_cast<std::size_t>(input_index[k])]));
+        HostTensor& h = w[static_cast<std::size_t>(input_index[k])];
+        if (!absent(h)) detail::set_view<Op>(t, k, view_of(h));
       } else if (!a.optional) {
         detail::set_view<Op>(t, k, view_of(w[static_cast<std::size_t>(counterpart(k))]));
       }
@@ -111,8 +115,23 @@ struct Schema {
       if (a.role == detail::Role::kOut) continue;
       TensorSlot s;
       s.name = std::string(a.name);
-      s.kind = a.dtype == detail::DtypeRule::kInt32 ? TensorSlot::Kind::kInt32
-                                                    : TensorSlot::Kind::kFloat;
+      switch (a.dtype) {
+        case detail::DtypeRule::kTrainingFloat: s.kind = TensorSlot::Kind::kFloat; break;
+        case detail::DtypeRule::kSameAs:
+          s.kind = TensorSlot::Kind::kFloat;
+          s.dtype_like = std::string(Op::kArgs[static_cast<std::size_t>(a.dtype_ref)].name);
+          break;
+        case detail::DtypeRule::kInt32: s.kind = TensorSlot::Kind::kInt32; break;
+        case detail::DtypeRule::kFloat32:
+          s.kind = TensorSlot::Kind::kOneOf;
+          s.dtypes = detail::dtype_bit(DType::kFloat32);
+          break;
+        case detail::DtypeRule::kOneOf:
+          s.kind = TensorSlot::Kind::kOneOf;
+          s.dtypes = a.dtype_set;
+          break;
+      }
+      s.optional = a.optional;
       switch (a.shape) {
         case detail::ShapeRule::kAny: s.shape = TensorSlot::Shape::kAny; break;
         case detail::ShapeRule::kOneElement: s.shape = TensorSlot::Shape::kOneElement; break;
