@@ -191,7 +191,7 @@ TEST(AclnnGeneric, OptionalInputMayBeNullOrGiven) {
   ASSERT_EQ(execute(ws.data(), size, executor), ACLNN_SUCCESS) << aclGetRecentErrMsg();
   EXPECT_EQ(xs, (std::vector<float>{2.5f, 4.5f, 6.5f, 8.5f}));
   // The C++ API: the same operator with the optional input left unset.
-  DoubleTensors t{.x = TensorView(xs.data(), DType::kFloat32, {4})};
+  DoubleTensors t{.x = TensorView(xs.data(), DType::kFloat32, {4}), .offset = {}, .y = {}};
   EXPECT_TRUE(mantissa::detail::validate<DoubleOp>(t, {}).ok());
   aclDestroyTensor(x);
   aclDestroyTensor(o);
