@@ -4,6 +4,7 @@
 #include "mantissa/dtype.h"
 #include "mantissa/ops/amp_update_scale.h"
 #include "mantissa/ops/apply_adam_d.h"
+#include "mantissa/ops/apply_adam_w_v2.h"
 #include "mantissa/ops/sgd.h"
 #include "mantissa/runtime.h"
 #include "mantissa/status.h"

@@ -7,6 +7,7 @@
 
 #include "ops/amp_update_scale/amp_update_scale_desc.h"
 #include "ops/apply_adam_d/apply_adam_d_desc.h"
+#include "ops/apply_adam_w_v2/apply_adam_w_v2_desc.h"
 #include "ops/sgd/sgd_desc.h"
 
 namespace mantissa::detail {
@@ -21,6 +22,6 @@ struct OpList {
   }
 };
 
-using AllOps = OpList<AmpUpdateScaleOp, SgdOp, ApplyAdamDOp>;
+using AllOps = OpList<AmpUpdateScaleOp, SgdOp, ApplyAdamDOp, ApplyAdamWV2Op>;
 
 }  // namespace mantissa::detail

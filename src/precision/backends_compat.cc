@@ -15,6 +15,7 @@
 #include "aclnn/acl_meta.h"
 #include "aclnnop/aclnn_amp_update_scale.h"
 #include "aclnnop/aclnn_apply_adam_d.h"
+#include "aclnnop/aclnn_apply_adam_w_v2.h"
 #include "precision/op_defs.h"
 #include "precision/op_schema.h"
 #include "precision/ops_common.h"
@@ -225,6 +226,7 @@ void add_compat_backends(std::map<std::string, OpEntry>& ops) {
   add_aclnn<detail::AmpUpdateScaleOp>(ops, aclnnAmpUpdateScaleGetWorkspaceSize,
                                       aclnnAmpUpdateScale);
   add_aclnn<detail::ApplyAdamDOp>(ops, aclnnApplyAdamDGetWorkspaceSize, aclnnApplyAdamD);
+  add_aclnn<detail::ApplyAdamWV2Op>(ops, aclnnApplyAdamWV2GetWorkspaceSize, aclnnApplyAdamWV2);
 }
 
 }  // namespace mantissa::precision
