@@ -121,8 +121,9 @@ struct ArgSpec {
     return with([](ArgSpec& a) { a.optional = true; });
   }
   // An input or in/out argument the caller may leave out (an unset std::optional member, a null
-  // aclTensor*, an ACL_DT_UNDEFINED descriptor by name); the operator's check_params decides
-  // when it is required. No other argument may take its dtype or shape from it.
+  // aclTensor*, an ACL_DT_UNDEFINED descriptor by name); Op::required_by (see below) or
+  // check_params decides when it is required. No other argument may take its dtype or shape
+  // from it.
   constexpr ArgSpec optional_input() const {
     return with([](ArgSpec& a) { a.optional = true; });
   }
@@ -396,7 +397,7 @@ constexpr bool graph_order_valid() {
 //   10 aliasing
 // Steps 2-10 return 161002 unless the descriptor names another code. An optional output left
 // unset takes part as its paired input; an optional input or in/out argument left out takes no
-// part (check_params decides whether it was required).
+// part (unless Op::required_by says the attributes require it: 161001).
 template <class Op>
 Status validate(const typename Op::Tensors& t, const typename Op::Params& p) {
   constexpr std::string_view op = Op::kType;
