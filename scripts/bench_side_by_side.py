@@ -7,7 +7,7 @@ bytes/s and ratios.
 
 Size 0 means "out of cache": the element count mantissa picks so one call moves >= 1 GB.
 The library side is `mantissa bench --json`; the PyTorch side times optimizer.step() of
-torch.optim.SGD / torch.optim.Adam (single-tensor and foreach) on tensors of the same size and
+torch.optim.SGD / torch.optim.Adam / torch.optim.AdamW (single-tensor and foreach) on tensors of the same size and
 dtype, with the same thread count (torch.set_num_threads).
 """
 import argparse
@@ -57,6 +57,8 @@ def torch_step_seconds(op, variant, dtype, n, threads, foreach, min_seconds):
     p.grad = ((torch.rand(n, generator=gen) - 0.5) * 0.04).to(TORCH_DTYPES[dtype])
     if op == "SGD":
         opt = torch.optim.SGD([p], lr=0.01, foreach=foreach, **SGD_PEERS[variant])
+    elif op == "ApplyAdamWV2":
+        opt = torch.optim.AdamW([p], lr=1e-3, amsgrad=variant == "amsgrad", foreach=foreach)
     else:
         opt = torch.optim.Adam([p], lr=1e-3, eps=1e-7, foreach=foreach)
     with torch.no_grad():
@@ -97,6 +99,9 @@ def main():
         if op == "SGD":
             peers.append(("torch.optim.SGD", False))
             peers.append(("torch.optim.SGD foreach", True))
+        elif op == "ApplyAdamWV2":
+            peers.append(("torch.optim.AdamW", False))
+            peers.append(("torch.optim.AdamW foreach", True))
         elif variant == "default":
             peers.append(("torch.optim.Adam", False))
             peers.append(("torch.optim.Adam foreach", True))

@@ -28,8 +28,8 @@ inline precision::HostTensor host_copy(const TensorView& v) {
   return h;
 }
 
-// The kit's inputs for a call: the read and in/out tensors (a list's elements in order)
-// copied, the attributes.
+// The kit's inputs for a call: the read and in/out tensors (contiguous; a list's elements in
+// order) copied, an optional one left out as the kit's absent tensor, the attributes.
 template <class Op>
 precision::OpInputs kit_inputs(const typename Op::Tensors& t, const typename Op::Params& p) {
   const auto v = detail::views<Op>(t);
@@ -40,9 +40,13 @@ precision::OpInputs kit_inputs(const typename Op::Tensors& t, const typename Op:
     if (Op::kArgs[k].is_list) {
       for (const TensorView& e : l[k]) in.tensors.push_back(host_copy(e));
       in.list_sizes.push_back(static_cast<int64_t>(l[k].size()));
-    } else {
-      in.tensors.push_back(host_copy(v[k]));
+      continue;
     }
+    if (!detail::is_set<Op>(t, k)) {
+      in.tensors.push_back(precision::absent_tensor());
+      continue;
+    }
+    in.tensors.push_back(host_copy(v[k]));
   }
   for (std::size_t i = 0; i < detail::kNumAttrs<Op>; ++i) {
     precision::AttrValue a;

@@ -43,10 +43,37 @@ else
   grep -q "workspace 0 bytes" <<<"$out" || fail "contiguous in-place call should need no workspace"
 fi
 
+# The ApplyAdamWV2 sample (AMSGrad and maximize, fp32 step 1: t = 2). The expected values were
+# computed independently with numpy float32 in the operator's normative grouping, the host
+# constants in double and rounded once.
+adamw="$bin_dir/example_aclnn_apply_adam_w_v2_amsgrad"
+if [[ ! -x "$adamw" ]]; then
+  fail "$adamw is not built"
+else
+  adamw_out="$("$adamw")" || fail "aclnn_apply_adam_w_v2_amsgrad exited with $?"
+  echo "$adamw_out"
+  adamw_expected=(
+    "var: 0.499895155 -0.249955922 1.00000048 -1.50024343 0.750102937 -5.76582315e-05 -0.499990821 2.00017118"
+    "m: 0.0599999912 -0.0249999948 -0.0100000026 0.220000014 -0.11500001 0.0600000024 -0.00500000129 -0.230000019"
+    "v: 0.0100799995 0.0200200006 0.0299800001 0.0401199982 0.0500124991 0.0599624999 0.0699325055 0.0801699981"
+    "maxGradNorm: 0.0199999996 0.0200200006 0.0500000007 0.0401199982 0.0599999987 0.0599624999 0.0799999982 0.0801699981"
+  )
+  for want in "${adamw_expected[@]}"; do
+    grep -qxF "$want" <<<"$adamw_out" || fail "aclnn_apply_adam_w_v2_amsgrad did not print: $want"
+  done
+  grep -q "workspace 0 bytes" <<<"$adamw_out" || fail "contiguous in-place call should need no workspace"
+fi
+
 # Every simd target must print the same lines (bit-exact promise), so force the lowest ones too.
 targets=(EMU128)
 [[ "$(uname -m)" == x86_64 ]] && targets+=(SSE4)
 for target in "${targets[@]}"; do
+  if [[ -x "$adamw" ]]; then
+    forced="$(MANTISSA_SIMD_TARGET=$target MANTISSA_NUM_THREADS=1 "$adamw")" ||
+      fail "aclnn_apply_adam_w_v2_amsgrad exited with $? under MANTISSA_SIMD_TARGET=$target"
+    [[ "$forced" == "$adamw_out" ]] ||
+      fail "aclnn_apply_adam_w_v2_amsgrad output differs under MANTISSA_SIMD_TARGET=$target"
+  fi
   if [[ -x "$adam" ]]; then
     forced="$(MANTISSA_SIMD_TARGET=$target MANTISSA_NUM_THREADS=1 "$adam")" ||
       fail "aclnn_apply_adam_d_inplace exited with $? under MANTISSA_SIMD_TARGET=$target"

@@ -6,6 +6,7 @@
 #include "mantissa/mx.h"
 #include "mantissa/ops/amp_update_scale.h"
 #include "mantissa/ops/apply_adam_d.h"
+#include "mantissa/ops/apply_adam_w_v2.h"
 #include "mantissa/ops/foreach_non_finite_check_and_unscale.h"
 #include "mantissa/ops/sgd.h"
 #include "mantissa/reduce.h"

@@ -69,7 +69,7 @@ class AclnnPlan {
         present_[k] = true;
         continue;
       }
-      present_[k] = tensors[k] != nullptr;  // only an optional input may be null here
+      present_[k] = tensors[k] != nullptr;  // only an optional input or in/out may be null here
       if (present_[k]) user_[k] = to_view(*tensors[k]);
     }
     slot_of_.fill(-1);
@@ -295,13 +295,17 @@ aclnnStatus aclnn_prepare(const std::array<AclnnArg, detail::kNumArgs<Op>>& hand
   using Plan = AclnnPlan<Op>;
   const char* fn = Plan::phase_one().c_str();
   try {
-    // A null optional input is absent; every other null is 161001. Lists are checked after
-    // the tensors, in the same way (null, not live, an element not live or not ND).
+    // A null optional input or in/out argument is absent, unless the attributes require it;
+    // every other null is 161001. Lists are checked after the tensors, in the same way (null,
+    // not live, an element not live or not ND).
     std::vector<TensorArg> args;
     for (std::size_t k = 0; k < handles.size(); ++k) {
       const detail::ArgSpec& a = Op::kArgs[k];
       if (a.is_list) continue;
-      if (handles[k].tensor == nullptr && a.optional && a.role == detail::Role::kIn) continue;
+      if (handles[k].tensor == nullptr && a.optional && a.role != detail::Role::kOut &&
+          detail::required_by<Op>(params, k) == nullptr) {
+        continue;
+      }
       args.push_back({a.acl_name.data(), handles[k].tensor});
     }
     if (aclnnStatus s = check_tensor_args(fn, args); s != ACLNN_SUCCESS) return s;

@@ -4,6 +4,7 @@
 
 #include <exception>
 #include <limits>
+#include <memory>
 #include <new>
 #include <optional>
 #include <string>
@@ -52,10 +53,17 @@ Status check_handles(const OpDef& def, const char* side, std::span<const char* c
   return {};
 }
 
+// An optional input the caller left out: CANN's form is a descriptor of dtype ACL_DT_UNDEFINED
+// (format ACL_FORMAT_UNDEFINED, no dims) with a data buffer of no memory.
+bool is_absent(std::span<const bool> optional, size_t i, const aclTensorDesc* desc) {
+  return i < optional.size() && optional[i] && desc->dtype == ACL_DT_UNDEFINED;
+}
+
 // Operators take row-major ND tensors only.
 Status check_formats(const OpDef& def, const char* side, std::span<const char* const> names,
-                     aclTensorDesc* const* desc) {
+                     aclTensorDesc* const* desc, std::span<const bool> optional) {
   for (size_t i = 0; i < names.size(); ++i) {
+    if (is_absent(optional, i, desc[i])) continue;
     if (desc[i]->format != ACL_FORMAT_ND) {
       return fail(StatusCode::kParamInvalid, def.type,
                   "{}Desc[{}] ({}) format is {} (only ACL_FORMAT_ND = 2 is supported)", side, i,
@@ -124,8 +132,9 @@ std::optional<uint64_t> needed_bytes(const aclTensorDesc& d) {
 
 Status check_side_sizes(std::string_view op_type, const char* side,
                         std::span<const char* const> names, std::span<aclTensorDesc* const> desc,
-                        std::span<aclDataBuffer* const> buffers) {
+                        std::span<aclDataBuffer* const> buffers, std::span<const bool> optional) {
   for (size_t i = 0; i < desc.size(); ++i) {
+    if (is_absent(optional, i, desc[i])) continue;
     const auto bytes = needed_bytes(*desc[i]);
     if (!bytes) {
       return fail(StatusCode::kParamInvalid, op_type,
@@ -187,7 +196,8 @@ Status compile_and_execute(const char* op_type, int num_inputs, aclTensorDesc* i
   }
   const int want_in = static_cast<int>(def->inputs.size());
   const int want_out = static_cast<int>(def->outputs.size());
-  // The name of each input descriptor: a dynamic list input stands for any number of them.
+  // The name of each input descriptor, and whether it may be left out: a dynamic list input
+  // stands for any number of descriptors.
   std::vector<const char*> input_names;
   if (def->dynamic_input < 0) {
     if (num_inputs != want_in) {
@@ -209,6 +219,13 @@ Status compile_and_execute(const char* op_type, int num_inputs, aclTensorDesc* i
       for (int c = 0; c < copies; ++c) input_names.push_back(def->inputs[static_cast<size_t>(i)]);
     }
   }
+  const std::unique_ptr<bool[]> optional_storage(new bool[input_names.size() + 1]());
+  const std::span<const bool> input_optional(optional_storage.get(), input_names.size());
+  for (size_t i = 0, j = 0; i < def->inputs.size() && i < def->optional_inputs.size(); ++i) {
+    const size_t copies =
+        static_cast<int>(i) == def->dynamic_input ? input_names.size() - def->inputs.size() + 1 : 1;
+    for (size_t c = 0; c < copies; ++c, ++j) optional_storage[j] = def->optional_inputs[i];
+  }
   if (num_outputs != want_out) {
     return fail(StatusCode::kParamInvalid, def->type, "numOutputs is {} but the operator has {}",
                 num_outputs, want_out);
@@ -217,12 +234,14 @@ Status compile_and_execute(const char* op_type, int num_inputs, aclTensorDesc* i
   if (Status s = check_handles(*def, "output", def->outputs, output_desc, outputs); !s.ok()) {
     return s;
   }
-  if (Status s = check_formats(*def, "input", input_names, input_desc); !s.ok()) return s;
-  if (Status s = check_formats(*def, "output", def->outputs, output_desc); !s.ok()) return s;
+  if (Status s = check_formats(*def, "input", input_names, input_desc, input_optional); !s.ok()) {
+    return s;
+  }
+  if (Status s = check_formats(*def, "output", def->outputs, output_desc, {}); !s.ok()) return s;
   std::map<std::string_view, AttrValue> resolved;
   if (Status s = resolve_attrs(*def, attr, resolved); !s.ok()) return s;
 
-  const OpCall call(*def, input_names, {input_desc, input_names.size()},
+  const OpCall call(*def, input_names, input_optional, {input_desc, input_names.size()},
                     {inputs, input_names.size()}, {output_desc, static_cast<size_t>(want_out)},
                     {outputs, static_cast<size_t>(want_out)}, std::move(resolved));
   return def->handler(call);
@@ -231,11 +250,12 @@ Status compile_and_execute(const char* op_type, int num_inputs, aclTensorDesc* i
 }  // namespace
 
 OpCall::OpCall(const OpDef& def, std::span<const char* const> input_names,
-               std::span<aclTensorDesc* const> input_desc, std::span<aclDataBuffer* const> inputs,
-               std::span<aclTensorDesc* const> output_desc, std::span<aclDataBuffer* const> outputs,
-               std::map<std::string_view, AttrValue> attrs)
+               std::span<const bool> input_optional, std::span<aclTensorDesc* const> input_desc,
+               std::span<aclDataBuffer* const> inputs, std::span<aclTensorDesc* const> output_desc,
+               std::span<aclDataBuffer* const> outputs, std::map<std::string_view, AttrValue> attrs)
     : def_(def),
       input_names_(input_names),
+      input_optional_(input_optional),
       input_desc_(input_desc),
       output_desc_(output_desc),
       inputs_(inputs),
@@ -244,6 +264,9 @@ OpCall::OpCall(const OpDef& def, std::span<const char* const> input_names,
 
 TensorView OpCall::in(int i) const { return make_view(*input_desc_[i], *inputs_[i]); }
 TensorView OpCall::out(int i) const { return make_view(*output_desc_[i], *outputs_[i]); }
+bool OpCall::absent(int i) const {
+  return is_absent(input_optional_, static_cast<size_t>(i), input_desc_[i]);
+}
 
 const AttrValue& OpCall::attr(std::string_view name, AttrType type) const {
   static const AttrValue kNone{AttrType::kBool};
@@ -257,11 +280,12 @@ int64_t OpCall::attr_int(std::string_view name) const { return attr(name, AttrTy
 float OpCall::attr_float(std::string_view name) const { return attr(name, AttrType::kFloat).f; }
 
 Status OpCall::check_buffer_sizes() const {
-  if (Status s = check_side_sizes(def_.type, "input", input_names_, input_desc_, inputs_);
+  if (Status s =
+          check_side_sizes(def_.type, "input", input_names_, input_desc_, inputs_, input_optional_);
       !s.ok()) {
     return s;
   }
-  return check_side_sizes(def_.type, "output", def_.outputs, output_desc_, outputs_);
+  return check_side_sizes(def_.type, "output", def_.outputs, output_desc_, outputs_, {});
 }
 
 }  // namespace mantissa::compat::aclop

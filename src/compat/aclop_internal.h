@@ -64,7 +64,10 @@ using Handler = Status (*)(const OpCall& call);
 // One row of the operator table.
 struct OpDef {
   std::string_view type;
-  std::span<const char* const> inputs;   // names, in op-by-name order
+  std::span<const char* const> inputs;  // names, in op-by-name order
+  // Per input: whether the caller may leave it out, with an ACL_DT_UNDEFINED descriptor (and
+  // a data buffer of no memory), as CANN's aclopCompileAndExecute takes an unused optional input.
+  std::span<const bool> optional_inputs;
   std::span<const char* const> outputs;  // names, in op-by-name order
   std::span<const AttrSpec> attrs;
   Handler handler;
@@ -81,13 +84,15 @@ std::span<const OpDef> op_table() noexcept;
 class OpCall {
  public:
   OpCall(const OpDef& def, std::span<const char* const> input_names,
-         std::span<aclTensorDesc* const> input_desc, std::span<aclDataBuffer* const> inputs,
-         std::span<aclTensorDesc* const> output_desc, std::span<aclDataBuffer* const> outputs,
-         std::map<std::string_view, AttrValue> attrs);
+         std::span<const bool> input_optional, std::span<aclTensorDesc* const> input_desc,
+         std::span<aclDataBuffer* const> inputs, std::span<aclTensorDesc* const> output_desc,
+         std::span<aclDataBuffer* const> outputs, std::map<std::string_view, AttrValue> attrs);
 
   TensorView in(int i) const;
   TensorView out(int i) const;
   int num_inputs() const { return static_cast<int>(input_desc_.size()); }
+  // Whether input i is an optional input the caller left out.
+  bool absent(int i) const;
   bool attr_bool(std::string_view name) const;
   int64_t attr_int(std::string_view name) const;
   float attr_float(std::string_view name) const;
@@ -109,6 +114,7 @@ class OpCall {
 
   const OpDef& def_;
   std::span<const char* const> input_names_;  // one per input descriptor (a list's repeated)
+  std::span<const bool> input_optional_;      // likewise: whether each may be left out
   std::span<aclTensorDesc*const> input_desc_, output_desc_;
   std::span<aclDataBuffer*const> inputs_, outputs_;
   std::map<std::string_view, AttrValue> attrs_;

@@ -30,14 +30,18 @@ struct Row {
   static constexpr std::size_t kOutputs = count_outputs<Op>();
   static constexpr std::size_t kInputs = kNumArgs<Op> - kOutputs;
 
-  // Graph names, inputs (kIn and kInOut) and outputs each in declaration order.
+  // The inputs (kIn and kInOut) in the graph definition's order (detail::graph_inputs), with
+  // their graph names and whether each may be left out; the outputs in declaration order.
+  static constexpr std::array<std::size_t, kInputs> order = detail::graph_inputs<Op>();
   static constexpr std::array<const char*, kInputs> inputs = [] {
     std::array<const char*, kInputs> names{};
-    std::size_t i = 0;
-    for (const auto& a : Op::kArgs) {
-      if (a.role != Role::kOut) names[i++] = a.graph_name.data();
-    }
+    for (std::size_t i = 0; i < kInputs; ++i) names[i] = Op::kArgs[order[i]].graph_name.data();
     return names;
+  }();
+  static constexpr std::array<bool, kInputs> optional_inputs = [] {
+    std::array<bool, kInputs> optional{};
+    for (std::size_t i = 0; i < kInputs; ++i) optional[i] = Op::kArgs[order[i]].optional;
+    return optional;
   }();
   static constexpr std::array<const char*, kOutputs> outputs = [] {
     std::array<const char*, kOutputs> names{};
@@ -65,31 +69,38 @@ struct Row {
   }
 
   // Outputs are always given: the input's buffer (in place) or another one, in which case the
-  // input is left unchanged. In/out arguments are updated through their input buffers.
-  // The input index of the list argument, or -1.
+  // input is left unchanged. In/out arguments are updated through their input buffers. An
+  // optional input left out is absent from the C++ call; a list argument is a dynamic input
+  // whose elements are consecutive input descriptors.
   static constexpr int dynamic_input = [] {
-    int index = -1, i = 0;
-    for (const auto& a : Op::kArgs) {
-      if (a.role == Role::kOut) continue;
-      if (a.is_list) index = i;
-      ++i;
+    for (std::size_t i = 0; i < kInputs; ++i) {
+      if (Op::kArgs[order[i]].is_list) return static_cast<int>(i);
     }
-    return index;
+    return -1;
   }();
 
   static Status handler(const OpCall& c) {
     std::array<TensorView, kNumArgs<Op>> v;
+    std::array<bool, kNumArgs<Op>> present;
+    present.fill(true);
     std::vector<TensorView> list;  // the dynamic input's elements
     const int listed = c.num_inputs() - static_cast<int>(kInputs) + 1;
-    int in = 0, out = 0;
-    for (std::size_t k = 0; k < kNumArgs<Op>; ++k) {
+    int in = 0;
+    for (std::size_t i = 0; i < kInputs; ++i) {
+      const std::size_t k = order[i];
       if (Op::kArgs[k].is_list) {
-        for (int i = 0; i < listed; ++i) list.push_back(c.in(in++));
-      } else {
-        v[k] = Op::kArgs[k].role == Role::kOut ? c.out(out++) : c.in(in++);
+        for (int e = 0; e < listed; ++e) list.push_back(c.in(in++));
+        continue;
       }
+      present[k] = !c.absent(in);
+      if (present[k]) v[k] = c.in(in);
+      ++in;
     }
-    typename Op::Tensors t = detail::tensors_from<Op>(v);
+    int out = 0;
+    for (std::size_t k = 0; k < kNumArgs<Op>; ++k) {
+      if (Op::kArgs[k].role == Role::kOut) v[k] = c.out(out++);
+    }
+    typename Op::Tensors t = detail::tensors_from<Op>(v, present);
     for (std::size_t k = 0; k < kNumArgs<Op>; ++k) {
       if (Op::kArgs[k].is_list) detail::set_list<Op>(t, k, list);
     }
@@ -111,7 +122,7 @@ struct Row {
   }
 
   static constexpr OpDef def() {
-    return {Op::kType, inputs, outputs, attrs, handler, dynamic_input};
+    return {Op::kType, inputs, optional_inputs, outputs, attrs, handler, dynamic_input};
   }
 };
 

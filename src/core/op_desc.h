@@ -8,6 +8,8 @@
 //   kArgs               its tensor arguments in CANN's order (ArgSpec: names, role, dtype,
 //                       shape and rank rules, in-place pairing)
 //   kTensorMembers      the Tensors members in the same order (index access)
+//   kGraphInputs        optional: the op-by-name inputs in CANN's graph order, where the graph
+//                       definition orders them unlike the aclnn signature
 //   kAttrs, kAttrMembers  its attributes (name, type, default, required by op-by-name) and
 //                       the Params members they fill
 //   check_params()      what is truly specific to its contract (attribute ranges, ...)
@@ -84,7 +86,7 @@ struct ArgSpec {
   bool allow_empty = true;           // a dimension of size 0 is accepted
   StatusCode one_element_code = StatusCode::kParamInvalid;
   int paired = -1;        // kOut: the input whose buffer it may be (in place)
-  bool optional = false;  // kOut: may be left unset, meaning in place; kIn: may be absent
+  bool optional = false;  // kOut: may be left unset, meaning in place; kIn, kInOut: may be absent
   AliasRule alias = AliasRule::kPairedOrDisjoint;
   bool is_list = false;  // a tensor list (TensorList in C++, aclTensorList* in aclnn)
 
@@ -126,8 +128,10 @@ struct ArgSpec {
   constexpr ArgSpec optional_output() const {
     return with([](ArgSpec& a) { a.optional = true; });
   }
-  // An input the caller may leave out (an unset std::optional member, a null aclTensor*); the
-  // operator's check_params decides when it is required.
+  // An input or in/out argument the caller may leave out (an unset std::optional member, a null
+  // aclTensor*, an ACL_DT_UNDEFINED descriptor by name); Op::required_by (see below) or
+  // check_params decides when it is required. No other argument may take its dtype or shape
+  // from it.
   constexpr ArgSpec optional_input() const {
     return with([](ArgSpec& a) { a.optional = true; });
   }
@@ -242,7 +246,8 @@ void for_each_attr_member(F&& f) {
                                       std::make_index_sequence<kNumAttrs<Op>>{});
 }
 
-// Whether argument k was given (an optional output left unset was not).
+// Whether argument k was given (an optional output left unset was not, nor an optional input or
+// in/out argument left out).
 template <class Op>
 bool is_set(const typename Op::Tensors& t, std::size_t k) {
   bool set = true;
@@ -257,7 +262,7 @@ bool is_set(const typename Op::Tensors& t, std::size_t k) {
 }
 
 // The views of all arguments by index. An optional output left unset is its paired input's
-// view (the operator writes in place).
+// view (the operator writes in place); an optional input left out is an empty default view.
 template <class Op>
 std::array<TensorView, kNumArgs<Op>> views(const typename Op::Tensors& t) {
   std::array<TensorView, kNumArgs<Op>> v;
@@ -359,6 +364,61 @@ typename Op::Params params_from(A... values) {
   return p;
 }
 
+// The attribute that makes optional argument k required with these attribute values
+// (Op::required_by, where the operator declares it: ApplyAdamWV2's max_grad_norm with amsgrad),
+// or nullptr.
+template <class Op>
+const char* required_by(const typename Op::Params& p, std::size_t k) {
+  if constexpr (requires { Op::required_by(p, k); }) {
+    return Op::required_by(p, k);
+  } else {
+    return nullptr;
+  }
+}
+
+// ---- Op-by-name input order -----------------------------------------------------------------
+
+template <class Op>
+constexpr std::size_t count_inputs() {
+  std::size_t n = 0;
+  for (const ArgSpec& a : Op::kArgs) n += a.role != Role::kOut;
+  return n;
+}
+
+// The op-by-name inputs (the read and in/out arguments) as argument indices, in the order of
+// CANN's graph definition: Op::kGraphInputs where the operator declares it (its graph orders
+// them unlike its aclnn signature), else declaration order.
+template <class Op>
+constexpr std::array<std::size_t, count_inputs<Op>()> graph_inputs() {
+  std::array<std::size_t, count_inputs<Op>()> order{};
+  if constexpr (requires { Op::kGraphInputs; }) {
+    for (std::size_t i = 0; i < order.size() && i < Op::kGraphInputs.size(); ++i) {
+      order[i] = static_cast<std::size_t>(Op::kGraphInputs[i]);
+    }
+  } else {
+    std::size_t i = 0;
+    for (std::size_t k = 0; k < kNumArgs<Op>; ++k) {
+      if (Op::kArgs[k].role != Role::kOut) order[i++] = k;
+    }
+  }
+  return order;
+}
+
+// A declared graph order names every read and in/out argument exactly once.
+template <class Op>
+constexpr bool graph_order_valid() {
+  if constexpr (requires { Op::kGraphInputs; }) {
+    if (Op::kGraphInputs.size() != count_inputs<Op>()) return false;
+    std::array<bool, kNumArgs<Op>> seen{};
+    for (auto k : Op::kGraphInputs) {
+      const auto i = static_cast<std::size_t>(k);
+      if (i >= kNumArgs<Op> || seen[i] || Op::kArgs[i].role == Role::kOut) return false;
+      seen[i] = true;
+    }
+  }
+  return true;
+}
+
 // ---- Common validation ----------------------------------------------------------------------
 
 // One tensor taking part in validation: a plain argument, or one element of a list argument
@@ -390,11 +450,13 @@ std::vector<ValidationEntry> validation_entries(const typename Op::Tensors& t) {
 
 // Validation in the documented order, each step over the arguments in declaration order (the
 // elements of a list in list order):
-//   1 presence (161001)   2 dtypes   3 ranks   4 empty dimensions   5 sizes that fit
-//   6 shapes   7 one-element tensors   8 the operator's own rules (Op::check_params)
-//   9 contiguity   10 aliasing
+//   1 presence (161001; also an optional argument left out that the attributes require)
+//   2 dtypes   3 ranks   4 empty dimensions   5 sizes that fit   6 shapes
+//   7 one-element tensors   8 the operator's own rules (Op::check_params)   9 contiguity
+//   10 aliasing
 // Steps 2-10 return 161002 unless the descriptor names another code. An optional output left
-// unset takes part as its paired input; an optional input left unset takes no part.
+// unset takes part as its paired input; an optional input or in/out argument left out takes no
+// part (unless Op::required_by says the attributes require it: 161001).
 template <class Op>
 Status validate(const typename Op::Tensors& t, const typename Op::Params& p) {
   constexpr std::string_view op = Op::kType;
@@ -412,8 +474,14 @@ Status validate(const typename Op::Tensors& t, const typename Op::Params& p) {
     return {};
   };
 
-  MANTISSA_RETURN_IF_ERROR(
-      each([&](std::size_t e, const ArgSpec&) { return check_present(op, arg(e)); }));
+  for (std::size_t e = 0; e < entries.size(); ++e) {
+    if (entries[e].given) {
+      MANTISSA_RETURN_IF_ERROR(check_present(op, arg(e)));
+    } else if (const char* attr = required_by<Op>(p, entries[e].arg)) {
+      return fail(StatusCode::kParamNullptr, op, "{} is required when {} is set, but was not given",
+                  entries[e].name, attr);
+    }
+  }
   MANTISSA_RETURN_IF_ERROR(each([&](std::size_t e, const ArgSpec& a) -> Status {
     switch (a.dtype) {
       case DtypeRule::kTrainingFloat: return check_training_float(op, arg(e));
@@ -503,8 +571,15 @@ constexpr bool well_formed() {
       return false;
     }
     if (a.is_list && (a.role == Role::kOut || a.optional)) return false;
-    if (a.role == Role::kInOut && a.optional) return false;
+    // An argument that may be absent is no reference for another's dtype or shape.
+    auto may_be_absent = [&](int ref) {
+      const ArgSpec& r = spec[static_cast<std::size_t>(ref)];
+      return r.optional && r.role != Role::kOut;
+    };
+    if (a.dtype == DtypeRule::kSameAs && may_be_absent(a.dtype_ref)) return false;
+    if (a.shape == ShapeRule::kSameAs && may_be_absent(a.shape_ref)) return false;
   }
+  if (!graph_order_valid<Op>()) return false;
   return std::tuple_size_v<std::decay_t<decltype(Op::kTensorMembers)>> == kNumArgs<Op> &&
          std::tuple_size_v<std::decay_t<decltype(Op::kAttrMembers)>> == kNumAttrs<Op>;
 }

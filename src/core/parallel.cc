@@ -122,7 +122,9 @@ class ThreadPool {
       if (generation_.load() == seen) {
         std::unique_lock<std::mutex> lock(mutex_);
         sleepers_.fetch_add(1);  // seq_cst, then re-read generation_ under the lock
-        wake_.wait(lock, [&] { return generation_.load() != seen; });
+        // stopping_ too: the destructor's generation bump may already be in `seen` when it was
+        // read after the last stop check, and the worker must not sleep through it.
+        wake_.wait(lock, [&] { return generation_.load() != seen || stopping_.load(); });
         sleepers_.fetch_sub(1);
       }
       if (stopping_.load()) return;

@@ -7,6 +7,7 @@
 
 #include "ops/amp_update_scale/amp_update_scale_desc.h"
 #include "ops/apply_adam_d/apply_adam_d_desc.h"
+#include "ops/apply_adam_w_v2/apply_adam_w_v2_desc.h"
 #include "ops/foreach_non_finite_check_and_unscale/foreach_non_finite_check_and_unscale_desc.h"
 #include "ops/sgd/sgd_desc.h"
 
@@ -22,6 +23,7 @@ struct OpList {
   }
 };
 
-using AllOps = OpList<AmpUpdateScaleOp, SgdOp, ApplyAdamDOp, ForeachNonFiniteCheckAndUnscaleOp>;
+using AllOps = OpList<AmpUpdateScaleOp, SgdOp, ApplyAdamDOp, ApplyAdamWV2Op,
+                      ForeachNonFiniteCheckAndUnscaleOp>;
 
 }  // namespace mantissa::detail

@@ -15,6 +15,7 @@
 #include "aclnn/acl_meta.h"
 #include "aclnnop/aclnn_amp_update_scale.h"
 #include "aclnnop/aclnn_apply_adam_d.h"
+#include "aclnnop/aclnn_apply_adam_w_v2.h"
 #include "aclnnop/aclnn_foreach_non_finite_check_and_unscale.h"
 #include "precision/op_defs.h"
 #include "precision/op_schema.h"
@@ -72,6 +73,10 @@ std::string aclnn_backend(aclnnStatus (*phase_one)(P...),
   const typename S::Layout l = S::layout(in);
   std::vector<TensorPtr> handles;
   for (HostTensor& h : w) {
+    if (absent(h)) {  // an optional tensor the case leaves out: a null handle
+      handles.emplace_back();
+      continue;
+    }
     handles.push_back(make_tensor(h));
     if (!handles.back()) return acl_error("aclCreateTensor", -1);
   }
@@ -132,6 +137,16 @@ class AclopCall {
     if (attr_) aclopDestroyAttr(attr_);
   }
   void add_input(HostTensor& t) { add(t, in_desc_, in_buf_); }
+  // An optional input left out, in CANN's form: an ACL_DT_UNDEFINED descriptor, a data buffer of
+  // no memory.
+  void add_absent_input() {
+    aclTensorDesc* d = aclCreateTensorDesc(ACL_DT_UNDEFINED, 0, nullptr, ACL_FORMAT_UNDEFINED);
+    aclDataBuffer* b = aclCreateDataBuffer(nullptr, 0);
+    descs_.push_back(d);
+    buffers_.push_back(b);
+    in_desc_.push_back(d);
+    in_buf_.push_back(b);
+  }
   void add_output(HostTensor& t) { add(t, out_desc_, out_buf_); }
   aclopAttr* attr() {
     if (!attr_) attr_ = aclopCreateAttr();
@@ -166,15 +181,25 @@ class AclopCall {
   aclopAttr* attr_ = nullptr;
 };
 
-// The op-by-name backend of Op: the read and in/out tensors as inputs, each output on the
-// buffer of the input it updates (in place), the attributes by name and type.
+// The op-by-name backend of Op: the read and in/out tensors as inputs in the graph's order, each
+// output on the buffer of the input it updates (in place), the attributes by name and type.
 template <class Op>
 std::string aclop_backend(const OpInputs& in, std::vector<HostTensor>& out) {
   using S = Schema<Op>;
   std::vector<HostTensor> w = in.tensors;
   const typename S::Layout l = S::layout(in);
   AclopCall call;
-  for (HostTensor& t : w) call.add_input(t);  // a list's elements in order: a dynamic input
+  // In the graph's order; a list's elements in order, as a dynamic input.
+  for (std::size_t k : detail::graph_inputs<Op>()) {
+    for (std::size_t i = 0; i < l.count[k]; ++i) {
+      HostTensor& t = w[l.first[k] + i];
+      if (absent(t)) {
+        call.add_absent_input();
+      } else {
+        call.add_input(t);
+      }
+    }
+  }
   for (std::size_t k = 0; k < S::kN; ++k) {
     if (Op::kArgs[k].role == detail::Role::kOut) call.add_output(w[l.first[k]]);
   }
@@ -216,6 +241,7 @@ void add_compat_backends(std::map<std::string, OpEntry>& ops) {
   add_aclnn<detail::AmpUpdateScaleOp>(ops, aclnnAmpUpdateScaleGetWorkspaceSize,
                                       aclnnAmpUpdateScale);
   add_aclnn<detail::ApplyAdamDOp>(ops, aclnnApplyAdamDGetWorkspaceSize, aclnnApplyAdamD);
+  add_aclnn<detail::ApplyAdamWV2Op>(ops, aclnnApplyAdamWV2GetWorkspaceSize, aclnnApplyAdamWV2);
   add_aclnn<detail::ForeachNonFiniteCheckAndUnscaleOp>(
       ops, aclnnForeachNonFiniteCheckAndUnscaleGetWorkspaceSize,
       aclnnForeachNonFiniteCheckAndUnscale);

@@ -111,6 +111,8 @@ int64_t HostTensor::numel() const noexcept {
 
 std::size_t HostTensor::element_size() const noexcept {
   switch (dtype) {
+    case DType::kInt64:
+    case DType::kFloat64: return 8;
     case DType::kFloat16:
     case DType::kBFloat16: return 2;
     case DType::kBool:
@@ -123,6 +125,7 @@ std::size_t HostTensor::element_size() const noexcept {
 uint32_t HostTensor::bits(int64_t i) const noexcept {
   const std::size_t size = element_size();
   uint32_t v = 0;
+  if (size == 8) std::memcpy(&v, bytes.data() + i * 8, 4);  // little-endian: the low half
   if (size == 4) std::memcpy(&v, bytes.data() + i * 4, 4);
   if (size == 2) {
     uint16_t h;
@@ -146,6 +149,11 @@ void HostTensor::set_bits(int64_t i, uint32_t v) noexcept {
 double HostTensor::value(int64_t i) const noexcept {
   if (is_float(dtype)) return decode_bits(bits(i), dtype);
   if (dtype == DType::kInt32) return static_cast<double>(static_cast<int32_t>(bits(i)));
+  if (dtype == DType::kInt64) {
+    int64_t v;
+    std::memcpy(&v, bytes.data() + i * 8, 8);
+    return static_cast<double>(v);
+  }
   return static_cast<double>(bits(i));
 }
 
@@ -169,37 +177,49 @@ std::string check_case_against_op(const CaseSpec& c, const OpEntry& op) {
     if (ti >= 0 && s.is_attr) return case_error(c, key + ".type", "is a tensor of " + op.name);
     if (ai >= 0 && !s.is_attr) return case_error(c, key + ".type", "is an attr of " + op.name);
   }
-  DType float_dtype = DType::kUndefined;
-  std::string float_from;
   for (const TensorSlot& slot : op.inputs) {
     const InputSpec* s = c.find_input(slot.name);
-    if (!s) return case_error(c, "inputs", fmt::format("missing tensor \"{}\"", slot.name));
+    if (!s) {
+      if (slot.optional) continue;
+      return case_error(c, "inputs", fmt::format("missing tensor \"{}\"", slot.name));
+    }
     const std::string key = fmt::format("inputs({})", slot.name);
-    if (slot.kind == TensorSlot::Kind::kAnyFloat) {
-      if (!is_float(s->dtype)) {
-        return case_error(
-            c, key + ".dtype",
-            fmt::format("{} takes fp32, fp16 or bf16, got {}", op.name, s->dtype_text));
+    switch (slot.kind) {
+      case TensorSlot::Kind::kFloat:
+        if (!is_float(s->dtype)) {
+          return case_error(
+              c, key + ".dtype",
+              fmt::format("{} takes fp32, fp16 or bf16, got {}", op.name, s->dtype_text));
+        }
+        if (!slot.dtype_like.empty()) {
+          const InputSpec* like = c.find_input(slot.dtype_like);
+          if (like && like->dtype != s->dtype) {
+            return case_error(
+                c, key + ".dtype",
+                fmt::format("{} differs from {}'s dtype", s->dtype_text, slot.dtype_like));
+          }
+        }
+        break;
+      case TensorSlot::Kind::kInt32:
+        if (s->dtype != DType::kInt32) {
+          return case_error(c, key + ".dtype", fmt::format("must be int32, got {}", s->dtype_text));
+        }
+        break;
+      case TensorSlot::Kind::kOneOf: {
+        const auto d = static_cast<uint32_t>(s->dtype);
+        if (d >= 64 || ((slot.dtypes >> d) & 1u) == 0) {
+          std::string allowed;
+          for (uint32_t k = 0; k < 64; ++k) {
+            if ((slot.dtypes >> k) & 1u) {
+              allowed += (allowed.empty() ? "" : ", ") +
+                         std::string(dtype_short_name(static_cast<DType>(k)));
+            }
+          }
+          return case_error(c, key + ".dtype",
+                            fmt::format("must be one of {}, got {}", allowed, s->dtype_text));
+        }
+        break;
       }
-    } else if (slot.kind == TensorSlot::Kind::kFloat32) {
-      if (s->dtype != DType::kFloat32) {
-        return case_error(c, key + ".dtype", fmt::format("must be fp32, got {}", s->dtype_text));
-      }
-    } else if (slot.kind == TensorSlot::Kind::kFloat) {
-      if (!is_float(s->dtype)) {
-        return case_error(
-            c, key + ".dtype",
-            fmt::format("{} takes fp32, fp16 or bf16, got {}", op.name, s->dtype_text));
-      }
-      if (float_dtype == DType::kUndefined) {
-        float_dtype = s->dtype;
-        float_from = slot.name;
-      } else if (s->dtype != float_dtype) {
-        return case_error(c, key + ".dtype",
-                          fmt::format("{} differs from {}'s dtype", s->dtype_text, float_from));
-      }
-    } else if (s->dtype != DType::kInt32) {
-      return case_error(c, key + ".dtype", fmt::format("must be int32, got {}", s->dtype_text));
     }
     const int rank = static_cast<int>(s->shape.size());
     if (rank < slot.min_rank || rank > slot.max_rank) {
@@ -245,7 +265,12 @@ std::string generate_inputs(const CaseSpec& c, const OpEntry& op, uint64_t seed,
   out.tensors.clear();
   out.attrs.clear();
   for (const TensorSlot& slot : op.inputs) {
-    const InputSpec& s = *c.find_input(slot.name);
+    const InputSpec* spec = c.find_input(slot.name);
+    if (!spec) {  // an optional tensor the case leaves out (checked above)
+      out.tensors.push_back(absent_tensor());
+      continue;
+    }
+    const InputSpec& s = *spec;
     HostTensor t(s.dtype, s.shape);
     const int64_t n = t.numel();
     const GeneratorSpec& g = s.generator;
@@ -274,23 +299,32 @@ std::string generate_inputs(const CaseSpec& c, const OpEntry& op, uint64_t seed,
           break;
       }
     } else {
+      // Integer tensors: int32 or int64 (exact in double up to 2^53, the range accepted here).
       const std::string key = fmt::format("inputs({}).range_values", s.name);
+      const bool wide = s.dtype == DType::kInt64;
+      const double min = wide ? -0x1p53 : INT32_MIN, max = wide ? 0x1p53 : INT32_MAX;
+      const char* type = wide ? "int64" : "int32";
+      auto store = [&](int64_t i, double v) {
+        if (wide) {
+          const auto x = static_cast<int64_t>(v);
+          std::memcpy(t.bytes.data() + i * 8, &x, 8);
+        } else {
+          t.set_bits(i, static_cast<uint32_t>(static_cast<int32_t>(v)));
+        }
+      };
       if (g.kind == GeneratorSpec::Kind::kConst) {
         const double v = g.values[0].number;
-        if (v != std::floor(v) || v < INT32_MIN || v > INT32_MAX) {
-          return case_error(c, key, fmt::format("{} is not an int32 value", v));
+        if (v != std::floor(v) || v < min || v > max) {
+          return case_error(c, key, fmt::format("{} is not an {} value", v, type));
         }
-        for (int64_t i = 0; i < n; ++i) {
-          t.set_bits(i, static_cast<uint32_t>(static_cast<int32_t>(v)));
-        }
+        for (int64_t i = 0; i < n; ++i) store(i, v);
       } else {
         const double lo = std::ceil(g.lo), hi = std::floor(g.hi);
-        if (lo > hi || lo < INT32_MIN || hi > INT32_MAX) {
-          return case_error(c, key, "range holds no int32 value");
+        if (lo > hi || lo < min || hi > max) {
+          return case_error(c, key, fmt::format("range holds no {} value", type));
         }
         for (int64_t i = 0; i < n; ++i) {
-          const double v = std::min(hi, lo + std::floor((hi - lo + 1) * rng.uniform()));
-          t.set_bits(i, static_cast<uint32_t>(static_cast<int32_t>(v)));
+          store(i, std::min(hi, lo + std::floor((hi - lo + 1) * rng.uniform())));
         }
       }
     }

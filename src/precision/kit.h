@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mantissa/dtype.h"
@@ -35,7 +36,8 @@ struct HostTensor {
 
   int64_t numel() const noexcept;
   std::size_t element_size() const noexcept;
-  // Raw element bits (fp32/int32: 32 bits; fp16/bf16: 16 bits; bool: 8 bits).
+  // Raw element bits (fp32/int32: 32 bits; fp16/bf16: 16 bits; bool: 8 bits; int64: the low
+  // 32 bits, see value()).
   uint32_t bits(int64_t i) const noexcept;
   void set_bits(int64_t i, uint32_t v) noexcept;
   // Element value: floats decoded exactly, integers converted.
@@ -45,6 +47,10 @@ struct HostTensor {
 };
 
 std::string shape_string(const std::vector<int64_t>& shape);
+
+// An optional tensor left out: dtype kUndefined, no elements.
+inline HostTensor absent_tensor() { return HostTensor(DType::kUndefined, {0}); }
+inline bool absent(const HostTensor& t) noexcept { return t.dtype == DType::kUndefined; }
 
 // ---- Case files -----------------------------------------------------------------------------
 
@@ -125,10 +131,22 @@ std::vector<LoadedCase> load_case_dir(const std::string& dir);
 // ---- Operators ------------------------------------------------------------------------------
 
 struct TensorSlot {
-  // kFloat: fp32, fp16 or bf16, the same for every kFloat slot of the op; kFloat32: fp32 only;
-  // kAnyFloat: fp32, fp16 or bf16 on its own (list elements may mix dtypes).
-  enum class Kind { kFloat, kInt32, kFloat32, kAnyFloat };
+  enum class Kind {
+    kFloat,  // fp32, fp16 or bf16
+    kInt32,
+    kOneOf,  // one of `dtypes`
+  };
   enum class Shape { kAny, kOneElement, kLike };
+  TensorSlot() = default;
+  // The common float or int32 slot (the dtype, set and optional fields keep their defaults).
+  TensorSlot(std::string slot_name, Kind slot_kind, Shape slot_shape, std::string like_name,
+             int lo_rank, int hi_rank)
+      : name(std::move(slot_name)),
+        kind(slot_kind),
+        shape(slot_shape),
+        like(std::move(like_name)),
+        min_rank(lo_rank),
+        max_rank(hi_rank) {}
   std::string name;
   Kind kind = Kind::kFloat;
   Shape shape = Shape::kAny;
@@ -137,6 +155,9 @@ struct TensorSlot {
   // A tensor list: a case gives its elements as inputs named "<name>[0]", "<name>[1]", ... and
   // the op is instantiated per case with one slot per element (OpEntry::instantiate).
   bool list = false;
+  std::string dtype_like;  // kFloat: the input whose dtype this one must have ("" = any float)
+  uint64_t dtypes = 0;     // kOneOf: bit d set for DType d
+  bool optional = false;   // a case may leave it out (its output is then not judged)
 };
 
 struct AttrSlot {
@@ -153,6 +174,8 @@ struct OutputSlot {
 
 // Generated inputs in the order of the op's tensor and attr slots. A list slot contributes its
 // elements, in order; list_sizes holds the element count of each list slot, in slot order.
+// Generated inputs in the order of the op's tensor and attr slots. An optional tensor a case
+// leaves out is an absent HostTensor (see absent()).
 struct OpInputs {
   std::vector<HostTensor> tensors;
   std::vector<AttrValue> attrs;

@@ -5,6 +5,9 @@
 //
 // Kit inputs are the read and in/out arguments in declaration order; kit outputs are the written
 // arguments, each run in place on the input it updates (its counterpart), in counterpart order.
+// Dtype rules map to slots: a training float is a float slot of its own dtype, "dtype of k" a
+// float slot tied to k's, a dtype set a kOneOf slot; rules across arguments that the descriptor
+// leaves to check_params are the operator's to report (a kit error row).
 #pragma once
 
 #include <algorithm>
@@ -92,19 +95,6 @@ struct Schema {
     return l;
   }
 
-  static TensorSlot::Kind slot_kind(std::size_t k) {
-    const detail::ArgSpec& a = Op::kArgs[k];
-    switch (a.dtype) {
-      case detail::DtypeRule::kTrainingFloat:
-        return a.is_list ? TensorSlot::Kind::kAnyFloat : TensorSlot::Kind::kFloat;
-      case detail::DtypeRule::kSameAs: return slot_kind(static_cast<std::size_t>(a.dtype_ref));
-      case detail::DtypeRule::kInt32: return TensorSlot::Kind::kInt32;
-      case detail::DtypeRule::kFloat32: return TensorSlot::Kind::kFloat32;
-      case detail::DtypeRule::kOneOf: break;
-    }
-    return TensorSlot::Kind::kAnyFloat;
-  }
-
   static typename Op::Params params(const OpInputs& in) {
     typename Op::Params p{};
     for (std::size_t i = 0; i < detail::kNumAttrs<Op>; ++i) {
@@ -119,7 +109,7 @@ struct Schema {
   }
 
   // The "kernel" backend: the C++ API, in place on copies of the inputs (optional outputs
-  // unset, required ones given as their paired input).
+  // unset, required ones given as their paired input; optional inputs the case leaves out unset).
   static std::string run_kernel(const OpInputs& in, std::vector<HostTensor>& out) {
     std::vector<HostTensor> w = in.tensors;
     const Layout l = layout(in);
@@ -130,7 +120,10 @@ struct Schema {
       if (a.is_list) {
         for (std::size_t i = 0; i < l.count[k]; ++i) lists[k].push_back(view_of(w[l.first[k] + i]));
         detail::set_list<Op>(t, k, lists[k]);
-      } else if (a.role != detail::Role::kOut || !a.optional) {
+      } else if (a.role != detail::Role::kOut) {
+        HostTensor& h = w[l.first[k]];
+        if (!absent(h)) detail::set_view<Op>(t, k, view_of(h));
+      } else if (!a.optional) {
         detail::set_view<Op>(t, k, view_of(w[l.first[k]]));
       }
     }
@@ -159,7 +152,23 @@ struct Schema {
       if (a.role == detail::Role::kOut) continue;
       TensorSlot s;
       s.name = std::string(a.name);
-      s.kind = slot_kind(k);
+      switch (a.dtype) {
+        case detail::DtypeRule::kTrainingFloat: s.kind = TensorSlot::Kind::kFloat; break;
+        case detail::DtypeRule::kSameAs:
+          s.kind = TensorSlot::Kind::kFloat;
+          s.dtype_like = std::string(Op::kArgs[static_cast<std::size_t>(a.dtype_ref)].name);
+          break;
+        case detail::DtypeRule::kInt32: s.kind = TensorSlot::Kind::kInt32; break;
+        case detail::DtypeRule::kFloat32:
+          s.kind = TensorSlot::Kind::kOneOf;
+          s.dtypes = detail::dtype_bit(DType::kFloat32);
+          break;
+        case detail::DtypeRule::kOneOf:
+          s.kind = TensorSlot::Kind::kOneOf;
+          s.dtypes = a.dtype_set;
+          break;
+      }
+      s.optional = a.optional;
       s.list = a.is_list;
       switch (a.shape) {
         case detail::ShapeRule::kAny: s.shape = TensorSlot::Shape::kAny; break;

@@ -98,6 +98,32 @@ class AdamCall final : public PreparedCall {
   ApplyAdamDParams params_;
 };
 
+// AdamW with PyTorch's defaults at step 10; amsgrad with a running maximum near v.
+class AdamWCall final : public PreparedCall {
+ public:
+  AdamWCall(DType dtype, int64_t n, detail::ApplyAdamWV2Op::Variant variant)
+      : var_(dtype, n, 0.0f, 2.0f),
+        m_(dtype, n, 0.0f, 0.1f),
+        v_(dtype, n, 0.75f, 0.1f),
+        max_(dtype, n, 0.75f, 0.1f),
+        g_(dtype, n, 0.0f, 0.4f),
+        params_(detail::ApplyAdamWV2Op::params_for(variant)) {
+    t_.var = view(var_, dtype, n);
+    t_.m = view(m_, dtype, n);
+    t_.v = view(v_, dtype, n);
+    if (params_.amsgrad) t_.max_grad_norm = view(max_, dtype, n);
+    t_.grad = view(g_, dtype, n);
+    t_.step = TensorView(&step_, DType::kInt64, {1});
+  }
+  void run() override { (void)apply_adam_w_v2(t_, params_); }
+
+ private:
+  Buffer var_, m_, v_, max_, g_;
+  int64_t step_ = 9;
+  ApplyAdamWV2Tensors t_;
+  ApplyAdamWV2Params params_;
+};
+
 class AmpCppCall final : public PreparedCall {
  public:
   void run() override {
@@ -183,6 +209,9 @@ std::unique_ptr<PreparedCall> make_call(DType dtype, int64_t n, detail::ApplyAda
 std::unique_ptr<PreparedCall> make_call(DType dtype, int64_t n,
                                         detail::ForeachNonFiniteCheckAndUnscaleOp::Variant v) {
   return std::make_unique<UnscaleCall>(dtype, n, v);
+}
+std::unique_ptr<PreparedCall> make_call(DType dtype, int64_t n, detail::ApplyAdamWV2Op::Variant v) {
+  return std::make_unique<AdamWCall>(dtype, n, v);
 }
 
 }  // namespace

@@ -1,0 +1,186 @@
+// ApplyAdamWV2: one AdamW step (PyTorch's AdamW, CANN's ApplyAdamWV2). Contract and validation,
+// then one element-wise kernel written once for every SIMD target: a single pass that reads var,
+// m, v, grad (and max_grad_norm) and writes var, m, v (and max_grad_norm) in place.
+// clang-format off (foreach_target.h must come first: it re-includes this file once per target)
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/apply_adam_w_v2/apply_adam_w_v2.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+// clang-format on
+
+#include "core/parallel.h"
+#include "core/simd-inl.h"
+#include "hwy/highway.h"
+#include "ops/apply_adam_w_v2/apply_adam_w_v2_kernel.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace mantissa::HWY_NAMESPACE {
+
+// Elements [begin, end) of one step. State is the storage format of var, m, v and
+// max_grad_norm, Grad that of grad (fp16/bf16 with fp32 state: the master-weight form). The
+// grouping is normative (the operator's spec) and must not be reordered: no FMA, every operation
+// rounded once in fp32; m_new, v_new and vmax feed the var update as fp32 values, before they
+// are rounded to the storage format.
+template <class State, class Grad, bool kAmsgrad, bool kMaximize>
+void ApplyAdamWV2Range(const detail::ApplyAdamWV2KernelArgs& a) {
+  using S = typename State::Storage;
+  using G = typename Grad::Storage;
+  S* var_p = static_cast<S*>(a.var);
+  S* m_p = static_cast<S*>(a.m);
+  S* v_p = static_cast<S*>(a.v);
+  S* max_p = static_cast<S*>(a.max_grad_norm);
+  const G* grad_p = static_cast<const G*>(a.grad);
+
+  auto chunk = [&](int64_t begin, int64_t end) {
+    ForEachVector(begin, end, [&](auto d, int64_t i) {
+      const auto step_size = hn::Set(d, a.step_size);
+      const auto inv_bc2_sqrt = hn::Set(d, a.inv_bc2_sqrt);
+      const auto decay = hn::Set(d, a.decay);
+      const auto one_minus_beta1 = hn::Set(d, a.one_minus_beta1);
+      const auto one_minus_beta2 = hn::Set(d, a.one_minus_beta2);
+      const auto beta2 = hn::Set(d, a.beta2);
+      const auto eps = hn::Set(d, a.eps);
+      // Every element is loaded before any of the same index is stored (in place).
+      const auto var = LoadF32<State>(d, var_p + i);
+      const auto m = LoadF32<State>(d, m_p + i);
+      const auto v = LoadF32<State>(d, v_p + i);
+      auto g = LoadF32<Grad>(d, grad_p + i);
+      if constexpr (kMaximize) g = hn::Neg(g);  // a sign flip: exact
+      // var * decay: the decoupled weight decay, applied to the old var.
+      const auto var1 = hn::Mul(var, decay);
+      // m + ((g - m) * (1 - beta1))
+      const auto m_new = hn::Add(m, hn::Mul(hn::Sub(g, m), one_minus_beta1));
+      // (v * beta2) + ((g * g) * (1 - beta2))
+      const auto v_new = hn::Add(hn::Mul(v, beta2), hn::Mul(hn::Mul(g, g), one_minus_beta2));
+      auto vmax = v_new;
+      if constexpr (kAmsgrad) {
+        // max(max_grad_norm, v_new) with NaN from either side (torch.maximum); a tie keeps
+        // max_grad_norm. Written with a comparison, not hn::Max, whose NaN and signed-zero
+        // results differ between instruction sets.
+        const auto old_max = LoadF32<State>(d, max_p + i);
+        vmax = hn::IfThenElse(hn::Or(hn::Gt(v_new, old_max), hn::IsNaN(v_new)), v_new, old_max);
+      }
+      // (sqrt(vmax) * inv_bc2_sqrt) + eps; Sqrt and Div are correctly rounded on every target.
+      const auto denom = hn::Add(hn::Mul(hn::Sqrt(vmax), inv_bc2_sqrt), eps);
+      // var1 - ((m_new / denom) * step_size)
+      const auto var_new = hn::Sub(var1, hn::Mul(hn::Div(m_new, denom), step_size));
+      StoreResult<State>(d, var_new, var_p + i);
+      StoreResult<State>(d, m_new, m_p + i);
+      StoreResult<State>(d, v_new, v_p + i);
+      if constexpr (kAmsgrad) StoreResult<State>(d, vmax, max_p + i);
+    });
+  };
+  detail::parallel_for(a.n, detail::kDefaultGrain, chunk);
+}
+
+template <class State, class Grad>
+void ApplyAdamWV2Formats(const detail::ApplyAdamWV2KernelArgs& a) {
+  if (a.amsgrad) {
+    if (a.maximize) {
+      ApplyAdamWV2Range<State, Grad, true, true>(a);
+    } else {
+      ApplyAdamWV2Range<State, Grad, true, false>(a);
+    }
+  } else if (a.maximize) {
+    ApplyAdamWV2Range<State, Grad, false, true>(a);
+  } else {
+    ApplyAdamWV2Range<State, Grad, false, false>(a);
+  }
+}
+
+void ApplyAdamWV2Impl(const detail::ApplyAdamWV2KernelArgs& a) {
+  // f32 state with f16/bf16 grad (master weight), or one dtype throughout.
+  if (a.state_dtype == DType::kFloat32 && a.grad_dtype == DType::kFloat16) {
+    ApplyAdamWV2Formats<Fp32, Fp16>(a);
+  } else if (a.state_dtype == DType::kFloat32 && a.grad_dtype == DType::kBFloat16) {
+    ApplyAdamWV2Formats<Fp32, Bf16>(a);
+  } else if (a.state_dtype == DType::kFloat16) {
+    ApplyAdamWV2Formats<Fp16, Fp16>(a);
+  } else if (a.state_dtype == DType::kBFloat16) {
+    ApplyAdamWV2Formats<Bf16, Bf16>(a);
+  } else {
+    ApplyAdamWV2Formats<Fp32, Fp32>(a);
+  }
+}
+
+}  // namespace mantissa::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include <cmath>
+#include <cstring>
+
+#include "core/runtime_internal.h"
+#include "mantissa/ops/apply_adam_w_v2.h"
+#include "ops/apply_adam_w_v2/apply_adam_w_v2_desc.h"
+
+namespace mantissa {
+
+HWY_EXPORT(ApplyAdamWV2Impl);
+
+namespace detail {
+
+// grad has var's dtype, or is fp16/bf16 with fp32 state (the master-weight form). (That var, m,
+// v and max_grad_norm share one dtype, and every dtype is a training float, the declaration has
+// checked already.)
+Status ApplyAdamWV2Op::check_params(const Tensors& t, const Params&) {
+  if (t.grad.dtype == t.var.dtype || t.var.dtype == DType::kFloat32) return {};
+  return fail(StatusCode::kParamInvalid, kType,
+              "grad dtype {} differs from var dtype {} (a different grad dtype needs FLOAT "
+              "state: FLOAT16 or BFLOAT16 grad with FLOAT var, m, v)",
+              dtype_name(t.grad.dtype), dtype_name(t.var.dtype));
+}
+
+}  // namespace detail
+
+// Validation is derived from the declaration (apply_adam_w_v2_desc.h). Aliasing: var, m, v and
+// max_grad_norm are written in place, so none of them shares a byte with any other tensor of the
+// call; grad and step may overlap each other.
+Status apply_adam_w_v2_validate(const ApplyAdamWV2Tensors& t, const ApplyAdamWV2Params& p) {
+  return detail::validate<detail::ApplyAdamWV2Op>(t, p);
+}
+
+Status apply_adam_w_v2(const ApplyAdamWV2Tensors& t, const ApplyAdamWV2Params& p) {
+  MANTISSA_RETURN_IF_ERROR(apply_adam_w_v2_validate(t, p));
+  const int64_t n = *t.var.numel();
+  if (n == 0) return {};  // empty var: nothing to read or write
+  detail::ensure_runtime_initialized();
+
+  // The step count t = step + 1 (step counts the steps already taken), in double: an int64 step
+  // converted (exact up to 2^53), an fp32 one widened exactly.
+  double step = 0.0;
+  if (t.step.dtype == DType::kInt64) {
+    int64_t s;
+    std::memcpy(&s, t.step.data, sizeof s);
+    step = static_cast<double>(s);
+  } else {
+    step = static_cast<double>(load_as_float(DType::kFloat32, t.step.data, 0));
+  }
+  const double steps = step + 1.0;
+  // The per-call constants, each computed in double from the fp32 attributes and rounded once
+  // to fp32: 1 - beta2^t cancels badly in fp32 for beta2 near 1 (PyTorch keeps these in double
+  // too).
+  const double lr = p.lr, beta1 = p.beta1, beta2 = p.beta2, weight_decay = p.weight_decay;
+  detail::ApplyAdamWV2KernelArgs a;
+  a.state_dtype = t.var.dtype;
+  a.grad_dtype = t.grad.dtype;
+  a.amsgrad = p.amsgrad;
+  a.maximize = p.maximize;
+  a.n = n;
+  a.var = t.var.data;
+  a.m = t.m.data;
+  a.v = t.v.data;
+  a.max_grad_norm = p.amsgrad ? t.max_grad_norm->data : nullptr;
+  a.grad = t.grad.data;
+  a.step_size = static_cast<float>(lr / (1.0 - std::pow(beta1, steps)));
+  a.inv_bc2_sqrt = static_cast<float>(1.0 / std::sqrt(1.0 - std::pow(beta2, steps)));
+  a.decay = static_cast<float>(1.0 - lr * weight_decay);
+  a.one_minus_beta1 = static_cast<float>(1.0 - beta1);
+  a.one_minus_beta2 = static_cast<float>(1.0 - beta2);
+  a.beta2 = p.beta2;
+  a.eps = p.eps;
+  HWY_DYNAMIC_DISPATCH(ApplyAdamWV2Impl)(a);
+  return {};
+}
+
+}  // namespace mantissa
+#endif  // HWY_ONCE
