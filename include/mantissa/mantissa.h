@@ -3,6 +3,7 @@
 
 #include "mantissa/dtype.h"
 #include "mantissa/lowp.h"
+#include "mantissa/math.h"
 #include "mantissa/mx.h"
 #include "mantissa/ops/amp_update_scale.h"
 #include "mantissa/ops/apply_adam_d.h"
