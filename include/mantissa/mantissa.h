@@ -9,6 +9,7 @@
 #include "mantissa/ops/apply_adam_d.h"
 #include "mantissa/ops/foreach_non_finite_check_and_unscale.h"
 #include "mantissa/ops/sgd.h"
+#include "mantissa/ops/softmax.h"
 #include "mantissa/reduce.h"
 #include "mantissa/runtime.h"
 #include "mantissa/status.h"

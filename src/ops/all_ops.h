@@ -9,6 +9,7 @@
 #include "ops/apply_adam_d/apply_adam_d_desc.h"
 #include "ops/foreach_non_finite_check_and_unscale/foreach_non_finite_check_and_unscale_desc.h"
 #include "ops/sgd/sgd_desc.h"
+#include "ops/softmax/softmax_desc.h"
 
 namespace mantissa::detail {
 
@@ -22,6 +23,7 @@ struct OpList {
   }
 };
 
-using AllOps = OpList<AmpUpdateScaleOp, SgdOp, ApplyAdamDOp, ForeachNonFiniteCheckAndUnscaleOp>;
+using AllOps = OpList<AmpUpdateScaleOp, SgdOp, ApplyAdamDOp, ForeachNonFiniteCheckAndUnscaleOp,
+                      SoftmaxOp, LogSoftmaxOp>;
 
 }  // namespace mantissa::detail
