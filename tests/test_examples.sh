@@ -63,6 +63,36 @@ else
   done
   grep -q "workspace 0 bytes" <<<"$adamw_out" || fail "contiguous in-place call should need no workspace"
 fi
+# The Softmax and LogSoftmax samples (CANN's published inputs). Expected values computed
+# independently with numpy float32 (max-shifted, as the operators' formulas), printed with %f;
+# the library's result is within 1 ulp of those, far below the 6 printed decimals.
+check_rows() {  # name, python expression giving the values
+  local exe="$bin_dir/example_$1"
+  if [[ ! -x "$exe" ]]; then
+    fail "$exe is not built"
+    return
+  fi
+  local out
+  out="$("$exe")" || fail "$1 exited with $?"
+  echo "$out"
+  local expected
+  expected="$(/usr/bin/python3 -c "
+import numpy as np
+$2
+for i, v in enumerate(np.asarray(y, dtype=np.float32).ravel()):
+    print('result[%d] is: %f' % (i, v))
+")" || fail "numpy failed for $1"
+  [[ "$(grep '^result' <<<"$out")" == "$expected" ]] || fail "$1 printed other values than numpy:
+$expected"
+}
+check_rows test_aclnn_softmax "
+x = np.arange(8, dtype=np.float32).reshape(4, 2)
+e = np.exp(x - x.max(axis=0, keepdims=True))
+y = e / e.sum(axis=0, keepdims=True)"
+check_rows test_aclnn_log_softmax_v2 "
+x = np.arange(1, 10, dtype=np.float32).reshape(3, 3)
+s = x - x.max(axis=1, keepdims=True)
+y = s - np.log(np.exp(s).sum(axis=1, keepdims=True))"
 
 # Every simd target must print the same lines (bit-exact promise), so force the lowest ones too.
 targets=(EMU128)

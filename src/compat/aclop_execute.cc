@@ -91,13 +91,21 @@ Status resolve_attrs(const OpDef& def, const aclopAttr* attr,
                     "unknown attribute \"{}\" (the operator's attributes are: {})", name,
                     known.empty() ? "none" : known);
       }
-      if (value.type != spec->type) {
+      const bool is_list = value.list_size >= 0;
+      if (value.type != spec->type || is_list != spec->int_list) {
         return fail(StatusCode::kParamInvalid, def.type,
-                    "attribute \"{}\" was set as {} but must be {} (aclopSetAttr{})", name,
-                    attr_type_name(value.type), attr_type_name(spec->type),
-                    spec->type == AttrType::kBool  ? "Bool"
-                    : spec->type == AttrType::kInt ? "Int"
-                                                   : "Float");
+                    "attribute \"{}\" was set as {}{} but must be {}{} (aclopSetAttr{})", name,
+                    is_list ? "list of " : "", attr_type_name(value.type),
+                    spec->int_list ? "list of " : "", attr_type_name(spec->type),
+                    spec->int_list                  ? "ListInt"
+                    : spec->type == AttrType::kBool ? "Bool"
+                    : spec->type == AttrType::kInt  ? "Int"
+                                                    : "Float");
+      }
+      if (spec->int_list && value.list_size != 1) {
+        return fail(StatusCode::kParamInvalid, def.type,
+                    "attribute \"{}\" holds {} values; exactly one axis is supported", name,
+                    value.list_size);
       }
       resolved.emplace(spec->name, value);
     }

@@ -38,6 +38,9 @@ struct AttrValue {
   bool b = false;
   int64_t i = 0;
   float f = 0.0f;
+  // A list of ints (aclopSetAttrListInt): the number of values given, `i` holding the first;
+  // -1 for a single value.
+  int64_t list_size = -1;
 };
 
 const char* attr_type_name(AttrType type) noexcept;
@@ -56,6 +59,7 @@ struct AttrSpec {
   AttrType type;
   bool required;
   AttrValue default_value;
+  bool int_list = false;  // set as a list of exactly one int (CANN's ListInt, one axis)
 };
 
 class OpCall;

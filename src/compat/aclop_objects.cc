@@ -127,4 +127,20 @@ aclError aclopSetAttrFloat(aclopAttr* attr, const char* attrName, float attrValu
   return mantissa::compat::aclop::set_attr("aclopSetAttrFloat", attr, attrName, v);
 }
 
+aclError aclopSetAttrListInt(aclopAttr* attr, const char* attrName, int numValues,
+                             const int64_t* values) {
+  if (numValues < 0 || (numValues > 0 && values == nullptr)) {
+    set_recent_error(fmt::format(
+        "aclopSetAttrListInt: attribute \"{}\": numValues is {} and values is {}",
+        attrName == nullptr ? "(null)" : attrName, numValues, values == nullptr ? "null" : "set"));
+    return ACL_ERROR_INVALID_PARAM;
+  }
+  // The operators take one value from a list (a single axis); the count is kept so that a list
+  // of another length is rejected by name when the operator runs.
+  AttrValue v{AttrType::kInt};
+  v.list_size = numValues;
+  v.i = numValues > 0 ? values[0] : 0;
+  return mantissa::compat::aclop::set_attr("aclopSetAttrListInt", attr, attrName, v);
+}
+
 }  // extern "C"

@@ -59,7 +59,10 @@ struct Row {
       v.b = a.default_value != 0.0;
       v.i = static_cast<int64_t>(a.default_value);
       v.f = static_cast<float>(a.default_value);
-      specs[i] = {a.name.data(), a.type, a.required_by_name, v};
+      // Op-by-name may know the attribute under another name, as a one-element list.
+      if (a.graph_int_list) v.list_size = 1;
+      specs[i] = {a.graph_name.empty() ? a.name.data() : a.graph_name.data(), a.type,
+                  a.required_by_name, v, a.graph_int_list};
     }
     return specs;
   }();
@@ -107,10 +110,11 @@ struct Row {
     typename Op::Params p{};
     for (std::size_t i = 0; i < kNumAttrs<Op>; ++i) {
       const detail::AttrSpec& a = Op::kAttrs[i];
+      const std::string_view name = attrs[i].name;
       switch (a.type) {
-        case AttrType::kBool: detail::set_attr<Op>(p, i, c.attr_bool(a.name)); break;
-        case AttrType::kInt: detail::set_attr<Op>(p, i, c.attr_int(a.name)); break;
-        case AttrType::kFloat: detail::set_attr<Op>(p, i, c.attr_float(a.name)); break;
+        case AttrType::kBool: detail::set_attr<Op>(p, i, c.attr_bool(name)); break;
+        case AttrType::kInt: detail::set_attr<Op>(p, i, c.attr_int(name)); break;
+        case AttrType::kFloat: detail::set_attr<Op>(p, i, c.attr_float(name)); break;
       }
     }
     return c.execute(t, p, validate, run);

@@ -174,6 +174,11 @@ struct AttrSpec {
   AttrType type;
   bool required_by_name;  // op-by-name rejects a call that does not set it
   double default_value;   // the Params default (informational where required)
+  // Op-by-name only: the graph's name for the attribute when it differs (empty: `name`), and
+  // whether the graph declares it as a list of ints holding this one value (CANN's ListInt,
+  // as SoftmaxV2's "axes" holds softmax's dim).
+  std::string_view graph_name = {};
+  bool graph_int_list = false;
 };
 
 // The attribute type of a Params member.

@@ -10,6 +10,7 @@
 #include "ops/apply_adam_w_v2/apply_adam_w_v2_desc.h"
 #include "ops/foreach_non_finite_check_and_unscale/foreach_non_finite_check_and_unscale_desc.h"
 #include "ops/sgd/sgd_desc.h"
+#include "ops/softmax/softmax_desc.h"
 
 namespace mantissa::detail {
 
@@ -23,7 +24,7 @@ struct OpList {
   }
 };
 
-using AllOps = OpList<AmpUpdateScaleOp, SgdOp, ApplyAdamDOp, ApplyAdamWV2Op,
-                      ForeachNonFiniteCheckAndUnscaleOp>;
+using AllOps = OpList<AmpUpdateScaleOp, SgdOp, ApplyAdamDOp, ApplyAdamWV2Op, SoftmaxOp,
+                      LogSoftmaxOp, ForeachNonFiniteCheckAndUnscaleOp>;
 
 }  // namespace mantissa::detail

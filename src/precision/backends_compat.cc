@@ -17,6 +17,8 @@
 #include "aclnnop/aclnn_apply_adam_d.h"
 #include "aclnnop/aclnn_apply_adam_w_v2.h"
 #include "aclnnop/aclnn_foreach_non_finite_check_and_unscale.h"
+#include "aclnnop/aclnn_logsoftmax.h"
+#include "aclnnop/aclnn_softmax.h"
 #include "precision/op_defs.h"
 #include "precision/op_schema.h"
 #include "precision/ops_common.h"
@@ -204,12 +206,20 @@ std::string aclop_backend(const OpInputs& in, std::vector<HostTensor>& out) {
     if (Op::kArgs[k].role == detail::Role::kOut) call.add_output(w[l.first[k]]);
   }
   for (std::size_t i = 0; i < detail::kNumAttrs<Op>; ++i) {
-    const std::string name(Op::kAttrs[i].name);
+    // Under the graph's name (op-by-name may call an attribute differently).
+    const std::string name(Op::kAttrs[i].graph_name.empty() ? Op::kAttrs[i].name
+                                                            : Op::kAttrs[i].graph_name);
     switch (Op::kAttrs[i].type) {
       case detail::AttrType::kBool:
         aclopSetAttrBool(call.attr(), name.c_str(), in.attrs[i].b);
         break;
-      case detail::AttrType::kInt: aclopSetAttrInt(call.attr(), name.c_str(), in.attrs[i].i); break;
+      case detail::AttrType::kInt:
+        if (Op::kAttrs[i].graph_int_list) {
+          aclopSetAttrListInt(call.attr(), name.c_str(), 1, &in.attrs[i].i);
+        } else {
+          aclopSetAttrInt(call.attr(), name.c_str(), in.attrs[i].i);
+        }
+        break;
       case detail::AttrType::kFloat:
         aclopSetAttrFloat(call.attr(), name.c_str(), static_cast<float>(in.attrs[i].f));
         break;
@@ -245,6 +255,8 @@ void add_compat_backends(std::map<std::string, OpEntry>& ops) {
   add_aclnn<detail::ForeachNonFiniteCheckAndUnscaleOp>(
       ops, aclnnForeachNonFiniteCheckAndUnscaleGetWorkspaceSize,
       aclnnForeachNonFiniteCheckAndUnscale);
+  add_aclnn<detail::SoftmaxOp>(ops, aclnnSoftmaxGetWorkspaceSize, aclnnSoftmax);
+  add_aclnn<detail::LogSoftmaxOp>(ops, aclnnLogSoftmaxGetWorkspaceSize, aclnnLogSoftmax);
 }
 
 }  // namespace mantissa::precision

@@ -53,7 +53,7 @@ typedef enum {
   ACL_COMPLEX64 = 16,
   ACL_COMPLEX128 = 17,
   ACL_BF16 = 27,
-  ACL_INT4 = 29, /* packed two per byte, element 2i in the low nibble */
+  ACL_INT4 = 29,     /* packed two per byte, element 2i in the low nibble */
   ACL_HIFLOAT8 = 34, /* declared; no operator of this library accepts it */
   ACL_FLOAT8_E5M2 = 35,
   ACL_FLOAT8_E4M3FN = 36,
@@ -96,6 +96,9 @@ ACL_FUNC_VISIBILITY aclError aclopSetAttrInt(aclopAttr* attr, const char* attrNa
                                              int64_t attrValue);
 ACL_FUNC_VISIBILITY aclError aclopSetAttrFloat(aclopAttr* attr, const char* attrName,
                                                float attrValue);
+/* A list of ints (CANN's ListInt attribute, e.g. SoftmaxV2's "axes"). */
+ACL_FUNC_VISIBILITY aclError aclopSetAttrListInt(aclopAttr* attr, const char* attrName,
+                                                 int numValues, const int64_t* values);
 
 /* The last failure's reason on the calling thread (operator, argument, values); "" if none. */
 ACL_FUNC_VISIBILITY const char* aclGetRecentErrMsg(void);

@@ -1,0 +1,252 @@
+// Softmax and LogSoftmax over one dimension: contract and validation, then one kernel written
+// once for every SIMD target. Each row is read three times (max, sum of exp(x - max), output)
+// and written once; every output is rounded once from fp32.
+//
+// The order of every rounding is fixed by the row alone: the max is exact; the sum of
+// exp(x - max) is core/reduce.h's Kahan sum in fp32 (32 interleaved lanes, blocks of 4096, the
+// pairwise block tree) over the row's elements in axis order, whatever the layout; Exp and Log
+// are core/math-inl.h's. So a row gives the same bits on every target, for any thread count,
+// and whether the axis is the last one (rows vectorised along the row) or not (inner-contiguous
+// tiles vectorised across rows, never gathering a strided row).
+// clang-format off (foreach_target.h must come first: it re-includes this file once per target)
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/softmax/softmax.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+// clang-format on
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "core/math-inl.h"
+#include "core/reduce-inl.h"
+#include "core/rows.h"
+#include "core/simd-inl.h"
+#include "hwy/highway.h"
+#include "ops/softmax/softmax_kernel.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace mantissa::HWY_NAMESPACE {
+
+constexpr auto kSumMethod = detail::ReduceMethod::kKahan;
+
+// exp(x - max) of the elements [i, i + Lanes(d)) of one contiguous row.
+template <class Format>
+struct ExpShiftedTerm {
+  const typename Format::Storage* x;
+  float max;
+  template <class D>
+  HWY_INLINE hn::Vec<D> operator()(D d, int64_t i) const {
+    return Exp(d, hn::Sub(LoadF32<Format>(d, x + i), hn::Set(d, max)));
+  }
+};
+
+// The outputs of a row from x - max: (x - max) - log(sum), or exp(x - max) / sum.
+template <bool kLog, class D>
+HWY_INLINE hn::Vec<D> RowOutput(D d, hn::Vec<D> shifted, hn::Vec<D> sum_or_log) {
+  if constexpr (kLog) {
+    return hn::Sub(shifted, sum_or_log);
+  } else {
+    return hn::Div(Exp(d, shifted), sum_or_log);  // correctly rounded on every target
+  }
+}
+
+// The value the output pass needs: log(sum) for log-softmax, the sum for softmax.
+template <bool kLog>
+float SumOrLog(float sum) {
+  if constexpr (kLog) {
+    const hn::CappedTag<float, 1> d1;
+    return hn::GetLane(Log(d1, hn::Set(d1, sum)));
+  } else {
+    return sum;
+  }
+}
+
+// Last axis: each row contiguous.
+template <class Format, bool kLog>
+void LastAxisRows(const detail::SoftmaxKernelArgs& a, int64_t begin, int64_t end) {
+  using S = typename Format::Storage;
+  const int64_t n = a.rows.axis;
+  for (int64_t r = begin; r < end; ++r) {
+    const S* x = static_cast<const S*>(a.x) + r * n;
+    S* y = static_cast<S*>(a.y) + r * n;
+    const float max = MaxRow(MaxTerm<Format, false>{x}, n, -std::numeric_limits<float>::infinity());
+    const float sum = ReduceRow<kSumMethod, float>(ExpShiftedTerm<Format>{x, max}, n);
+    const float sum_or_log = SumOrLog<kLog>(sum);
+    // In place is safe: element i is read before it is written, and never read again.
+    ForEachVector(0, n, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
+      const auto shifted = hn::Sub(LoadF32<Format>(d, x + i), hn::Set(d, max));
+      StoreResult<Format>(d, RowOutput<kLog>(d, shifted, hn::Set(d, sum_or_log)), y + i);
+    });
+  }
+}
+
+// A non-last axis: one tile of up to kTileWidth rows, element (k, j) at offset + k * stride + j.
+// The sum replays core/reduce.h's order per row: axis element k of block b goes to lane
+// (k - b) % 32 of that row's lane sums.
+template <class Format, bool kLog>
+void Tile(const detail::SoftmaxKernelArgs& a, const detail::Tile& t) {
+  using S = typename Format::Storage;
+  constexpr int kW = static_cast<int>(detail::kTileWidth);
+  constexpr int kL = detail::kReduceLanes;
+  const S* x = static_cast<const S*>(a.x) + t.offset;
+  S* y = static_cast<S*>(a.y) + t.offset;
+  const int64_t n = a.rows.axis, stride = t.stride;
+  const int64_t w = t.i1 - t.i0;
+  const float kNegInf = -std::numeric_limits<float>::infinity();
+
+  // Max per row; a NaN anywhere makes the row's max NaN (then every output is NaN).
+  HWY_ALIGN float max[kW];
+  HWY_ALIGN float nan[kW];
+  std::fill(max, max + kW, kNegInf);
+  std::fill(nan, nan + kW, 0.0f);
+  for (int64_t k = 0; k < n; ++k) {
+    ForEachVector(0, w, [&](auto d, int64_t j) MANTISSA_VECTOR_BODY {
+      const auto v = LoadF32<Format>(d, x + k * stride + j);
+      auto m = hn::LoadU(d, max + j);
+      hn::StoreU(hn::IfThenElse(hn::Gt(v, m), v, m), d, max + j);
+      const auto flag = hn::IfThenElse(hn::IsNaN(v), hn::Set(d, 1.0f), hn::LoadU(d, nan + j));
+      hn::StoreU(flag, d, nan + j);
+    });
+  }
+  for (int64_t j = 0; j < w; ++j) {
+    if (nan[j] != 0.0f) max[j] = std::numeric_limits<float>::quiet_NaN();
+  }
+
+  // Sum of exp(x - max), block by block.
+  auto term = [&](auto d, int64_t k, int64_t j) {
+    return Exp(d, hn::Sub(LoadF32<Format>(d, x + k * stride + j), hn::LoadU(d, max + j)));
+  };
+  HWY_ALIGN float s[kL][kW];
+  HWY_ALIGN float c[kL][kW];
+  HWY_ALIGN float sum[kW];
+  using P = detail::Partial<float>;
+  const auto merge = [](const P& p, const P& q) { return detail::merge<kSumMethod>(p, q); };
+  std::vector<detail::PairwiseStack<P>> stacks;
+  if (n > detail::kReduceBlock) stacks.resize(static_cast<std::size_t>(w));
+  P single[kW];
+  for (int64_t b = 0; b < n; b += detail::kReduceBlock) {
+    const int64_t len = std::min(detail::kReduceBlock, n - b);
+    for (int l = 0; l < kL; ++l) {
+      std::fill(s[l], s[l] + kW, -0.0f);
+      std::fill(c[l], c[l] + kW, -0.0f);
+    }
+    for (int64_t k = 0; k < len; ++k) {
+      float* sl = s[k % kL];
+      float* cl = c[k % kL];
+      ForEachVector(0, w, [&](auto d, int64_t j) MANTISSA_VECTOR_BODY {
+        auto sv = hn::LoadU(d, sl + j);
+        auto cv = hn::LoadU(d, cl + j);
+        Accumulate<kSumMethod>(d, sv, cv, term(d, b + k, j));
+        hn::StoreU(sv, d, sl + j);
+        hn::StoreU(cv, d, cl + j);
+      });
+    }
+    for (int64_t j = 0; j < w; ++j) {
+      float sums[kL], comps[kL];
+      for (int l = 0; l < kL; ++l) sums[l] = s[l][j], comps[l] = c[l][j];
+      P p = CombineLanes<kSumMethod>(sums, comps);
+      if (!std::isfinite(p.sum) || !std::isfinite(p.comp)) {
+        // As ReduceBlock: an inf or NaN term makes the compensation meaningless; redo the block
+        // of this row with the plain sum (rare: such a row's outputs are NaN).
+        const hn::CappedTag<float, 1> d1;
+        for (int l = 0; l < kL; ++l) sums[l] = -0.0f, comps[l] = -0.0f;
+        for (int64_t k = 0; k < len; ++k) {
+          sums[k % kL] = hn::GetLane(hn::Add(hn::Set(d1, sums[k % kL]), term(d1, b + k, j)));
+        }
+        p = CombineLanes<detail::ReduceMethod::kNaive>(sums, comps);
+      }
+      if (stacks.empty()) {
+        single[j] = p;
+      } else {
+        stacks[static_cast<std::size_t>(j)].push(p, merge);
+      }
+    }
+  }
+  for (int64_t j = 0; j < w; ++j) {
+    const P p = stacks.empty() ? single[j] : stacks[static_cast<std::size_t>(j)].collapse(merge);
+    sum[j] = SumOrLog<kLog>(detail::finish<kSumMethod>(p));
+  }
+
+  for (int64_t k = 0; k < n; ++k) {
+    ForEachVector(0, w, [&](auto d, int64_t j) MANTISSA_VECTOR_BODY {
+      const auto shifted = hn::Sub(LoadF32<Format>(d, x + k * stride + j), hn::LoadU(d, max + j));
+      StoreResult<Format>(d, RowOutput<kLog>(d, shifted, hn::LoadU(d, sum + j)),
+                          y + k * stride + j);
+    });
+  }
+}
+
+template <class Format, bool kLog>
+void SoftmaxFormat(const detail::SoftmaxKernelArgs& a) {
+  if (a.rows.last_axis()) {
+    detail::for_each_row_block(
+        a.rows, [&](int64_t begin, int64_t end) { LastAxisRows<Format, kLog>(a, begin, end); });
+  } else {
+    detail::for_each_tile(a.rows, [&](const detail::Tile& t) { Tile<Format, kLog>(a, t); });
+  }
+}
+
+void SoftmaxImpl(const detail::SoftmaxKernelArgs& a) {
+  VisitFormat(a.dtype, [&](auto format) {
+    if (a.log) {
+      SoftmaxFormat<decltype(format), true>(a);
+    } else {
+      SoftmaxFormat<decltype(format), false>(a);
+    }
+  });
+}
+
+}  // namespace mantissa::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include "core/runtime_internal.h"
+#include "ops/softmax/softmax_desc.h"
+
+namespace mantissa {
+
+HWY_EXPORT(SoftmaxImpl);
+
+namespace {
+
+Status run_softmax(const SoftmaxTensors& t, int64_t dim, bool log) {
+  const int64_t n = *t.self.numel();
+  if (n == 0) return {};  // nothing to read or write
+  detail::ensure_runtime_initialized();
+  detail::SoftmaxKernelArgs a;
+  a.dtype = t.self.dtype;
+  a.rows = detail::rows_over_dim(std::span<const int64_t>(t.self.shape.data(), t.self.rank), dim);
+  a.x = t.self.data;
+  a.y = t.out.data;
+  a.log = log;
+  HWY_DYNAMIC_DISPATCH(SoftmaxImpl)(a);
+  return {};
+}
+
+}  // namespace
+
+// Validation is derived from the declaration (softmax_desc.h): out has self's dtype and shape
+// and is self itself (in place) or shares no byte with it.
+Status softmax_validate(const SoftmaxTensors& t, const SoftmaxParams& p) {
+  return detail::validate<detail::SoftmaxOp>(t, p);
+}
+
+Status softmax(const SoftmaxTensors& t, const SoftmaxParams& p) {
+  MANTISSA_RETURN_IF_ERROR(softmax_validate(t, p));
+  return run_softmax(t, p.dim, false);
+}
+
+Status log_softmax_validate(const SoftmaxTensors& t, const LogSoftmaxParams& p) {
+  return detail::validate<detail::LogSoftmaxOp>(t, p);
+}
+
+Status log_softmax(const SoftmaxTensors& t, const LogSoftmaxParams& p) {
+  MANTISSA_RETURN_IF_ERROR(log_softmax_validate(t, p));
+  return run_softmax(t, p.dim, true);
+}
+
+}  // namespace mantissa
+#endif  // HWY_ONCE
