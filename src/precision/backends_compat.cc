@@ -16,6 +16,8 @@
 #include "aclnnop/aclnn_amp_update_scale.h"
 #include "aclnnop/aclnn_apply_adam_d.h"
 #include "aclnnop/aclnn_foreach_non_finite_check_and_unscale.h"
+#include "aclnnop/aclnn_rms_norm.h"
+#include "aclnnop/aclnn_rms_norm_grad.h"
 #include "precision/op_defs.h"
 #include "precision/op_schema.h"
 #include "precision/ops_common.h"
@@ -68,7 +70,7 @@ std::string aclnn_backend(aclnnStatus (*phase_one)(P...),
                           aclnnStatus (*phase_two)(void*, uint64_t, aclOpExecutor*, aclrtStream),
                           const OpInputs& in, std::vector<HostTensor>& out) {
   using S = Schema<Op>;
-  std::vector<HostTensor> w = in.tensors;
+  std::vector<HostTensor> w = S::working_tensors(in);
   const typename S::Layout l = S::layout(in);
   std::vector<TensorPtr> handles;
   for (HostTensor& h : w) {
@@ -171,10 +173,11 @@ class AclopCall {
 template <class Op>
 std::string aclop_backend(const OpInputs& in, std::vector<HostTensor>& out) {
   using S = Schema<Op>;
-  std::vector<HostTensor> w = in.tensors;
+  std::vector<HostTensor> w = S::working_tensors(in);
   const typename S::Layout l = S::layout(in);
   AclopCall call;
-  for (HostTensor& t : w) call.add_input(t);  // a list's elements in order: a dynamic input
+  // The inputs (a list's elements in order: a dynamic input); new outputs follow them in w.
+  for (std::size_t i = 0; i < in.tensors.size(); ++i) call.add_input(w[i]);
   for (std::size_t k = 0; k < S::kN; ++k) {
     if (Op::kArgs[k].role == detail::Role::kOut) call.add_output(w[l.first[k]]);
   }
@@ -219,6 +222,8 @@ void add_compat_backends(std::map<std::string, OpEntry>& ops) {
   add_aclnn<detail::ForeachNonFiniteCheckAndUnscaleOp>(
       ops, aclnnForeachNonFiniteCheckAndUnscaleGetWorkspaceSize,
       aclnnForeachNonFiniteCheckAndUnscale);
+  add_aclnn<detail::RmsNormOp>(ops, aclnnRmsNormGetWorkspaceSize, aclnnRmsNorm);
+  add_aclnn<detail::RmsNormGradOp>(ops, aclnnRmsNormGradGetWorkspaceSize, aclnnRmsNormGrad);
 }
 
 }  // namespace mantissa::precision
