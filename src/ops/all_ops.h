@@ -8,6 +8,8 @@
 #include "ops/amp_update_scale/amp_update_scale_desc.h"
 #include "ops/apply_adam_d/apply_adam_d_desc.h"
 #include "ops/foreach_non_finite_check_and_unscale/foreach_non_finite_check_and_unscale_desc.h"
+#include "ops/rms_norm/rms_norm_desc.h"
+#include "ops/rms_norm_grad/rms_norm_grad_desc.h"
 #include "ops/sgd/sgd_desc.h"
 
 namespace mantissa::detail {
@@ -22,6 +24,7 @@ struct OpList {
   }
 };
 
-using AllOps = OpList<AmpUpdateScaleOp, SgdOp, ApplyAdamDOp, ForeachNonFiniteCheckAndUnscaleOp>;
+using AllOps = OpList<AmpUpdateScaleOp, SgdOp, ApplyAdamDOp, ForeachNonFiniteCheckAndUnscaleOp,
+                      RmsNormOp, RmsNormGradOp>;
 
 }  // namespace mantissa::detail
