@@ -21,7 +21,9 @@ struct RmsNormOp {
   // gamma: x's dtype or FLOAT (check_params: FLOAT only with an fp16/bf16 x).
   static constexpr std::array kArgs{
       In("x", "x").training_float().rank(1, 8),
-      In("gamma", "gamma").training_float().trailing_of(kX),
+      In("gamma", "gamma")
+          .dtype_in({DType::kFloat32, DType::kFloat16, DType::kBFloat16})
+          .trailing_of(kX),
       Out("y", "yOut", "y").like(kX),
       Out("rstd", "rstdOut", "rstd").float32().reduced_of(kX),
   };

@@ -23,7 +23,9 @@ struct RmsNormGradOp {
       In("dy", "dy").training_float().rank(1, 8),
       In("x", "x").like(kDy),
       In("rstd", "rstd").float32().reduced_of(kX),
-      In("gamma", "gamma").training_float().trailing_of(kX),
+      In("gamma", "gamma")
+          .dtype_in({DType::kFloat32, DType::kFloat16, DType::kBFloat16})
+          .trailing_of(kX),
       Out("dx", "dxOut", "dx").like(kX),
       Out("dgamma", "dgammaOut", "dgamma").float32().shape_of(kGamma),
   };
