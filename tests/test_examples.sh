@@ -112,4 +112,52 @@ for target in "${targets[@]}"; do
   fi
 done
 
+# The RmsNorm and RmsNormGrad samples. The expected lines are computed here, independently, with
+# numpy: sums in float64, then the operators' fp32 steps in float32 (docs/ops/rms_norm.md,
+# docs/ops/rms_norm_grad.md), printed as the samples print them.
+py=/usr/bin/python3
+check_sample() {
+  local name="$1" script="$2"
+  local exe="$bin_dir/example_$name"
+  if [[ ! -x "$exe" ]]; then
+    fail "$exe is not built"
+    return
+  fi
+  local out want
+  out="$("$exe")" || { fail "$name exited with $?"; return; }
+  echo "$out"
+  want="$("$py" -c "$script")" || { fail "numpy reference for $name failed"; return; }
+  [[ "$out" == "$want" ]] || fail "$name printed other values than numpy's:
+$(diff <(echo "$want") <(echo "$out") || true)"
+  for target in "${targets[@]}"; do
+    [[ "$(MANTISSA_SIMD_TARGET=$target MANTISSA_NUM_THREADS=1 "$exe")" == "$out" ]] ||
+      fail "$name output differs under MANTISSA_SIMD_TARGET=$target"
+  done
+}
+
+check_sample test_aclnn_rms_norm '
+import numpy as np
+x = np.tile(np.arange(8, dtype=np.float32), 4).reshape(2, 16)
+g = np.tile(np.arange(8, dtype=np.float32), 2)
+ss = (x.astype(np.float64) ** 2).sum(axis=1)
+rstd = (1.0 / np.sqrt(ss / 16 + 1e-6)).astype(np.float32)
+y = (x * rstd[:, None]) * g
+for i, v in enumerate(y.reshape(-1)): print("result[%d] is: %f" % (i, v))
+for i, v in enumerate(rstd): print("rstd[%d] is: %.9g" % (i, v))
+'
+
+check_sample test_aclnn_rms_norm_grad '
+import numpy as np
+x = np.arange(1, 33, dtype=np.float32).reshape(2, 16)
+dy = x.copy()
+g = np.arange(1, 17, dtype=np.float32)
+r = np.array([1, 2], dtype=np.float32)
+s = ((dy.astype(np.float64) * g) * x * r[:, None].astype(np.float64)).sum(axis=1)
+m = (s / 16).astype(np.float32)
+dx = ((dy * g) - ((x * r[:, None]) * m[:, None])) * r[:, None]
+dg = ((x.astype(np.float64) * r[:, None]) * dy).sum(axis=0).astype(np.float32)
+for i, v in enumerate(dx.reshape(-1)): print("result[%d] is: %f" % (i, v))
+for i, v in enumerate(dg): print("dgamma[%d] is: %f" % (i, v))
+'
+
 exit $status

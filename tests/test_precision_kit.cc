@@ -519,7 +519,7 @@ OpEntry cancel_op() {
   e.name = "Cancel";
   e.inputs = {{"a", TensorSlot::Kind::kFloat, TensorSlot::Shape::kAny, "", 0, 8},
               {"b", TensorSlot::Kind::kFloat, TensorSlot::Shape::kLike, "a", 0, 8}};
-  e.outputs = {{"out", 1}};
+  e.outputs = {{"out", 1, {}}};
   e.golden = [](const OpInputs& in) {
     std::vector<double> out;
     for (int64_t i = 0; i < in.tensors[0].numel(); ++i) {

@@ -75,7 +75,7 @@ class AclnnPlan {
     slot_of_.fill(-1);
     for (std::size_t k = 0; k < kN; ++k) {
       const detail::ArgSpec& a = Op::kArgs[k];
-      if (a.role != detail::Role::kOut || a.is_list) continue;
+      if (a.role != detail::Role::kOut || a.is_list || a.paired < 0) continue;
       const auto j = static_cast<std::size_t>(a.paired);
       in_place_[k] = tensors[k] == tensors[j] || same_view(user_[k], user_[j]);
     }

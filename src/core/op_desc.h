@@ -64,6 +64,9 @@ enum class ShapeRule : uint8_t {
   kAny,         // any valid shape whose size fits (an anchor other arguments refer to)
   kSameAs,      // the shape of argument `shape_ref`, no broadcasting
   kOneElement,  // exactly one element, any rank (rank 0, [1], [1, 1], ...)
+  kTrailingOf,  // the trailing dims of argument `shape_ref` (rank 1 up to shape_ref's rank)
+  kReducedOf,   // argument `shape_ref`'s shape reduced over its trailing Op::normalized_dims()
+                // dims: those dims kept as 1, or dropped (the same elements either way)
 };
 
 // How an output may share memory with the inputs of the call.
@@ -85,7 +88,8 @@ struct ArgSpec {
   int min_rank = -1, max_rank = -1;  // -1: rank not checked on its own
   bool allow_empty = true;           // a dimension of size 0 is accepted
   StatusCode one_element_code = StatusCode::kParamInvalid;
-  int paired = -1;        // kOut: the input whose buffer it may be (in place)
+  int paired = -1;        // kOut: the input whose buffer it may be (in place), or -1: a new
+                          // tensor that may share no byte with any other (a norm's rstd)
   bool optional = false;  // kOut: may be left unset, meaning in place; kIn, kInOut: may be absent
   AliasRule alias = AliasRule::kPairedOrDisjoint;
   bool is_list = false;  // a tensor list (TensorList in C++, aclTensorList* in aclnn)
@@ -112,6 +116,15 @@ struct ArgSpec {
     return with([k](ArgSpec& a) { a.shape = ShapeRule::kSameAs, a.shape_ref = k; });
   }
   constexpr ArgSpec like(int k) const { return dtype_of(k).shape_of(k); }
+  // The normalised (trailing) dims of argument k, as a norm's gamma.
+  constexpr ArgSpec trailing_of(int k) const {
+    return with([k](ArgSpec& a) { a.shape = ShapeRule::kTrailingOf, a.shape_ref = k; });
+  }
+  // One element per row of argument k, as a norm's mean or rstd (Op::normalized_dims says how
+  // many trailing dims a row spans).
+  constexpr ArgSpec reduced_of(int k) const {
+    return with([k](ArgSpec& a) { a.shape = ShapeRule::kReducedOf, a.shape_ref = k; });
+  }
   constexpr ArgSpec one_element(StatusCode code = StatusCode::kParamInvalid) const {
     return with(
         [code](ArgSpec& a) { a.shape = ShapeRule::kOneElement, a.one_element_code = code; });
@@ -453,6 +466,16 @@ std::vector<ValidationEntry> validation_entries(const typename Op::Tensors& t) {
   return entries;
 }
 
+// The trailing dims a row of a row-wise operator spans (0 for an operator without rows).
+template <class Op>
+int normalized_dims_of(const typename Op::Tensors& t, const typename Op::Params& p) {
+  if constexpr (requires { Op::normalized_dims(t, p); }) {
+    return Op::normalized_dims(t, p);
+  } else {
+    return 0;
+  }
+}
+
 // Validation in the documented order, each step over the arguments in declaration order (the
 // elements of a list in list order):
 //   1 presence (161001; also an optional argument left out that the attributes require)
@@ -507,8 +530,15 @@ Status validate(const typename Op::Tensors& t, const typename Op::Params& p) {
     return a.shape == ShapeRule::kAny ? check_countable(op, arg(e)) : Status{};
   }));
   MANTISSA_RETURN_IF_ERROR(each([&](std::size_t e, const ArgSpec& a) -> Status {
-    return a.shape == ShapeRule::kSameAs ? check_same_shape(op, arg(e), ref(a.shape_ref))
-                                         : Status{};
+    switch (a.shape) {
+      case ShapeRule::kSameAs: return check_same_shape(op, arg(e), ref(a.shape_ref));
+      case ShapeRule::kTrailingOf: return check_trailing_shape(op, arg(e), ref(a.shape_ref));
+      case ShapeRule::kReducedOf:
+        return check_reduced_shape(op, arg(e), ref(a.shape_ref), normalized_dims_of<Op>(t, p));
+      case ShapeRule::kAny:
+      case ShapeRule::kOneElement: break;
+    }
+    return Status{};
   }));
   MANTISSA_RETURN_IF_ERROR(each([&](std::size_t e, const ArgSpec& a) -> Status {
     return a.shape == ShapeRule::kOneElement ? check_one_element(op, arg(e), a.one_element_code)
@@ -564,8 +594,15 @@ constexpr bool well_formed() {
     if (a.shape == ShapeRule::kSameAs && (a.shape_ref < 0 || a.shape_ref >= static_cast<int>(k))) {
       return false;
     }
-    if (a.role == Role::kOut &&
-        (a.paired < 0 || spec[static_cast<std::size_t>(a.paired)].role != Role::kIn)) {
+    if (a.role == Role::kOut && a.paired >= 0 &&
+        spec[static_cast<std::size_t>(a.paired)].role != Role::kIn) {
+      return false;
+    }
+    // An output left unset means in place, so only a paired output may be optional.
+    if (a.role == Role::kOut && a.paired < 0 && a.optional) return false;
+    if ((a.shape == ShapeRule::kTrailingOf || a.shape == ShapeRule::kReducedOf) &&
+        (a.shape_ref < 0 || a.shape_ref >= static_cast<int>(k) ||
+         spec[static_cast<std::size_t>(a.shape_ref)].is_list)) {
       return false;
     }
     if (a.role != Role::kOut && a.paired >= 0) return false;

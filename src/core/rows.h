@@ -88,6 +88,34 @@ constexpr int64_t tiles_per_outer(int64_t inner) noexcept {
   return (inner + kTileWidth - 1) / kTileWidth;
 }
 
+// Column sums over the rows of a last-axis tensor (a norm's dgamma, dbeta): the rows are cut
+// into `blocks` blocks of `rows_per_block` consecutive rows (the last one shorter), a function
+// of the shape only. Each block sums its rows in increasing order into its own partial (one per
+// column); the partials of a column then combine along the pairwise tree of core/reduce.h
+// (PairwiseStack) in block order. Blocks and column ranges may run on any thread in any order:
+// the bits do not depend on the thread count. At most kColumnPartialBudget partials in all.
+inline constexpr int64_t kColumnPartialBudget = int64_t{1} << 22;
+
+struct ColumnSumPlan {
+  int64_t blocks = 0;          // 0 when there are no rows
+  int64_t rows_per_block = 1;  // rows of every block but possibly the last
+  int64_t partials() const noexcept { return blocks; }
+};
+
+// The plan for `rows` rows of `axis` columns: blocks of rows_per_block(axis) rows, fewer and
+// longer ones when their partials would exceed the budget.
+constexpr ColumnSumPlan column_sum_plan(int64_t rows, int64_t axis) noexcept {
+  ColumnSumPlan p;
+  if (rows <= 0) return p;
+  const int64_t per = rows_per_block(axis);
+  int64_t blocks = (rows + per - 1) / per;
+  blocks =
+      std::min(blocks, std::max<int64_t>(1, kColumnPartialBudget / std::max<int64_t>(1, axis)));
+  p.rows_per_block = (rows + blocks - 1) / blocks;
+  p.blocks = (rows + p.rows_per_block - 1) / p.rows_per_block;
+  return p;
+}
+
 // Last-axis loop (meant for rows.inner == 1; with inner > 1 use for_each_tile). Calls
 // fn(row_begin, row_end) once for each block [k * g, min((k + 1) * g, rows)) of the row indices,
 // g = rows_per_block(axis); row k's elements are [k * axis, (k + 1) * axis).

@@ -1,6 +1,7 @@
 // Validation helpers shared by operators.
 #include "core/validate.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <limits>
 #include <string>
@@ -85,6 +86,56 @@ Status check_same_shape(std::string_view op, Arg a, Arg ref) {
   if (!same_shape(a.t, ref.t)) {
     return fail(StatusCode::kParamInvalid, op, "{} shape {} differs from {} shape {}", a.name,
                 a.t.shape_string(), ref.name, ref.t.shape_string());
+  }
+  return {};
+}
+
+Status check_trailing_shape(std::string_view op, Arg a, Arg ref) {
+  bool ok = a.t.rank >= 1 && a.t.rank <= ref.t.rank;
+  for (int i = 0; ok && i < a.t.rank; ++i) {
+    ok = a.t.shape[i] == ref.t.shape[ref.t.rank - a.t.rank + i];
+  }
+  if (!ok) {
+    return fail(StatusCode::kParamInvalid, op,
+                "{} shape {} must be the trailing dims of {} shape {} (rank 1 to {})", a.name,
+                a.t.shape_string(), ref.name, ref.t.shape_string(), ref.t.rank);
+  }
+  return {};
+}
+
+Status check_reduced_shape(std::string_view op, Arg a, Arg ref, int dims) {
+  const int kept = ref.t.rank - std::min(std::max(dims, 0), ref.t.rank);
+  // Kept as 1: ref's rank, leading dims equal, the rest 1. Dropped: the leading dims, where dims
+  // of size 1 may be left out too (CANN's RmsNormGrad sample passes [2] for x [2, 1, 16]), so
+  // the two agree once their 1s are removed.
+  bool as_ones = a.t.rank == ref.t.rank;
+  for (int i = 0; i < a.t.rank; ++i) {
+    const int64_t want = i < kept ? ref.t.shape[i] : 1;
+    as_ones = as_ones && a.t.shape[i] == want;
+  }
+  bool dropped = a.t.rank <= kept;
+  int ia = 0, jr = 0;
+  while (dropped) {
+    while (ia < a.t.rank && a.t.shape[ia] == 1) ++ia;
+    while (jr < kept && ref.t.shape[jr] == 1) ++jr;
+    if (ia == a.t.rank || jr == kept) {
+      dropped = ia == a.t.rank && jr == kept;
+      break;
+    }
+    dropped = a.t.shape[ia++] == ref.t.shape[jr++];
+  }
+  if (!as_ones && !dropped) {
+    std::string ones = "[", leading = "[";
+    for (int i = 0; i < ref.t.rank; ++i) {
+      const int64_t d = i < kept ? ref.t.shape[i] : 1;
+      ones += (i ? ", " : "") + std::to_string(d);
+      if (i < kept) leading += (i ? ", " : "") + std::to_string(d);
+    }
+    return fail(StatusCode::kParamInvalid, op,
+                "{} shape {} must be {} or {} (dims of 1 may be left out): {} shape {} reduced "
+                "over its last {} dims",
+                a.name, a.t.shape_string(), ones + "]", leading + "]", ref.name,
+                ref.t.shape_string(), ref.t.rank - kept);
   }
   return {};
 }

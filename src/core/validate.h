@@ -48,6 +48,11 @@ Status check_not_empty(std::string_view op, Arg a);
 Status check_countable(std::string_view op, Arg a);
 // a's shape equals ref's (no broadcasting): else 161002.
 Status check_same_shape(std::string_view op, Arg a, Arg ref);
+// a's shape is the last rank(a) dims of ref's, with 1 <= rank(a) <= rank(ref): else 161002.
+Status check_trailing_shape(std::string_view op, Arg a, Arg ref);
+// a holds one element per row of ref over its last `dims` dims: ref's shape with those dims set
+// to 1, or with them dropped: else 161002.
+Status check_reduced_shape(std::string_view op, Arg a, Arg ref, int dims);
 // Holds exactly one element (rank 0, [1], [1,1], ...): else `code`.
 Status check_one_element(std::string_view op, Arg a, StatusCode code = StatusCode::kParamInvalid);
 // Row-major contiguous: else 161002.

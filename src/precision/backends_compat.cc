@@ -18,6 +18,8 @@
 #include "aclnnop/aclnn_apply_adam_w_v2.h"
 #include "aclnnop/aclnn_foreach_non_finite_check_and_unscale.h"
 #include "aclnnop/aclnn_logsoftmax.h"
+#include "aclnnop/aclnn_rms_norm.h"
+#include "aclnnop/aclnn_rms_norm_grad.h"
 #include "aclnnop/aclnn_softmax.h"
 #include "precision/op_defs.h"
 #include "precision/op_schema.h"
@@ -71,7 +73,7 @@ std::string aclnn_backend(aclnnStatus (*phase_one)(P...),
                           aclnnStatus (*phase_two)(void*, uint64_t, aclOpExecutor*, aclrtStream),
                           const OpInputs& in, std::vector<HostTensor>& out) {
   using S = Schema<Op>;
-  std::vector<HostTensor> w = in.tensors;
+  std::vector<HostTensor> w = S::working_tensors(in);
   const typename S::Layout l = S::layout(in);
   std::vector<TensorPtr> handles;
   for (HostTensor& h : w) {
@@ -188,10 +190,11 @@ class AclopCall {
 template <class Op>
 std::string aclop_backend(const OpInputs& in, std::vector<HostTensor>& out) {
   using S = Schema<Op>;
-  std::vector<HostTensor> w = in.tensors;
+  std::vector<HostTensor> w = S::working_tensors(in);
   const typename S::Layout l = S::layout(in);
   AclopCall call;
-  // In the graph's order; a list's elements in order, as a dynamic input.
+  // In the graph's order; a list's elements in order, as a dynamic input. New outputs follow
+  // the inputs in w and are not inputs.
   for (std::size_t k : detail::graph_inputs<Op>()) {
     for (std::size_t i = 0; i < l.count[k]; ++i) {
       HostTensor& t = w[l.first[k] + i];
@@ -257,6 +260,8 @@ void add_compat_backends(std::map<std::string, OpEntry>& ops) {
       aclnnForeachNonFiniteCheckAndUnscale);
   add_aclnn<detail::SoftmaxOp>(ops, aclnnSoftmaxGetWorkspaceSize, aclnnSoftmax);
   add_aclnn<detail::LogSoftmaxOp>(ops, aclnnLogSoftmaxGetWorkspaceSize, aclnnLogSoftmax);
+  add_aclnn<detail::RmsNormOp>(ops, aclnnRmsNormGetWorkspaceSize, aclnnRmsNorm);
+  add_aclnn<detail::RmsNormGradOp>(ops, aclnnRmsNormGradGetWorkspaceSize, aclnnRmsNormGrad);
 }
 
 }  // namespace mantissa::precision

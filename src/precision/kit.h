@@ -167,9 +167,14 @@ struct AttrSlot {
   bool required = false;
 };
 
+struct OpInputs;
+
 struct OutputSlot {
   std::string name;
-  int counterpart = 0;  // index of the input tensor this output updates (dtype and shape)
+  // Index of the input tensor this output updates (dtype and shape), or -1 for a new tensor
+  // (a norm's y or rstd) whose dtype and shape `make` derives from the inputs.
+  int counterpart = 0;
+  std::function<HostTensor(const OpInputs&)> make;
 };
 
 // Generated inputs in the order of the op's tensor and attr slots. A list slot contributes its
@@ -210,7 +215,7 @@ struct OpEntry {
   // receives the element counts. An op without lists is returned as it is.
   OpEntry instantiate(const CaseSpec& c, std::vector<int64_t>& list_sizes) const;
   int attr_index(const std::string& n) const noexcept;
-  // Output tensors shaped like their counterparts (contents zero).
+  // Output tensors shaped like their counterparts, or made by their `make` (contents zero).
   std::vector<HostTensor> make_outputs(const OpInputs& in) const;
 };
 

@@ -4,7 +4,8 @@
 // purpose, in src/precision/op_<name>.cc.
 //
 // Kit inputs are the read and in/out arguments in declaration order; kit outputs are the written
-// arguments, each run in place on the input it updates (its counterpart), in counterpart order.
+// arguments, each run in place on the input it updates (its counterpart), in counterpart order,
+// then the outputs that update no input (a norm's y and rstd), new tensors in declaration order.
 // Dtype rules map to slots: a training float is a float slot of its own dtype, "dtype of k" a
 // float slot tied to k's, a dtype set a kOneOf slot; rules across arguments that the descriptor
 // leaves to check_params are the operator's to report (a kit error row).
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,21 +49,68 @@ struct Schema {
     return index;
   }();
 
-  // The kit input a written argument updates.
+  // An output that updates no input: a new tensor.
+  static constexpr bool is_new(std::size_t k) {
+    return Op::kArgs[k].role == detail::Role::kOut && Op::kArgs[k].paired < 0;
+  }
+
+  // The kit input a written argument updates, or -1 for a new tensor.
   static int counterpart(std::size_t k) {
     const detail::ArgSpec& a = Op::kArgs[k];
+    if (is_new(k)) return -1;
     return input_index[a.role == detail::Role::kOut ? static_cast<std::size_t>(a.paired) : k];
   }
 
-  // Written arguments in kit output order (by counterpart, then declaration).
+  // Written arguments in kit output order (by counterpart, then declaration; new tensors last).
   static std::vector<std::size_t> written() {
     std::vector<std::size_t> w;
     for (std::size_t k = 0; k < kN; ++k) {
       if (Op::kArgs[k].written()) w.push_back(k);
     }
+    const auto key = [](std::size_t k) {
+      return is_new(k) ? static_cast<int>(kN + k) : counterpart(k);
+    };
     std::stable_sort(w.begin(), w.end(),
-                     [](std::size_t a, std::size_t b) { return counterpart(a) < counterpart(b); });
+                     [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
     return w;
+  }
+
+  // The inputs as the operator's Tensors (read only: for shape rules), outputs unset.
+  static typename Op::Tensors input_tensors(const OpInputs& in, std::vector<TensorView>& views) {
+    const Layout l = layout(in);
+    typename Op::Tensors t{};
+    views.clear();
+    for (const HostTensor& h : in.tensors) views.push_back(view_of(const_cast<HostTensor&>(h)));
+    for (std::size_t k = 0; k < kN; ++k) {
+      const detail::ArgSpec& a = Op::kArgs[k];
+      if (a.role == detail::Role::kOut) continue;
+      if (a.is_list) {
+        detail::set_list<Op>(t, k, TensorList(views).subspan(l.first[k], l.count[k]));
+      } else {
+        detail::set_view<Op>(t, k, views[l.first[k]]);
+      }
+    }
+    return t;
+  }
+
+  // A new output tensor (zeros): dtype and shape from its rules and the inputs.
+  static HostTensor new_output(std::size_t k, const OpInputs& in) {
+    const detail::ArgSpec& a = Op::kArgs[k];
+    const Layout l = layout(in);
+    const HostTensor& ref = in.tensors[l.first[static_cast<std::size_t>(a.shape_ref)]];
+    DType dtype = ref.dtype;
+    if (a.dtype == detail::DtypeRule::kFloat32) dtype = DType::kFloat32;
+    if (a.dtype == detail::DtypeRule::kSameAs) {
+      dtype = in.tensors[l.first[static_cast<std::size_t>(a.dtype_ref)]].dtype;
+    }
+    std::vector<int64_t> shape = ref.shape;
+    if (a.shape == detail::ShapeRule::kReducedOf) {
+      std::vector<TensorView> views;
+      const int dims = detail::normalized_dims_of<Op>(input_tensors(in, views), params(in));
+      const auto rank = static_cast<int>(shape.size());
+      for (int i = rank - std::clamp(dims, 0, rank); i < rank; ++i) shape[i] = 1;
+    }
+    return HostTensor(dtype, shape);
   }
 
   static AttrKind attr_kind(detail::AttrType t) {
@@ -81,6 +130,7 @@ struct Schema {
   static Layout layout(const OpInputs& in) {
     Layout l;
     std::size_t next = 0, list = 0;
+    std::size_t fresh = in.tensors.size();  // new outputs follow the inputs
     for (std::size_t k = 0; k < kN; ++k) {
       if (Op::kArgs[k].role == detail::Role::kOut) continue;
       l.first[k] = next;
@@ -89,7 +139,7 @@ struct Schema {
     }
     for (std::size_t k = 0; k < kN; ++k) {
       if (Op::kArgs[k].role != detail::Role::kOut) continue;
-      l.first[k] = l.first[static_cast<std::size_t>(Op::kArgs[k].paired)];
+      l.first[k] = is_new(k) ? fresh++ : l.first[static_cast<std::size_t>(Op::kArgs[k].paired)];
       l.count[k] = 1;
     }
     return l;
@@ -108,10 +158,19 @@ struct Schema {
     return p;
   }
 
-  // The "kernel" backend: the C++ API, in place on copies of the inputs (optional outputs
-  // unset, required ones given as their paired input; optional inputs the case leaves out unset).
-  static std::string run_kernel(const OpInputs& in, std::vector<HostTensor>& out) {
+  // Copies of the inputs followed by the new outputs: what a backend computes on.
+  static std::vector<HostTensor> working_tensors(const OpInputs& in) {
     std::vector<HostTensor> w = in.tensors;
+    for (std::size_t k = 0; k < kN; ++k) {
+      if (is_new(k)) w.push_back(new_output(k, in));
+    }
+    return w;
+  }
+
+  // The "kernel" backend: the C++ API, in place on copies of the inputs (optional outputs
+  // unset, required ones given as their paired input; new outputs on tensors of their own).
+  static std::string run_kernel(const OpInputs& in, std::vector<HostTensor>& out) {
+    std::vector<HostTensor> w = working_tensors(in);
     const Layout l = layout(in);
     typename Op::Tensors t{};
     std::array<std::vector<TensorView>, kN> lists;
@@ -171,6 +230,9 @@ struct Schema {
       s.optional = a.optional;
       s.list = a.is_list;
       switch (a.shape) {
+        // Row-wise shape rules are checked by the operator's validation.
+        case detail::ShapeRule::kTrailingOf:
+        case detail::ShapeRule::kReducedOf:
         case detail::ShapeRule::kAny: s.shape = TensorSlot::Shape::kAny; break;
         case detail::ShapeRule::kOneElement: s.shape = TensorSlot::Shape::kOneElement; break;
         case detail::ShapeRule::kSameAs:
@@ -193,7 +255,9 @@ struct Schema {
     for (std::size_t k : written()) {
       const detail::ArgSpec& a = Op::kArgs[k];
       const std::string_view name = a.role == detail::Role::kOut ? a.graph_name : a.name;
-      e.outputs.push_back({std::string(name), counterpart(k)});
+      std::function<HostTensor(const OpInputs&)> make;
+      if (is_new(k)) make = [k](const OpInputs& in) { return new_output(k, in); };
+      e.outputs.push_back({std::string(name), counterpart(k), make});
     }
     const Goldens g = goldens<Op>();
     e.golden = g.golden;

@@ -68,13 +68,17 @@ OpEntry OpEntry::instantiate(const CaseSpec& c, std::vector<int64_t>& list_sizes
     }
   }
   for (const OutputSlot& o : outputs) {
+    if (o.counterpart < 0) {
+      e.outputs.push_back(o);
+      continue;
+    }
     const auto k = static_cast<std::size_t>(o.counterpart);
     if (!inputs[k].list) {
-      e.outputs.push_back({o.name, first[k]});
+      e.outputs.push_back({o.name, first[k], {}});
       continue;
     }
     for (int i = 0; i < count[k]; ++i) {
-      e.outputs.push_back({fmt::format("{}[{}]", o.name, i), first[k] + i});
+      e.outputs.push_back({fmt::format("{}[{}]", o.name, i), first[k] + i, {}});
     }
   }
   return e;
@@ -90,6 +94,10 @@ int OpEntry::attr_index(const std::string& n) const noexcept {
 std::vector<HostTensor> OpEntry::make_outputs(const OpInputs& in) const {
   std::vector<HostTensor> out;
   for (const OutputSlot& o : outputs) {
+    if (o.counterpart < 0) {
+      out.push_back(o.make(in));
+      continue;
+    }
     const HostTensor& c = in.tensors[static_cast<std::size_t>(o.counterpart)];
     out.emplace_back(c.dtype, c.shape);
   }

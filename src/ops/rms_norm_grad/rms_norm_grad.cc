@@ -1,0 +1,222 @@
+// RmsNormGrad: contract and validation, then the kernels written once for every SIMD target.
+// Per row of n elements, with r = rstd (fp32) and g = gamma, in this order, which is normative:
+//   s    = sum of ((dy_i * g_i) * x_i) * r   terms in fp64 (dy * g exact), summed in the order of
+//                                           core/reduce.h (naive method, fp64 lanes)
+//   m    = fp32(s / n)
+//   dx_i = ((dy_i * g_i) - ((x_i * r) * m)) * r    fp32 operations, rounded once to dx's dtype
+// dgamma_j = sum over rows of (x_ij * r) * dy_ij, terms in fp64 (x * r exact), summed in the
+// order of core/rows.h's column_sum_plan (rows in order within a block, block partials along the
+// pairwise tree), then rounded to fp32. NaN results are stored as the canonical quiet NaN.
+// clang-format off (foreach_target.h must come first: it re-includes this file once per target)
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/rms_norm_grad/rms_norm_grad.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+// clang-format on
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/parallel.h"
+#include "core/reduce-inl.h"
+#include "core/rows.h"
+#include "core/simd-inl.h"
+#include "hwy/highway.h"
+#include "ops/rms_norm/rms_norm_kernel.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace mantissa::HWY_NAMESPACE {
+
+// ((dy * g) * x) * r in the accumulator's lanes.
+template <class XF, class GF>
+struct GradTerm {
+  const typename XF::Storage* dy;
+  const typename XF::Storage* x;
+  const typename GF::Storage* g;
+  double r;
+  template <class DA>
+  HWY_INLINE hn::Vec<DA> operator()(DA da, int64_t i) const {
+    const auto dyg = hn::Mul(LoadAcc<XF>(da, dy + i), LoadAcc<GF>(da, g + i));
+    return hn::Mul(hn::Mul(dyg, LoadAcc<XF>(da, x + i)), hn::Set(da, r));
+  }
+};
+
+template <class XF, class GF>
+void RmsNormGradDx(const detail::RmsNormGradKernelArgs& a) {
+  using XS = typename XF::Storage;
+  using GS = typename GF::Storage;
+  const XS* const dy_all = static_cast<const XS*>(a.dy);
+  const XS* const x_all = static_cast<const XS*>(a.x);
+  const GS* const g = static_cast<const GS*>(a.gamma);
+  XS* const dx_all = static_cast<XS*>(a.dx);
+  const int64_t n = a.n;
+  const detail::Rows rows{a.rows, n, 1};
+  detail::for_each_row_block(rows, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const XS* dy = dy_all + row * n;
+      const XS* x = x_all + row * n;
+      XS* dx = dx_all + row * n;
+      const float r = a.rstd[row];
+      const double s = ReduceRow<detail::ReduceMethod::kNaive, double>(
+          GradTerm<XF, GF>{dy, x, g, static_cast<double>(r)}, n);
+      const float m = static_cast<float>(s / static_cast<double>(n));
+      ForEachVector(0, n, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
+        const auto vr = hn::Set(d, r);
+        const auto dyg = hn::Mul(LoadF32<XF>(d, dy + i), LoadF32<GF>(d, g + i));
+        const auto xrm = hn::Mul(hn::Mul(LoadF32<XF>(d, x + i), vr), hn::Set(d, m));
+        StoreResult<XF>(d, hn::Mul(hn::Sub(dyg, xrm), vr), dx + i);
+      });
+    }
+  });
+}
+
+// Columns [c0, c1) of row block b: partials[b * n + j] = sum over the block's rows, in order, of
+// (x * r) * dy in fp64. Each column's sum is independent of the vector width.
+template <class XF>
+void DgammaBlock(const detail::RmsNormGradKernelArgs& a, int64_t b, int64_t c0, int64_t c1) {
+  using XS = typename XF::Storage;
+  const XS* const dy_all = static_cast<const XS*>(a.dy);
+  const XS* const x_all = static_cast<const XS*>(a.x);
+  const int64_t n = a.n;
+  const int64_t r0 = b * a.plan.rows_per_block;
+  const int64_t r1 = std::min(a.rows, r0 + a.plan.rows_per_block);
+  double* const acc = a.partials + b * n;
+  auto columns = [&](auto dd, int64_t j) {
+    auto sum = hn::Set(dd, -0.0);  // -0 is the identity of addition
+    for (int64_t row = r0; row < r1; ++row) {
+      const auto xr = hn::Mul(LoadAcc<XF>(dd, x_all + row * n + j),
+                              hn::Set(dd, static_cast<double>(a.rstd[row])));
+      sum = hn::Add(sum, hn::Mul(xr, LoadAcc<XF>(dd, dy_all + row * n + j)));
+    }
+    hn::StoreU(sum, dd, acc + j);
+  };
+  const hn::ScalableTag<double> dd;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
+  int64_t j = c0;
+  for (; j + lanes <= c1; j += lanes) columns(dd, j);
+  const hn::CappedTag<double, 1> d1;
+  for (; j < c1; ++j) columns(d1, j);
+}
+
+template <class XF>
+void RmsNormGradDgamma(const detail::RmsNormGradKernelArgs& a) {
+  const int64_t n = a.n;
+  // Columns per piece: a constant, so the pieces do not depend on the thread count (each column
+  // is computed the same way whichever piece holds it).
+  constexpr int64_t kColumns = 1024;
+  const int64_t tiles = (n + kColumns - 1) / kColumns;
+  const int64_t blocks = a.plan.blocks;
+  auto pieces = [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      const int64_t b = p / tiles, c0 = (p % tiles) * kColumns;
+      DgammaBlock<XF>(a, b, c0, std::min(n, c0 + kColumns));
+    }
+  };
+  detail::parallel_for(blocks * tiles, 1, pieces);
+  auto combine = [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      for (int64_t j = t * kColumns; j < std::min(n, (t + 1) * kColumns); ++j) {
+        detail::PairwiseStack<double> stack;
+        const auto add = [](double u, double v) { return u + v; };
+        for (int64_t b = 0; b < blocks; ++b) stack.push(a.partials[b * n + j], add);
+        const float v = static_cast<float>(stack.collapse(add));
+        a.dgamma[j] = std::isnan(v) ? std::numeric_limits<float>::quiet_NaN() : v;
+      }
+    }
+  };
+  detail::parallel_for(tiles, 1, combine);
+}
+
+template <class XF>
+void RmsNormGradFormat(const detail::RmsNormGradKernelArgs& a) {
+  if (a.gamma_dtype == DType::kFloat32) {
+    RmsNormGradDx<XF, Fp32>(a);
+  } else {
+    RmsNormGradDx<XF, XF>(a);
+  }
+  RmsNormGradDgamma<XF>(a);
+}
+
+void RmsNormGradImpl(const detail::RmsNormGradKernelArgs& a) {
+  VisitFormat(a.x_dtype, [&](auto format) { RmsNormGradFormat<decltype(format)>(a); });
+}
+
+}  // namespace mantissa::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include <cstdint>
+#include <memory>
+
+#include "core/runtime_internal.h"
+#include "mantissa/ops/rms_norm_grad.h"
+#include "ops/rms_norm_grad/rms_norm_grad_desc.h"
+
+namespace mantissa {
+
+HWY_EXPORT(RmsNormGradImpl);
+
+namespace {
+
+// Rows and row length of a call whose shapes may not be validated yet (0 rows when they do not
+// make sense).
+void rows_and_length(const RmsNormGradTensors& t, int64_t& rows, int64_t& n) {
+  rows = 0;
+  n = t.gamma.numel().value_or(0);
+  const int64_t numel = t.x.numel().value_or(0);
+  if (n > 0) rows = numel / n;
+}
+
+}  // namespace
+
+uint64_t rms_norm_grad_workspace_size(const RmsNormGradTensors& t, const RmsNormGradParams&) {
+  int64_t rows = 0, n = 0;
+  rows_and_length(t, rows, n);
+  const detail::ColumnSumPlan plan = detail::column_sum_plan(rows, n);
+  return static_cast<uint64_t>(plan.blocks) * static_cast<uint64_t>(n) * sizeof(double);
+}
+
+// Validation is derived from the declaration (rms_norm_grad_desc.h): dx and dgamma share no byte
+// with any other tensor of the call.
+Status rms_norm_grad_validate(const RmsNormGradTensors& t, const RmsNormGradParams& p) {
+  return detail::validate<detail::RmsNormGradOp>(t, p);
+}
+
+Status rms_norm_grad(const RmsNormGradTensors& t, const RmsNormGradParams& p, Workspace ws) {
+  MANTISSA_RETURN_IF_ERROR(rms_norm_grad_validate(t, p));
+  const int64_t n = *t.gamma.numel();
+  const int64_t rows = *t.rstd.numel();
+  float* const dgamma = static_cast<float*>(t.dgamma.data);
+  if (n == 0) return {};  // dgamma and every row of dx are empty
+  if (rows == 0) {
+    std::fill(dgamma, dgamma + n, 0.0f);  // no terms: +0, an empty sum
+    return {};
+  }
+  detail::ensure_runtime_initialized();
+  detail::RmsNormGradKernelArgs a;
+  a.x_dtype = t.x.dtype;
+  a.gamma_dtype = t.gamma.dtype;
+  a.rows = rows;
+  a.n = n;
+  a.dy = t.dy.data;
+  a.x = t.x.data;
+  a.rstd = static_cast<const float*>(t.rstd.data);
+  a.gamma = t.gamma.data;
+  a.dx = t.dx.data;
+  a.dgamma = dgamma;
+  a.plan = detail::column_sum_plan(rows, n);
+  const uint64_t need = rms_norm_grad_workspace_size(t, p);
+  std::unique_ptr<double[]> owned;
+  if (ws.data != nullptr && ws.size >= need &&
+      reinterpret_cast<uintptr_t>(ws.data) % alignof(double) == 0) {
+    a.partials = static_cast<double*>(ws.data);
+  } else {
+    owned.reset(new double[need / sizeof(double)]);
+    a.partials = owned.get();
+  }
+  HWY_DYNAMIC_DISPATCH(RmsNormGradImpl)(a);
+  return {};
+}
+
+}  // namespace mantissa
+#endif  // HWY_ONCE
