@@ -160,4 +160,28 @@ for i, v in enumerate(dx.reshape(-1)): print("result[%d] is: %f" % (i, v))
 for i, v in enumerate(dg): print("dgamma[%d] is: %f" % (i, v))
 '
 
+# The ForeachNonFiniteCheckAndUnscale sample: a finite list scaled by 3.1 (values from numpy
+# float32, computed here), then a list holding an inf scaled by 0.5 with foundInf set to 1.
+unscale="$bin_dir/example_aclnn_foreach_unscale"
+if [[ ! -x "$unscale" ]]; then
+  fail "$unscale is not built"
+else
+  unscale_out="$("$unscale")" || fail "aclnn_foreach_unscale exited with $?"
+  echo "$unscale_out"
+  unscale_expected="$(/usr/bin/python3 -c '
+import numpy as np
+g1 = np.arange(1, 7, dtype=np.float32)
+g2 = np.array([7, 8, 9], dtype=np.float32)
+print("finite g1:" + "".join(" %f" % v for v in g1 * np.float32(3.1)))
+print("finite g2:" + "".join(" %f" % v for v in g2 * np.float32(3.1)))
+print("finite foundInf: %f" % 0.0)
+print("with-inf g1:" + "".join(" %f" % v for v in g1 * np.float32(0.5)))
+print("with-inf g2:" + "".join(" %f" % v for v in np.array([7, np.inf, 9], np.float32) * np.float32(0.5)))
+print("with-inf foundInf: %f" % 1.0)
+')" || fail "numpy failed for aclnn_foreach_unscale"
+  [[ "$unscale_out" == "$unscale_expected" ]] ||
+    fail "aclnn_foreach_unscale printed other values than numpy:
+$unscale_expected"
+fi
+
 exit $status
