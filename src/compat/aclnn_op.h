@@ -205,31 +205,49 @@ class AclnnPlan {
   // shares none with any other tensor (unless its rule lets it share with inputs); it never
   // addresses one element twice. On contiguous views this is exactly the C++ operator's rule.
   Status check_written() const {
+    // An argument, or element `index` of a list argument; named only in an error message.
     struct Entry {
-      std::string name;
       std::size_t arg;
+      std::ptrdiff_t index;  // -1: a plain argument
       const TensorView* view;
       ByteSpan span;
+      std::string name() const {
+        return index < 0 ? std::string(Op::kArgs[arg].acl_name)
+                         : fmt::format("{}[{}]", Op::kArgs[arg].acl_name, index);
+      }
     };
-    std::vector<Entry> entries;
+    // A fixed array when the operator has no list argument: no allocation per call.
+    constexpr bool kLists = detail::has_list_args<Op>();
+    std::array<Entry, kN> fixed{};
+    std::vector<Entry> dynamic;
+    std::size_t count = 0;
+    auto add = [&](const Entry& e) {
+      if constexpr (kLists) {
+        dynamic.push_back(e);
+      } else {
+        fixed[count] = e;
+      }
+      ++count;
+    };
     for (std::size_t k = 0; k < kN; ++k) {
       if (!present_[k]) continue;
       if (!Op::kArgs[k].is_list) {
-        entries.push_back({name(k), k, &user_[k], byte_span(user_[k])});
+        add({k, -1, &user_[k], byte_span(user_[k])});
         continue;
       }
       for (std::size_t i = 0; i < list_views_[k].size(); ++i) {
-        entries.push_back({fmt::format("{}[{}]", name(k), i), k, &list_views_[k][i],
-                           byte_span(list_views_[k][i])});
+        add({k, static_cast<std::ptrdiff_t>(i), &list_views_[k][i], byte_span(list_views_[k][i])});
       }
     }
+    const std::span<const Entry> entries =
+        kLists ? std::span<const Entry>(dynamic) : std::span<const Entry>(fixed.data(), count);
     for (const Entry& w : entries) {
       const detail::ArgSpec& a = Op::kArgs[w.arg];
       if (!a.written()) continue;
       if (may_self_overlap(*w.view)) {
         return invalid(fmt::format(
-            "{} (shape {}) has strides that address some element twice; an output must not", w.name,
-            w.view->shape_string()));
+            "{} (shape {}) has strides that address some element twice; an output must not",
+            w.name(), w.view->shape_string()));
       }
       for (const Entry& x : entries) {
         if (&x == &w) continue;
@@ -246,7 +264,7 @@ class AclnnPlan {
               "{} overlaps {} (an output must be the very same view as its input, or share no "
               "byte with it nor with any other tensor; strided views are compared by the bytes "
               "they span)",
-              w.name, x.name));
+              w.name(), x.name()));
         }
       }
     }
@@ -298,7 +316,8 @@ aclnnStatus aclnn_prepare(const std::array<AclnnArg, detail::kNumArgs<Op>>& hand
     // A null optional input or in/out argument is absent, unless the attributes require it;
     // every other null is 161001. Lists are checked after the tensors, in the same way (null,
     // not live, an element not live or not ND).
-    std::vector<TensorArg> args;
+    std::array<TensorArg, detail::kNumArgs<Op>> args{};
+    std::size_t checked = 0;
     for (std::size_t k = 0; k < handles.size(); ++k) {
       const detail::ArgSpec& a = Op::kArgs[k];
       if (a.is_list) continue;
@@ -306,9 +325,12 @@ aclnnStatus aclnn_prepare(const std::array<AclnnArg, detail::kNumArgs<Op>>& hand
           detail::required_by<Op>(params, k) == nullptr) {
         continue;
       }
-      args.push_back({a.acl_name.data(), handles[k].tensor});
+      args[checked++] = {a.acl_name.data(), handles[k].tensor};
     }
-    if (aclnnStatus s = check_tensor_args(fn, args); s != ACLNN_SUCCESS) return s;
+    if (aclnnStatus s = check_tensor_args(fn, std::span<const TensorArg>(args.data(), checked));
+        s != ACLNN_SUCCESS) {
+      return s;
+    }
     for (std::size_t k = 0; k < handles.size(); ++k) {
       if (!Op::kArgs[k].is_list) continue;
       if (aclnnStatus s = check_tensor_list_arg(fn, Op::kArgs[k].acl_name.data(), handles[k].list);

@@ -442,29 +442,68 @@ constexpr bool graph_order_valid() {
 // One tensor taking part in validation: a plain argument, or one element of a list argument
 // (named "name[i]").
 struct ValidationEntry {
-  std::string name;
-  TensorView view;
+  const char* name = nullptr;
+  const TensorView* view = nullptr;
   std::size_t arg = 0;  // index in kArgs
   bool given = true;    // false: an optional argument left unset
 };
 
 template <class Op>
-std::vector<ValidationEntry> validation_entries(const typename Op::Tensors& t) {
-  const std::array<TensorView, kNumArgs<Op>> v = views<Op>(t);
-  const std::array<TensorList, kNumArgs<Op>> l = lists<Op>(t);
-  std::vector<ValidationEntry> entries;
-  for (std::size_t k = 0; k < kNumArgs<Op>; ++k) {
-    const ArgSpec& a = Op::kArgs[k];
-    if (!a.is_list) {
-      entries.push_back({std::string(a.name), v[k], k, is_set<Op>(t, k)});
-      continue;
-    }
-    for (std::size_t i = 0; i < l[k].size(); ++i) {
-      entries.push_back({fmt::format("{}[{}]", a.name, i), l[k][i], k, true});
+constexpr bool has_list_args() {
+  for (const ArgSpec& a : Op::kArgs) {
+    if (a.is_list) return true;
+  }
+  return false;
+}
+
+// The entries of one call, pointing into the call's own views. An operator without list
+// arguments needs no allocation: validation runs on every call, and small calls (a loss-scale
+// update) are dominated by it.
+template <class Op>
+class ValidationEntries {
+ public:
+  explicit ValidationEntries(const typename Op::Tensors& t) : views_(views<Op>(t)) {
+    if constexpr (!has_list_args<Op>()) {
+      for (std::size_t k = 0; k < kNumArgs<Op>; ++k) {
+        fixed_[k] = {Op::kArgs[k].name.data(), &views_[k], k, is_set<Op>(t, k)};
+      }
+    } else {
+      const std::array<TensorList, kNumArgs<Op>> l = lists<Op>(t);
+      std::size_t count = 0;
+      for (std::size_t k = 0; k < kNumArgs<Op>; ++k) {
+        count += Op::kArgs[k].is_list ? l[k].size() : 1;
+      }
+      names_.reserve(count);  // element names must not move
+      for (std::size_t k = 0; k < kNumArgs<Op>; ++k) {
+        const ArgSpec& a = Op::kArgs[k];
+        if (!a.is_list) {
+          dynamic_.push_back({a.name.data(), &views_[k], k, is_set<Op>(t, k)});
+          continue;
+        }
+        for (std::size_t i = 0; i < l[k].size(); ++i) {
+          names_.push_back(fmt::format("{}[{}]", a.name, i));
+          dynamic_.push_back({names_.back().c_str(), &l[k][i], k, true});
+        }
+      }
     }
   }
-  return entries;
-}
+  ValidationEntries(const ValidationEntries&) = delete;
+  ValidationEntries& operator=(const ValidationEntries&) = delete;
+
+  std::span<const ValidationEntry> entries() const {
+    if constexpr (!has_list_args<Op>()) {
+      return fixed_;
+    } else {
+      return dynamic_;
+    }
+  }
+
+ private:
+  std::array<TensorView, kNumArgs<Op>> views_;
+  std::array<ValidationEntry, kNumArgs<Op>> fixed_{};
+  std::vector<ValidationEntry> dynamic_;
+  std::vector<std::string> names_;
+};
 
 // The trailing dims a row of a row-wise operator spans (0 for an operator without rows).
 template <class Op>
@@ -489,11 +528,12 @@ template <class Op>
 Status validate(const typename Op::Tensors& t, const typename Op::Params& p) {
   constexpr std::string_view op = Op::kType;
   constexpr auto& spec = Op::kArgs;
-  const std::vector<ValidationEntry> entries = validation_entries<Op>(t);
+  const ValidationEntries<Op> set(t);
+  const std::span<const ValidationEntry> entries = set.entries();
   // The entry of a plain argument, for the rules that refer to one.
   std::array<std::size_t, kNumArgs<Op>> first{};
   for (std::size_t e = entries.size(); e-- > 0;) first[entries[e].arg] = e;
-  auto arg = [&](std::size_t e) { return Arg{entries[e].name.c_str(), entries[e].view}; };
+  auto arg = [&](std::size_t e) { return Arg{entries[e].name, *entries[e].view}; };
   auto ref = [&](int k) { return arg(first[static_cast<std::size_t>(k)]); };
   auto each = [&](auto&& check) -> Status {
     for (std::size_t e = 0; e < entries.size(); ++e) {
@@ -559,7 +599,7 @@ Status validate(const typename Op::Tensors& t, const typename Op::Params& p) {
       if (x == w || !entries[x].given) continue;
       const ArgSpec& b = spec[entries[x].arg];
       if (a.role == Role::kOut && static_cast<int>(entries[x].arg) == a.paired &&
-          entries[w].view.data == entries[x].view.data) {
+          entries[w].view->data == entries[x].view->data) {
         continue;  // in place
       }
       if (a.role == Role::kOut && a.alias == AliasRule::kAnyInput && b.role != Role::kOut) {
