@@ -21,7 +21,7 @@ namespace {
 
 TEST(LowpExhaustive, AllFp32Inputs) {
   constexpr uint32_t kLow[16] = {0x000, 0x001, 0x002, 0x3FF, 0x400, 0x7FE, 0x7FF, 0x800,
-                                  0x801, 0x802, 0xBFF, 0xC00, 0xF00, 0xFFE, 0xFFF, 0x555};
+                                 0x801, 0x802, 0xBFF, 0xC00, 0xF00, 0xFFE, 0xFFF, 0x555};
   constexpr uint64_t kChunk = 1u << 24;  // 2^20 high patterns x 16 low ones
   std::vector<float> in(kChunk);
   std::vector<uint8_t> got(kChunk);

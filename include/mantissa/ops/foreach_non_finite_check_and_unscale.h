@@ -25,11 +25,11 @@ struct ForeachNonFiniteCheckAndUnscaleParams {};
 // then once to the tensor's dtype; computed NaNs canonical), and the non-finite check on the
 // inputs, in one pass over the whole list. When inv_scale is exactly 1.0 the gradients are only
 // read. Validates everything first; on error nothing is written.
-MANTISSA_API Status foreach_non_finite_check_and_unscale(
-    const ForeachNonFiniteCheckAndUnscaleTensors& t,
-    const ForeachNonFiniteCheckAndUnscaleParams& p = {});
-MANTISSA_API Status foreach_non_finite_check_and_unscale_validate(
-    const ForeachNonFiniteCheckAndUnscaleTensors& t,
-    const ForeachNonFiniteCheckAndUnscaleParams& p = {});
+MANTISSA_API Status
+foreach_non_finite_check_and_unscale(const ForeachNonFiniteCheckAndUnscaleTensors& t,
+                                     const ForeachNonFiniteCheckAndUnscaleParams& p = {});
+MANTISSA_API Status
+foreach_non_finite_check_and_unscale_validate(const ForeachNonFiniteCheckAndUnscaleTensors& t,
+                                              const ForeachNonFiniteCheckAndUnscaleParams& p = {});
 
 }  // namespace mantissa
