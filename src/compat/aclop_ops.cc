@@ -19,16 +19,9 @@ using detail::kNumAttrs;
 using detail::Role;
 
 template <class Op>
-constexpr std::size_t count_outputs() {
-  std::size_t n = 0;
-  for (const auto& a : Op::kArgs) n += a.role == Role::kOut;
-  return n;
-}
-
-template <class Op>
 struct Row {
-  static constexpr std::size_t kOutputs = count_outputs<Op>();
-  static constexpr std::size_t kInputs = kNumArgs<Op> - kOutputs;
+  static constexpr std::size_t kInputs = detail::count_inputs<Op>();
+  static constexpr std::size_t kOutputs = kNumArgs<Op> - kInputs;
 
   // The inputs (kIn and kInOut) in the graph definition's order (detail::graph_inputs), with
   // their graph names and whether each may be left out; the outputs in declaration order.
