@@ -88,6 +88,21 @@ TEST(Registry, EveryDeclaredVariantIsBenchmarked) {
   }
 }
 
+// Every case prepares and runs, and so does the probe with its access pattern (on 1 and 2
+// threads): `mantissa bench` and the Google Benchmark harness run exactly these.
+TEST(Registry, EveryBenchmarkCaseAndItsProbeRun) {
+  for (const auto& c : mantissa::bench::elementwise_cases()) {
+    SCOPED_TRACE(c.op + " " + c.variant);
+    auto call = mantissa::bench::prepare(c, 1000);
+    ASSERT_NE(call, nullptr);
+    call->run();
+    mantissa::bench::Probe probe(c.traffic, 4000);
+    probe.run(1);
+    probe.run(2);
+    EXPECT_EQ(probe.bytes_per_pass(), 4000 * (2 * c.traffic.rmw_streams + c.traffic.ro_streams));
+  }
+}
+
 TEST(Registry, EveryOperatorShipsACaseSet) {
   const char* source = std::getenv("MANTISSA_SOURCE_DIR");
   ASSERT_NE(source, nullptr) << "run through ctest (MANTISSA_SOURCE_DIR)";

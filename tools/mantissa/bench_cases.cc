@@ -1,12 +1,16 @@
 // Benchmark cases: buffers, realistic values, one operator call per run(); and the probe.
 #include "mantissa/bench_cases.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include "acl/acl.h"
@@ -16,8 +20,10 @@
 
 namespace mantissa::bench {
 
+// bench_probe.cc: 0..4 read-write and 0..3 read-only streams; `sink` receives the reads when
+// nothing is written.
 void probe_range(int rmw_streams, int ro_streams, float* const* rmw, const float* const* ro,
-                 int64_t begin, int64_t end);
+                 float* sink, int64_t begin, int64_t end);
 
 namespace {
 
@@ -269,6 +275,7 @@ struct Probe::Impl {
   int64_t n = 0;
   std::vector<float*> rmw;
   std::vector<const float*> ro;
+  std::array<float, 64> sinks{};  // one per part: the read-only pattern's result
   std::vector<std::thread> workers;
   std::mutex mutex;
   std::condition_variable wake;
@@ -280,7 +287,8 @@ struct Probe::Impl {
 
   void part(int index, int parts) {
     const int64_t begin = n * index / parts, end = n * (index + 1) / parts;
-    probe_range(traffic.rmw_streams, traffic.ro_streams, rmw.data(), ro.data(), begin, end);
+    probe_range(traffic.rmw_streams, traffic.ro_streams, rmw.data(), ro.data(),
+                &sinks[static_cast<std::size_t>(index) % sinks.size()], begin, end);
   }
   void ensure_workers(int count) {
     while (static_cast<int>(workers.size()) < count) {
@@ -305,6 +313,12 @@ struct Probe::Impl {
 };
 
 Probe::Probe(Traffic traffic, int64_t bytes_per_stream) : impl_(std::make_unique<Impl>()) {
+  if (traffic.rmw_streams < 0 || traffic.rmw_streams > 4 || traffic.ro_streams < 0 ||
+      traffic.ro_streams > 3) {
+    throw std::invalid_argument(
+        fmt::format("the probe runs 0..4 read-write and 0..3 read-only streams, not {}+{}",
+                    traffic.rmw_streams, traffic.ro_streams));
+  }
   impl_->traffic = traffic;
   impl_->n = bytes_per_stream / 4;
   const std::size_t bytes = static_cast<std::size_t>(impl_->n) * 4 + 64;
