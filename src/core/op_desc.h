@@ -593,9 +593,22 @@ Status validate(const typename Op::Tensors& t, const typename Op::Params& p) {
   // call, except an output with its paired input when it is that very buffer (in place), and an
   // output whose rule lets it share bytes with any input. Read-only inputs may overlap one
   // another.
+  // A list operator tests only the pairs whose byte ranges intersect (what check_disjoint
+  // tests), found by sorting: a list of hundreds of tensors would otherwise cost a quadratic
+  // number of tests on every call.
+  std::vector<std::vector<std::size_t>> intersecting;
+  if constexpr (has_list_args<Op>()) {
+    std::vector<const TensorView*> given(entries.size(), nullptr);
+    for (std::size_t e = 0; e < entries.size(); ++e) {
+      if (entries[e].given) given[e] = entries[e].view;
+    }
+    intersecting = intersecting_ranges(given);
+  }
   auto check_written = [&](std::size_t w) -> Status {
     const ArgSpec& a = spec[entries[w].arg];
-    for (std::size_t x = 0; x < entries.size(); ++x) {
+    const std::size_t candidates = has_list_args<Op>() ? intersecting[w].size() : entries.size();
+    for (std::size_t c = 0; c < candidates; ++c) {
+      const std::size_t x = has_list_args<Op>() ? intersecting[w][c] : c;
       if (x == w || !entries[x].given) continue;
       const ArgSpec& b = spec[entries[x].arg];
       if (a.role == Role::kOut && static_cast<int>(entries[x].arg) == a.paired &&

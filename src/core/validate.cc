@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <string>
 
@@ -177,6 +178,36 @@ Status check_disjoint(std::string_view op, Arg out, Arg in) {
                 out.name, in.name, range(out.t), range(in.t));
   }
   return {};
+}
+
+std::vector<std::vector<std::size_t>> intersecting_ranges(
+    std::span<const TensorView* const> tensors) {
+  struct Range {
+    uintptr_t begin, end;
+    std::size_t index;
+  };
+  std::vector<Range> ranges;
+  ranges.reserve(tensors.size());
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const TensorView* t = tensors[i];
+    if (t == nullptr || t->data == nullptr) continue;
+    const auto n = t->nbytes();
+    if (!n || *n == 0) continue;
+    const auto begin = reinterpret_cast<uintptr_t>(t->data);
+    ranges.push_back({begin, begin + static_cast<uintptr_t>(*n), i});
+  }
+  std::sort(ranges.begin(), ranges.end(),
+            [](const Range& a, const Range& b) { return a.begin < b.begin; });
+  std::vector<std::vector<std::size_t>> out(tensors.size());
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    // Every later range starting before this one ends intersects it.
+    for (std::size_t j = i + 1; j < ranges.size() && ranges[j].begin < ranges[i].end; ++j) {
+      out[ranges[i].index].push_back(ranges[j].index);
+      out[ranges[j].index].push_back(ranges[i].index);
+    }
+  }
+  for (auto& v : out) std::sort(v.begin(), v.end());
+  return out;
 }
 
 }  // namespace mantissa::detail

@@ -4,8 +4,11 @@
 
 #include <fmt/format.h>
 
+#include <cstddef>
+#include <span>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "mantissa/status.h"
 #include "mantissa/tensor.h"
@@ -62,5 +65,10 @@ Status check_alias_or_disjoint(std::string_view op, Arg out, Arg in);
 // An output shares no byte with `in` (for inputs it is not paired with): else 161002, with
 // both byte ranges in the message.
 Status check_disjoint(std::string_view op, Arg out, Arg in);
+
+// For each tensor, the indices (ascending) of the other tensors whose byte ranges intersect its
+// own (memory_overlaps); null and empty tensors intersect nothing. O(n log n + pairs).
+std::vector<std::vector<std::size_t>> intersecting_ranges(
+    std::span<const TensorView* const> tensors);
 
 }  // namespace mantissa::detail

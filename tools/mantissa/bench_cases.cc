@@ -205,6 +205,43 @@ class UnscaleCall final : public PreparedCall {
   ForeachNonFiniteCheckAndUnscaleTensors t_;
 };
 
+// ---- Lists. Each tensor its own buffer, as a model's parameters are.
+struct ListBuffers {
+  std::vector<std::unique_ptr<Buffer>> buffers;
+  std::vector<TensorView> views;
+  ListBuffers(DType dtype, const std::vector<Shape>& shapes, float center, float spread) {
+    for (const Shape& s : shapes) {
+      int64_t n = 1;
+      for (int64_t d : s) n *= d;
+      buffers.push_back(std::make_unique<Buffer>(dtype, n, center, spread));
+      views.push_back(TensorView(buffers.back()->data, dtype, s));
+    }
+  }
+};
+
+// ForeachNonFiniteCheckAndUnscale over the list; inv_scale alternates 2^-10 and 2^10 as in
+// UnscaleCall, or stays 1 (the read-only check).
+class UnscaleListCall final : public PreparedCall {
+ public:
+  UnscaleListCall(DType dtype, const std::vector<Shape>& shapes, bool check_only)
+      : g_(dtype, shapes, 0.0f, 1000.0f), check_only_(check_only) {
+    t_.scaled_grads = g_.views;
+    t_.found_inf = TensorView(&found_, DType::kFloat32, {1});
+    t_.inv_scale = TensorView(&inv_, DType::kFloat32, {1});
+  }
+  void run() override {
+    up_ = !up_;
+    inv_ = check_only_ ? 1.0f : (up_ ? 1024.0f : 1.0f / 1024.0f);
+    (void)foreach_non_finite_check_and_unscale(t_);
+  }
+
+ private:
+  ListBuffers g_;
+  bool check_only_, up_ = true;
+  float inv_ = 1.0f, found_ = 0.0f;
+  ForeachNonFiniteCheckAndUnscaleTensors t_;
+};
+
 // The prepared call of one declared variant; an operator with variants needs one overload.
 std::unique_ptr<PreparedCall> make_call(DType dtype, int64_t n, detail::SgdOp::Variant v) {
   return std::make_unique<SgdCall>(dtype, n, v);
@@ -252,6 +289,16 @@ std::unique_ptr<PreparedCall> prepare(const OpCase& c, int64_t n) {
     }
   });
   return call;
+}
+
+std::vector<ListCase> list_cases() { return {{"unscale", {1, 0}}, {"check-only", {0, 1}}}; }
+
+std::unique_ptr<PreparedCall> prepare_list(const std::string& op, DType dtype,
+                                           const std::vector<Shape>& shapes) {
+  if (op == "unscale" || op == "check-only") {
+    return std::make_unique<UnscaleListCall>(dtype, shapes, op == "check-only");
+  }
+  return nullptr;
 }
 
 std::unique_ptr<PreparedCall> prepare_amp_update_scale_cpp() {

@@ -64,6 +64,17 @@ class Probe {
   std::unique_ptr<Impl> impl_;
 };
 
+// ---- Parameter lists (a model's tensors, each its own allocation), for the multi-tensor passes.
+using Shape = std::vector<int64_t>;
+struct ListCase {
+  std::string op;   // "unscale", "check-only", ...
+  Traffic traffic;  // per element of the list
+};
+std::vector<ListCase> list_cases();
+// One call over tensors of these shapes in `dtype` (nullptr for an unknown op).
+std::unique_ptr<PreparedCall> prepare_list(const std::string& op, DType dtype,
+                                           const std::vector<Shape>& shapes);
+
 // Smallest element count >= 64M whose pass moves at least 1 GB for this case.
 int64_t out_of_cache_elements(int64_t bytes_per_element);
 

@@ -160,6 +160,115 @@ int run(const Options& o) {
   return 0;
 }
 
+// ---- `mantissa bench-list`: the multi-tensor passes over a model's parameter list.
+
+struct ListOptions {
+  std::vector<std::string> shape_files, ops, dtypes{"fp32", "bf16"};
+  std::vector<int> threads{1, 2};
+  std::string json_path;
+  double min_seconds = 0.3;
+};
+
+// One tensor per line: its dimensions separated by commas or 'x' ("64,3,7,7"); '#' starts a
+// comment. Returns an error message, or "" on success.
+std::string read_shapes(const std::string& path, std::vector<bench::Shape>& shapes) {
+  std::ifstream in(path);
+  if (!in) return fmt::format("cannot read {}", path);
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    line = line.substr(0, line.find('#'));
+    bench::Shape shape;
+    std::string digits;
+    bool any = false;
+    for (char c : line + ",") {
+      if (c >= '0' && c <= '9') {
+        digits += c;
+      } else if (c == ',' || c == 'x' || c == ' ' || c == '\t' || c == '\r') {
+        if (digits.empty()) continue;
+        if (digits.size() > 12) return fmt::format("{}:{}: dimension too large", path, number);
+        shape.push_back(std::stoll(digits));
+        digits.clear();
+        any = true;
+      } else {
+        return fmt::format("{}:{}: unexpected '{}' in a shape", path, number, c);
+      }
+    }
+    if (any) shapes.push_back(std::move(shape));
+  }
+  if (shapes.empty()) return fmt::format("{} lists no tensor", path);
+  return "";
+}
+
+int run_list(const ListOptions& o) {
+  nlohmann::json records = nlohmann::json::array();
+  fmt::print("{}, SIMD target {}, hardware threads {}\n", version(), simd_target(), num_threads());
+  fmt::print("{:<14} {:<11} {:<5} {:>7} {:>10} {:>3} {:>10} {:>8} {:>10} {:>7}\n", "list", "op",
+             "dtype", "tensors", "elements", "thr", "time", "GB/s", "probe GB/s", "%probe");
+  for (const std::string& file : o.shape_files) {
+    std::vector<bench::Shape> shapes;
+    if (const std::string error = read_shapes(file, shapes); !error.empty()) {
+      fmt::print(stderr, "mantissa bench-list: {}\n", error);
+      return 1;
+    }
+    int64_t elements = 0;
+    for (const auto& s : shapes) {
+      int64_t n = 1;
+      for (int64_t d : s) n *= d;
+      elements += n;
+    }
+    std::string list = file.substr(file.find_last_of('/') + 1);
+    list = list.substr(0, list.find('.'));
+    for (const bench::ListCase& c : bench::list_cases()) {
+      if (!o.ops.empty() && std::find(o.ops.begin(), o.ops.end(), c.op) == o.ops.end()) continue;
+      for (const std::string& dtype_name : o.dtypes) {
+        const DType dtype = dtype_name == "bf16"   ? DType::kBFloat16
+                            : dtype_name == "fp16" ? DType::kFloat16
+                                                   : DType::kFloat32;
+        auto call = bench::prepare_list(c.op, dtype, shapes);
+        const int64_t bpe = c.traffic.bytes_per_element(dtype_size(dtype));
+        bench::Probe probe(c.traffic, elements * static_cast<int64_t>(dtype_size(dtype)));
+        for (int threads : o.threads) {
+          if (!set_num_threads(threads).ok()) continue;
+          const auto [seconds, probe_seconds] =
+              time_side_by_side([&] { call->run(); }, [&] { probe.run(threads); }, o.min_seconds);
+          const double probe_gbps =
+              static_cast<double>(probe.bytes_per_pass()) / probe_seconds / 1e9;
+          const double gbps = static_cast<double>(elements * bpe) / seconds / 1e9;
+          fmt::print(
+              "{:<14} {:<11} {:<5} {:>7} {:>10} {:>3} {:>8.3f}ms {:>8.2f} {:>10.2f} {:>6.0f}%\n",
+              list, c.op, dtype_short_name(dtype), shapes.size(), elements, threads, seconds * 1e3,
+              gbps, probe_gbps, gbps / probe_gbps * 100.0);
+          std::fflush(stdout);
+          records.push_back({{"list", list},
+                             {"op", c.op},
+                             {"dtype", dtype_short_name(dtype)},
+                             {"tensors", shapes.size()},
+                             {"elements", elements},
+                             {"threads", threads},
+                             {"seconds", seconds},
+                             {"bytes_per_element", bpe},
+                             {"gbps", gbps},
+                             {"probe_gbps", probe_gbps}});
+        }
+      }
+    }
+  }
+  (void)set_num_threads(0);
+  if (!o.json_path.empty()) {
+    std::ofstream out(o.json_path);
+    out << nlohmann::json{{"version", version()},
+                          {"simd_target", simd_target()},
+                          {"records", records}}
+               .dump(1)
+        << "\n";
+    if (!out) {
+      fmt::print(stderr, "mantissa bench-list: cannot write {}\n", o.json_path);
+      return 1;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 std::function<int()> add_bench_command(CLI::App& app) {
@@ -175,6 +284,26 @@ std::function<int()> add_bench_command(CLI::App& app) {
   cmd->add_option("--min-seconds", options->min_seconds, "Minimum timed seconds per measurement");
   cmd->add_option("--json", options->json_path, "Write the records as JSON");
   return [cmd, options] { return cmd->parsed() ? run(*options) : -1; };
+}
+
+std::function<int()> add_bench_list_command(CLI::App& app) {
+  auto options = std::make_shared<ListOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "bench-list",
+      "Time the multi-tensor passes over parameter lists, against a bandwidth probe with the same "
+      "streams over the same bytes");
+  cmd->add_option("shapes", options->shape_files,
+                  "Files listing one tensor shape per line (\"64,3,7,7\")")
+      ->required()
+      ->check(CLI::ExistingFile);
+  std::string ops_help = "Passes to run (default all):";
+  for (const auto& c : bench::list_cases()) ops_help += " " + c.op;
+  cmd->add_option("--ops", options->ops, ops_help)->delimiter(',');
+  cmd->add_option("--dtypes", options->dtypes, "fp32, bf16, fp16")->delimiter(',');
+  cmd->add_option("--threads", options->threads, "Thread counts to run")->delimiter(',');
+  cmd->add_option("--min-seconds", options->min_seconds, "Minimum timed seconds per measurement");
+  cmd->add_option("--json", options->json_path, "Write the records as JSON");
+  return [cmd, options] { return cmd->parsed() ? run_list(*options) : -1; };
 }
 
 }  // namespace mantissa::tool

@@ -8,5 +8,7 @@ namespace mantissa::tool {
 
 // Adds the subcommand to `app`; the returned function runs it once the command line is parsed.
 std::function<int()> add_bench_command(CLI::App& app);
+// `mantissa bench-list`: the multi-tensor passes over parameter lists read from shape files.
+std::function<int()> add_bench_list_command(CLI::App& app);
 
 }  // namespace mantissa::tool

@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   auto* info = app.add_subcommand("info", "CPU features, SIMD targets, the chosen target, threads");
   auto bench = mantissa::tool::add_bench_command(app);
+  auto bench_list = mantissa::tool::add_bench_list_command(app);
 #if MANTISSA_HAVE_PRECISION_KIT
   auto check = mantissa::tool::add_check_command(app);
 #endif
@@ -51,5 +52,6 @@ int main(int argc, char** argv) {
 #endif
   if (info->parsed()) return run_info();
   if (const int rc = bench(); rc >= 0) return rc;
+  if (const int rc = bench_list(); rc >= 0) return rc;
   return 0;
 }
