@@ -209,7 +209,7 @@ def main():
               f"({row['pct_probe']:.0f}% probe), {best[0]} {row['best_peer_ms']:.3f} ms",
               file=sys.stderr)
 
-    lines = [f"mantissa {doc['version']}, SIMD target {doc['simd_target']}; torch "
+    lines = [f"{doc['version']}, SIMD target {doc['simd_target']}; torch "
              f"{torch.__version__}; {platform.processor() or platform.machine()}, "
              f"{os.cpu_count()} hardware threads", "",
              "| list | pass | dtype | tensors | elements | threads | mantissa ms | GB/s | "

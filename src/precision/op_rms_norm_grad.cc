@@ -1,5 +1,5 @@
-// RmsNormGrad in the kit: the fp64 golden (the formula in double) and golden32 (the documented
-// fp32 computation and summation orders, bit for bit).
+// RmsNormGrad in the kit: the fp64 golden (the formula in long double) and golden32 (the
+// documented computation and summation orders, bit for bit).
 #include <cmath>
 
 #include "precision/op_schema.h"
@@ -53,12 +53,14 @@ std::vector<HostTensor> golden32(const OpInputs& in) {
       const double dyg = static_cast<double>(in_f32(dy, r * n + i)) * in_f32(gamma, i);
       return (dyg * in_f32(x, r * n + i)) * static_cast<double>(rs);
     });
-    const float m = static_cast<float>(s / static_cast<double>(n));
-    // It's necessary to keep the order of the operations: the normative fp32 grouping.
+    const double m = s / static_cast<double>(n);
+    // It's necessary to keep the order of the operations: the documented fp64 grouping, one
+    // rounding to fp32, then to dx's dtype.
     for (int64_t i = 0; i < n; ++i) {
-      const float dyg = in_f32(dy, r * n + i) * in_f32(gamma, i);
-      const float v = (dyg - ((in_f32(x, r * n + i) * rs) * m)) * rs;
-      dx.set_bits(r * n + i, narrow_result(v, x.dtype));
+      const double dyg = static_cast<double>(in_f32(dy, r * n + i)) * in_f32(gamma, i);
+      const double xr = static_cast<double>(in_f32(x, r * n + i)) * static_cast<double>(rs);
+      const double v = (dyg - xr * m) * static_cast<double>(rs);
+      dx.set_bits(r * n + i, narrow_result(static_cast<float>(v), x.dtype));
     }
   }
   const std::vector<double> sums = documented_column_sums(rows, n, [&](int64_t r, int64_t j) {

@@ -2,8 +2,9 @@
 // Per row of n elements, with r = rstd (fp32) and g = gamma, in this order, which is normative:
 //   s    = sum of ((dy_i * g_i) * x_i) * r   terms in fp64 (dy * g exact), summed in the order of
 //                                           core/reduce.h (naive method, fp64 lanes)
-//   m    = fp32(s / n)
-//   dx_i = ((dy_i * g_i) - ((x_i * r) * m)) * r    fp32 operations, rounded once to dx's dtype
+//   m    = s / n                               fp64
+//   dx_i = ((dy_i * g_i) - ((x_i * r) * m)) * r    fp64 operations (dy * g and x * r exact),
+//                                           rounded to fp32, then to dx's dtype
 // dgamma_j = sum over rows of (x_ij * r) * dy_ij, terms in fp64 (x * r exact), summed in the
 // order of core/rows.h's column_sum_plan (rows in order within a block, block partials along the
 // pairwise tree), then rounded to fp32. NaN results are stored as the canonical quiet NaN.
@@ -59,13 +60,22 @@ void RmsNormGradDx(const detail::RmsNormGradKernelArgs& a) {
       const float r = a.rstd[row];
       const double s = ReduceRow<detail::ReduceMethod::kNaive, double>(
           GradTerm<XF, GF>{dy, x, g, static_cast<double>(r)}, n);
-      const float m = static_cast<float>(s / static_cast<double>(n));
-      ForEachVector(0, n, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
-        const auto vr = hn::Set(d, r);
-        const auto dyg = hn::Mul(LoadF32<XF>(d, dy + i), LoadF32<GF>(d, g + i));
-        const auto xrm = hn::Mul(hn::Mul(LoadF32<XF>(d, x + i), vr), hn::Set(d, m));
-        StoreResult<XF>(d, hn::Mul(hn::Sub(dyg, xrm), vr), dx + i);
-      });
+      // dx in fp64 from the exact products, rounded once to fp32: (dy * g) and (x * r) * m
+      // nearly cancel in rows where dy is close to x * mean, and fp32 there lost thousands of
+      // ulp.
+      const double m = s / static_cast<double>(n);
+      auto dx_lanes = [&](auto dd, int64_t i) MANTISSA_VECTOR_BODY {
+        const hn::Rebind<float, decltype(dd)> df;
+        const auto vr = hn::Set(dd, static_cast<double>(r));
+        const auto dyg = hn::Mul(LoadAcc<XF>(dd, dy + i), LoadAcc<GF>(dd, g + i));
+        const auto xrm = hn::Mul(hn::Mul(LoadAcc<XF>(dd, x + i), vr), hn::Set(dd, m));
+        StoreResult<XF>(df, hn::DemoteTo(df, hn::Mul(hn::Sub(dyg, xrm), vr)), dx + i);
+      };
+      const hn::ScalableTag<double> dd;
+      const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
+      int64_t i = 0;
+      for (; i + lanes <= n; i += lanes) dx_lanes(dd, i);
+      for (; i < n; ++i) dx_lanes(hn::CappedTag<double, 1>(), i);
     }
   });
 }
