@@ -5,6 +5,7 @@
 #include "mantissa/lowp.h"
 #include "mantissa/math.h"
 #include "mantissa/mx.h"
+#include "mantissa/amp/anomaly.h"
 #include "mantissa/amp/loss_scaler.h"
 #include "mantissa/ops/amp_update_scale.h"
 #include "mantissa/ops/apply_adam_d.h"

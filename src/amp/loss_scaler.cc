@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/validate.h"
+#include "mantissa/amp/anomaly.h"
 #include "mantissa/ops/amp_update_scale.h"
 #include "mantissa/ops/foreach_non_finite_check_and_unscale.h"
 
@@ -91,6 +92,25 @@ Status DynamicLossScaler::unscale(TensorList grads) {
   // GradScaler: inv_scale = scale.double().reciprocal().float().
   const auto inv_scale = static_cast<float>(1.0 / static_cast<double>(scale_));
   return unscale_impl(grads, inv_scale, Phase::kUnscaled);
+}
+
+Status DynamicLossScaler::unscale_and_inspect(TensorList grads, const AnomalyDetector& detector,
+                                              std::span<const std::string> names,
+                                              AnomalyReport* report, std::optional<double> loss) {
+  InspectContext ctx;
+  ctx.loss = loss;
+  ctx.scaler = this;
+  if (!options_.enabled) return detector.inspect(grads, names, ctx, report);
+  if (phase_ == Phase::kStepped || phase_ == Phase::kChecked) {
+    return detail::fail(StatusCode::kParamInvalid, kName,
+                        "unscale_and_inspect() after {} in the same step; call update() first",
+                        phase_ == Phase::kStepped ? "step()" : "check()");
+  }
+  const auto inv_scale = static_cast<float>(1.0 / static_cast<double>(scale_));
+  MANTISSA_RETURN_IF_ERROR(detector.run(grads, names, ctx, inv_scale, true, report));
+  if (report->found_inf) found_ = 1.0f;
+  phase_ = Phase::kUnscaled;
+  return {};
 }
 
 Status DynamicLossScaler::check(TensorList grads) {

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,9 @@
 #include "mantissa/tensor.h"
 
 namespace mantissa::amp {
+
+class AnomalyDetector;
+struct AnomalyReport;
 
 struct LossScalerOptions {
   float init_scale = 65536.0f;     // finite, > 0
@@ -81,6 +85,12 @@ class MANTISSA_API DynamicLossScaler {
   Status unscale(TensorList grads);
   // The read-only check (the same pass with inverse scale 1: gradients are only read).
   Status check(TensorList grads);
+  // unscale() and the anomaly detector's pass in one read and one write of the gradients: the
+  // report holds the counts and norms of the unscaled values (as AnomalyDetector::inspect on
+  // them would), and this step's found_inf. Disabled, the detector only reads the gradients.
+  Status unscale_and_inspect(TensorList grads, const AnomalyDetector& detector,
+                             std::span<const std::string> names, AnomalyReport* report,
+                             std::optional<double> loss = std::nullopt);
   // Whether a gradient checked this step held Inf or NaN.
   bool found_inf() const { return found_ != 0.0f; }
 
