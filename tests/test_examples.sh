@@ -184,4 +184,38 @@ print("with-inf foundInf: %f" % 1.0)
 $unscale_expected"
 fi
 
+# The loss-scaling walk-through (the library's own program). Checked against GradScaler's rule
+# (interval 4, factors 2 and 0.5), transcribed here: each row's next scale follows from its scale
+# and overflow column; the toy's gradients (up to about 2 in magnitude) overflow fp16 at scales
+# 65536 and 32768 but not 16384, so steps 0 and 1 overflow, then the bad batch (step 6, NaN) and
+# the steep batch (step 9); the optimizer runs exactly on the other steps.
+scaling="$bin_dir/example_amp_loss_scaling"
+if [[ ! -x "$scaling" ]]; then
+  fail "$scaling is not built"
+else
+  scaling_out="$("$scaling")" || fail "amp_loss_scaling exited with $?"
+  echo "$scaling_out"
+  /usr/bin/python3 -c '
+import sys
+rows = [l.split() for l in sys.stdin if l[:4].strip().isdigit()]
+assert len(rows) == 14, rows
+scale, tracker = 65536.0, 0
+for step, used, loss, overflow, optimizer, nxt in rows:
+    assert float(used) == scale, (step, used, scale)
+    assert (overflow == "yes") == (int(step) in (0, 1, 6, 9)), (step, overflow)
+    assert (optimizer == "skipped") == (overflow == "yes"), (step, optimizer)
+    if overflow == "yes":
+        scale, tracker = scale * 0.5, 0
+    else:
+        tracker += 1
+        if tracker == 4:
+            scale, tracker = scale * 2.0, 0
+    assert float(nxt) == scale, (step, nxt, scale)
+' <<<"$scaling_out" || fail "amp_loss_scaling does not follow the loss-scaling rule"
+  grep -qF "steps 14, skipped 4, best scale 16384, scale changes 6" <<<"$scaling_out" ||
+    fail "amp_loss_scaling printed other statistics"
+  grep -qF "[severity 9] nan_inf: the loss is nan" <<<"$scaling_out" ||
+    fail "amp_loss_scaling: no report for the NaN step"
+fi
+
 exit $status

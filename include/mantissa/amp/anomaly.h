@@ -56,7 +56,7 @@ struct Finding {
   std::vector<std::string> actions;
 };
 
-struct AnomalyReport {
+struct MANTISSA_API AnomalyReport {
   std::vector<TensorFindings> tensors;
   double global_norm = 0.0;
   bool found_inf = false;  // any NaN or Inf in any gradient (what the loss scaler skips on)
