@@ -7,6 +7,7 @@
 // clang-format on
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <vector>
 
@@ -24,7 +25,31 @@ struct StatsTerm {
   typename Format::Storage* g;
   float inv_scale;
   float underflow_bound;
+  uint32_t bound_bits;  // the bits of underflow_bound
   detail::GradBlockCounts* counts;
+
+  template <class DF>
+  HWY_NOINLINE void Count(DF df, hn::Vec<DF> v, hn::Vec<DF> y, int64_t i) const {
+    const auto zero = hn::Zero(df);
+    const auto inf = hn::IsInf(v);
+    const auto nonfinite = hn::Not(hn::IsFinite(v));
+    const auto ay = hn::Abs(y);
+    const auto under = hn::And(hn::Ne(y, zero), hn::Le(ay, hn::Set(df, underflow_bound)));
+    const auto above = hn::And(hn::Gt(ay, hn::Set(df, 65504.0f)), hn::IsFinite(y));
+    counts->nan += static_cast<int64_t>(hn::CountTrue(df, hn::IsNaN(v)));
+    counts->pos_inf += static_cast<int64_t>(hn::CountTrue(df, hn::And(inf, hn::Gt(v, zero))));
+    counts->neg_inf += static_cast<int64_t>(hn::CountTrue(df, hn::And(inf, hn::Lt(v, zero))));
+    counts->underflow += static_cast<int64_t>(hn::CountTrue(df, under));
+    counts->above += static_cast<int64_t>(hn::CountTrue(df, above));
+    if (counts->first < 0 && !hn::AllFalse(df, nonfinite)) {
+      const intptr_t lane = hn::FindFirstTrue(df, nonfinite);
+      HWY_ALIGN float lanes[hn::MaxLanes(df)];
+      hn::Store(v, df, lanes);
+      counts->first = i + lane;
+      counts->first_value = lanes[lane];
+    }
+  }
+
   template <class DA>
   HWY_INLINE hn::Vec<DA> operator()(DA da, int64_t i) const {
     const hn::Rebind<float, DA> df;
@@ -36,26 +61,15 @@ struct StatsTerm {
       StoreResult<Format>(df, y, g + i);
       w = LoadF32<Format>(df, g + i);  // the value stored (rounded to the tensor's dtype)
     }
-    const auto nan = hn::IsNaN(v);
-    const auto inf = hn::IsInf(v);
-    if (HWY_UNLIKELY(!hn::AllFalse(df, hn::Or(nan, inf)))) {
-      const auto zero = hn::Zero(df);
-      counts->nan += static_cast<int64_t>(hn::CountTrue(df, nan));
-      counts->pos_inf += static_cast<int64_t>(hn::CountTrue(df, hn::And(inf, hn::Gt(v, zero))));
-      counts->neg_inf += static_cast<int64_t>(hn::CountTrue(df, hn::And(inf, hn::Lt(v, zero))));
-      if (counts->first < 0) {
-        const intptr_t lane = hn::FindFirstTrue(df, hn::Or(nan, inf));
-        HWY_ALIGN float lanes[hn::MaxLanes(df)];
-        hn::Store(v, df, lanes);
-        counts->first = i + lane;
-        counts->first_value = lanes[lane];
-      }
-    }
-    const auto ay = hn::Abs(y);
-    const auto under = hn::And(hn::Ne(y, hn::Zero(df)), hn::Le(ay, hn::Set(df, underflow_bound)));
-    const auto above = hn::And(hn::Gt(ay, hn::Set(df, 65504.0f)), hn::IsFinite(y));
-    counts->underflow += static_cast<int64_t>(hn::CountTrue(df, under));
-    counts->above += static_cast<int64_t>(hn::CountTrue(df, above));
+    // One test per vector on the magnitude's bits u (unsigned): u > bits(65504) holds the values
+    // above the fp16 maximum, Inf and NaN; u - 1 < bits(bound) the nonzero values up to the
+    // underflow bound (zero wraps to the largest u - 1). The counting runs only for vectors that
+    // hold such a value.
+    const hn::RebindToUnsigned<decltype(df)> du;
+    const auto u = hn::And(hn::BitCast(du, y), hn::Set(du, 0x7FFFFFFFu));
+    const auto odd = hn::Or(hn::Gt(u, hn::Set(du, 0x477FE000u)),
+                            hn::Lt(hn::Sub(u, hn::Set(du, 1u)), hn::Set(du, bound_bits)));
+    if (HWY_UNLIKELY(!hn::AllFalse(du, odd))) Count(df, v, y, i);
     const auto wd = hn::PromoteTo(da, w);
     return hn::Mul(wd, wd);  // exact in fp64
   }
@@ -65,7 +79,8 @@ template <class Format, bool kWrite>
 detail::Partial<double> StatsBlock(const detail::GradStatsArgs& a, const detail::GradStatsItem& it,
                                    detail::GradBlockCounts* counts) {
   auto* g = static_cast<typename Format::Storage*>(a.grads[it.tensor].data);
-  const StatsTerm<Format, kWrite> term{g, a.inv_scale, a.underflow_bound, counts};
+  const StatsTerm<Format, kWrite> term{g, a.inv_scale, a.underflow_bound,
+                                       std::bit_cast<uint32_t>(a.underflow_bound), counts};
   return ReduceBlock<detail::ReduceMethod::kNaive, double>(term, it.begin, it.len);
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <climits>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -242,6 +243,38 @@ class UnscaleListCall final : public PreparedCall {
   ForeachNonFiniteCheckAndUnscaleTensors t_;
 };
 
+// The anomaly detector's pass over the list: read only, or fused with the loss scaler's unscale.
+// Two scalers (scales 2^10 and 2^-10, never growing) take turns, so repeated runs keep the
+// values where they started.
+class InspectListCall final : public PreparedCall {
+ public:
+  InspectListCall(DType dtype, const std::vector<Shape>& shapes, bool unscale)
+      : g_(dtype, shapes, 0.0f, 1000.0f), unscale_(unscale) {
+    amp::LossScalerOptions o;
+    o.growth_interval = INT32_MAX;
+    o.init_scale = 1024.0f;
+    (void)amp::DynamicLossScaler::create(o, &down_);
+    o.init_scale = 1.0f / 1024.0f;
+    (void)amp::DynamicLossScaler::create(o, &up_);
+  }
+  void run() override {
+    if (!unscale_) {
+      (void)detector_.inspect(g_.views, {}, {}, &report_);
+      return;
+    }
+    amp::DynamicLossScaler& s = (flip_ = !flip_) ? down_ : up_;
+    (void)s.unscale_and_inspect(g_.views, detector_, {}, &report_);
+    (void)s.update();
+  }
+
+ private:
+  ListBuffers g_;
+  bool unscale_, flip_ = false;
+  amp::DynamicLossScaler down_, up_;
+  amp::AnomalyDetector detector_;
+  amp::AnomalyReport report_;
+};
+
 // The prepared call of one declared variant; an operator with variants needs one overload.
 std::unique_ptr<PreparedCall> make_call(DType dtype, int64_t n, detail::SgdOp::Variant v) {
   return std::make_unique<SgdCall>(dtype, n, v);
@@ -291,12 +324,20 @@ std::unique_ptr<PreparedCall> prepare(const OpCase& c, int64_t n) {
   return call;
 }
 
-std::vector<ListCase> list_cases() { return {{"unscale", {1, 0}}, {"check-only", {0, 1}}}; }
+std::vector<ListCase> list_cases() {
+  return {{"unscale", {1, 0}},
+          {"check-only", {0, 1}},
+          {"inspect", {0, 1}},
+          {"unscale+inspect", {1, 0}}};
+}
 
 std::unique_ptr<PreparedCall> prepare_list(const std::string& op, DType dtype,
                                            const std::vector<Shape>& shapes) {
   if (op == "unscale" || op == "check-only") {
     return std::make_unique<UnscaleListCall>(dtype, shapes, op == "check-only");
+  }
+  if (op == "inspect" || op == "unscale+inspect") {
+    return std::make_unique<InspectListCall>(dtype, shapes, op == "unscale+inspect");
   }
   return nullptr;
 }
