@@ -593,11 +593,14 @@ Status validate(const typename Op::Tensors& t, const typename Op::Params& p) {
   // call, except an output with its paired input when it is that very buffer (in place), and an
   // output whose rule lets it share bytes with any input. Read-only inputs may overlap one
   // another.
-  // A list operator tests only the pairs whose byte ranges intersect (what check_disjoint
-  // tests), found by sorting: a list of hundreds of tensors would otherwise cost a quadratic
-  // number of tests on every call.
+  // Only pairs whose byte ranges intersect can fail check_disjoint. A list operator finds them
+  // by sorting (hundreds of tensors would otherwise cost a quadratic number of tests on every
+  // call); the others compute each range once and compare them (no allocation).
   std::vector<std::vector<std::size_t>> intersecting;
-  if constexpr (has_list_args<Op>()) {
+  std::array<ByteRange, kNumArgs<Op>> ranges{};
+  if constexpr (!has_list_args<Op>()) {
+    for (std::size_t e = 0; e < entries.size(); ++e) ranges[e] = byte_range(*entries[e].view);
+  } else {
     std::vector<const TensorView*> given(entries.size(), nullptr);
     for (std::size_t e = 0; e < entries.size(); ++e) {
       if (entries[e].given) given[e] = entries[e].view;
@@ -610,6 +613,7 @@ Status validate(const typename Op::Tensors& t, const typename Op::Params& p) {
     for (std::size_t c = 0; c < candidates; ++c) {
       const std::size_t x = has_list_args<Op>() ? intersecting[w][c] : c;
       if (x == w || !entries[x].given) continue;
+      if (!has_list_args<Op>() && !ranges[w].intersects(ranges[x])) continue;
       const ArgSpec& b = spec[entries[x].arg];
       if (a.role == Role::kOut && static_cast<int>(entries[x].arg) == a.paired &&
           entries[w].view->data == entries[x].view->data) {

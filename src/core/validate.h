@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string_view>
 #include <utility>
@@ -65,6 +66,18 @@ Status check_alias_or_disjoint(std::string_view op, Arg out, Arg in);
 // An output shares no byte with `in` (for inputs it is not paired with): else 161002, with
 // both byte ranges in the message.
 Status check_disjoint(std::string_view op, Arg out, Arg in);
+
+// The bytes a view spans, [begin, end); empty for a null, empty or unsized view.
+struct ByteRange {
+  uintptr_t begin = 0, end = 0;
+  bool intersects(const ByteRange& o) const { return begin < o.end && o.begin < end; }
+};
+inline ByteRange byte_range(const TensorView& t) noexcept {
+  const auto n = t.nbytes();
+  if (t.data == nullptr || !n || *n == 0) return {};
+  const auto begin = reinterpret_cast<uintptr_t>(t.data);
+  return {begin, begin + static_cast<uintptr_t>(*n)};
+}
 
 // For each tensor, the indices (ascending) of the other tensors whose byte ranges intersect its
 // own (memory_overlaps); null and empty tensors intersect nothing. O(n log n + pairs).
