@@ -218,4 +218,30 @@ for step, used, loss, overflow, optimizer, nxt in rows:
     fail "amp_loss_scaling: no report for the NaN step"
 fi
 
+# The SoftmaxCrossEntropyWithLogits program: the constant batch of CANN's sample (features 1,
+# labels 2: loss = 2 * 4 * log 4, backprop = 1/4 - 2) and a 3-class batch, against numpy in
+# float64 (loss = -sum(labels * log_softmax), backprop = softmax - labels), within 2e-6.
+sce="$bin_dir/example_aclnn_softmax_cross_entropy_with_logits"
+if [[ ! -x "$sce" ]]; then
+  fail "$sce is not built"
+else
+  sce_out="$("$sce")" || fail "aclnn_softmax_cross_entropy_with_logits exited with $?"
+  echo "$sce_out"
+  /usr/bin/python3 -c '
+import sys, numpy as np
+got = {}
+for line in sys.stdin:
+    key, values = line.split(":")
+    got[key] = np.array([float(v) for v in values.split()])
+def expect(name, x, y):
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    s = x - x.max(axis=1, keepdims=True)
+    lsm = s - np.log(np.exp(s).sum(axis=1, keepdims=True))
+    assert np.allclose(got[name + " loss"], -(y * lsm).sum(axis=1), rtol=0, atol=2e-6), name
+    assert np.allclose(got[name + " backprop"], (np.exp(lsm) - y).ravel(), rtol=0, atol=2e-6), name
+expect("constant", np.ones((16, 4)), np.full((16, 4), 2.0))
+expect("classifier", [[2, 1, 0.1], [0.5, 2.5, 0.3], [-1, 0, 3]], np.eye(3))
+' <<<"$sce_out" || fail "aclnn_softmax_cross_entropy_with_logits printed other values than numpy"
+fi
+
 exit $status

@@ -15,6 +15,7 @@
 #include "mantissa/ops/rms_norm_grad.h"
 #include "mantissa/ops/sgd.h"
 #include "mantissa/ops/softmax.h"
+#include "mantissa/ops/softmax_cross_entropy_with_logits.h"
 #include "mantissa/reduce.h"
 #include "mantissa/runtime.h"
 #include "mantissa/status.h"

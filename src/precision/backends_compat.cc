@@ -21,6 +21,7 @@
 #include "aclnnop/aclnn_rms_norm.h"
 #include "aclnnop/aclnn_rms_norm_grad.h"
 #include "aclnnop/aclnn_softmax.h"
+#include "aclnnop/aclnn_softmax_cross_entropy_with_logits.h"
 #include "precision/op_defs.h"
 #include "precision/op_schema.h"
 #include "precision/ops_common.h"
@@ -260,6 +261,8 @@ void add_compat_backends(std::map<std::string, OpEntry>& ops) {
       aclnnForeachNonFiniteCheckAndUnscale);
   add_aclnn<detail::SoftmaxOp>(ops, aclnnSoftmaxGetWorkspaceSize, aclnnSoftmax);
   add_aclnn<detail::LogSoftmaxOp>(ops, aclnnLogSoftmaxGetWorkspaceSize, aclnnLogSoftmax);
+  add_aclnn<detail::SoftmaxCrossEntropyWithLogitsOp>(
+      ops, aclnnSoftmaxCrossEntropyWithLogitsGetWorkspaceSize, aclnnSoftmaxCrossEntropyWithLogits);
   add_aclnn<detail::RmsNormOp>(ops, aclnnRmsNormGetWorkspaceSize, aclnnRmsNorm);
   add_aclnn<detail::RmsNormGradOp>(ops, aclnnRmsNormGradGetWorkspaceSize, aclnnRmsNormGrad);
 }
