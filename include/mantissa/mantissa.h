@@ -1,6 +1,7 @@
 // The whole public C++ API of mantissa.
 #pragma once
 
+#include "mantissa/calibrate.h"
 #include "mantissa/dtype.h"
 #include "mantissa/lowp.h"
 #include "mantissa/math.h"

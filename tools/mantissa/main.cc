@@ -6,6 +6,7 @@
 #include <string>
 
 #include "mantissa/bench_command.h"
+#include "mantissa/calibrate_command.h"
 #include "mantissa/mantissa.h"
 #if MANTISSA_HAVE_PRECISION_KIT
 #include "mantissa/commands.h"
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
   auto* info = app.add_subcommand("info", "CPU features, SIMD targets, the chosen target, threads");
   auto bench = mantissa::tool::add_bench_command(app);
   auto bench_list = mantissa::tool::add_bench_list_command(app);
+  auto calibrate = mantissa::tool::add_calibrate_command(app);
 #if MANTISSA_HAVE_PRECISION_KIT
   auto check = mantissa::tool::add_check_command(app);
 #endif
@@ -53,5 +55,6 @@ int main(int argc, char** argv) {
   if (info->parsed()) return run_info();
   if (const int rc = bench(); rc >= 0) return rc;
   if (const int rc = bench_list(); rc >= 0) return rc;
+  if (const int rc = calibrate(); rc >= 0) return rc;
   return 0;
 }
