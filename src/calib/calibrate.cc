@@ -217,13 +217,18 @@ Status choose_threshold(const Histogram& h, Method method, double percentile, Th
         return fail(StatusCode::kParamInvalid, kCalibrate,
                     "percentile is {} but must lie in (0, 100]", percentile);
       }
-      const double target = percentile / 100.0 * static_cast<double>(h.total());
-      double below = 0.0;
+      // numpy's percentile: the value of 0-based rank p/100 * (N - 1) among the sorted |x|. The
+      // histogram locates the bin holding that rank's element (in integers, so no rounding of
+      // the rank can skip a bin) and interpolates linearly inside it.
+      const auto rank = static_cast<uint64_t>(
+          std::floor(percentile / 100.0 * static_cast<double>(h.total() - 1) + 1e-9));
+      uint64_t below = 0;
       for (int i = 0; i < Histogram::kBins; ++i) {
-        const auto c = static_cast<double>(h.counts()[static_cast<std::size_t>(i)]);
-        if (below + c >= target && c > 0.0) {
+        const uint64_t c = h.counts()[static_cast<std::size_t>(i)];
+        if (below + c > rank) {
           out->bin = i;
-          out->threshold = std::min(h.absmax(), (i + (target - below) / c) * width);
+          const double within = (static_cast<double>(rank - below) + 0.5) / static_cast<double>(c);
+          out->threshold = std::min(h.absmax(), (i + within) * width);
           break;
         }
         below += c;

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# mantissa calibrate against numpy and transcriptions of published entropy calibrators
+# (tests/calibrate_reference.py).
+set -euo pipefail
+tool="${MANTISSA_BINARY_DIR:?MANTISSA_BINARY_DIR must name the build directory}/mantissa"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+/usr/bin/python3 "${MANTISSA_SOURCE_DIR:?}/tests/calibrate_reference.py" "$tool" "$work"
+# A malformed file is an error naming it, with nothing computed.
+printf 'not a numpy file' > "$work/bad.npy"
+if "$tool" calibrate "$work/bad.npy" 2> "$work/err.txt"; then
+  echo "FAIL: a malformed .npy file was accepted" >&2
+  exit 1
+fi
+grep -q "bad.npy: not a .npy file" "$work/err.txt" || { cat "$work/err.txt"; exit 1; }
+echo "calibrate: all checks passed"
