@@ -14,6 +14,7 @@
 #include <immintrin.h>
 #endif
 
+#include "core/fpenv.h"
 #include "core/runtime_internal.h"
 
 namespace mantissa::detail {
@@ -51,9 +52,14 @@ class ThreadPool {
       run_serial(n, grain, fn);
       return;
     }
-    ensure_workers(threads - 1);
+    // A worker that cannot be started (thread limits, memory) leaves its chunks to the others:
+    // the chunks, and so the results, are the same.
+    try {
+      ensure_workers(threads - 1);
+    } catch (...) {
+    }
     Job job{n, grain, chunk_count(n, grain), &fn};
-    const int tickets = threads - 1;
+    const int tickets = std::min(threads - 1, static_cast<int>(workers_.size()));
     job_.store(&job, std::memory_order_relaxed);
     finished_.store(0, std::memory_order_relaxed);
     // Release: a worker whose ticket CAS reads this value also sees job_ and finished_.
@@ -130,6 +136,8 @@ class ThreadPool {
       if (stopping_.load()) return;
       seen = generation_.load(std::memory_order_acquire);
       if (!take_ticket()) continue;  // the job needs no more helpers (or is over)
+      // A worker inherits its creator's floating-point environment: compute in the default one.
+      DefaultFpEnv::enforce();
       Job* job = job_.load(std::memory_order_relaxed);
       work_on(*job);
       finished_.fetch_add(1, std::memory_order_release);
@@ -157,6 +165,7 @@ ThreadPool& pool() {
 
 void parallel_for(int64_t n, int64_t grain, RangeFn fn) {
   if (n <= 0) return;
+  const DefaultFpEnv env;  // the caller's environment is restored on return
   grain = std::max<int64_t>(grain, 1);
   const int64_t chunks = chunk_count(n, grain);
   const int threads = static_cast<int>(std::min<int64_t>(configured_threads(), chunks));
