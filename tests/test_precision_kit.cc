@@ -237,6 +237,46 @@ TEST(PrecisionCaseFile, ABrokenFileIsAnErrorRowAndTheRunGoesOn) {
   EXPECT_EQ(rep.failed, 2 + (rep.rows[1].verdict == Verdict::kFail ? 1 : 0));
 }
 
+// Inputs that once terminated `mantissa check` (an exception out of the parser, a stack overflow,
+// an allocation of tens of GB) are error rows now.
+TEST(PrecisionCaseFile, HostileFilesAreErrorRows) {
+  // A number outside double's range.
+  EXPECT_NE(parse_error("[{\"id\": 1e400}]").find("not valid JSON"), std::string::npos);
+  // 100k levels of nesting: refused before parsing.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_NE(parse_error(deep).find("nested 100000 levels deep (at most 64)"), std::string::npos);
+  // Brackets inside strings do not count.
+  EXPECT_NE(parse_error("[\"" + std::string(1000, '[') + "\"]").find("case"), std::string::npos);
+  // Shapes within the per-tensor rules whose total is too large for one case.
+  const std::string big = adam_case_json("big", "fp32", kBitwise, "[4096, 4096]");
+  EXPECT_NE(parse_error("[" + big + "]").find("more than 2^24 elements together"),
+            std::string::npos);
+  EXPECT_NE(parse_error("[" +
+                        replace_first(adam_case_json("huge", "fp32", kBitwise), "[4, 16]",
+                                      "[1048576, 1048576]") +
+                        "]")
+                .find("too many elements (at most 2^24 per case)"),
+            std::string::npos);
+}
+
+// A report quoting bytes that are not UTF-8 (a file name, a parser message) is still written.
+TEST(PrecisionReport, InvalidUtf8IsReplacedNotThrown) {
+  CheckOptions opt;
+  opt.case_dir = "dir\xff\xfe";
+  CheckReport rep;
+  const auto cases = parse_case_text("[{\"id\": \"\xc3\x28\"}]", "bad\xff.json");
+  ASSERT_EQ(cases.size(), 1u);
+  CaseResult r;
+  r.case_id = "x";
+  r.verdict = Verdict::kError;
+  r.reason = cases[0].error;
+  rep.rows.push_back(r);
+  rep.errors = 1;
+  std::string json;
+  ASSERT_NO_THROW(json = report_json(opt, rep));
+  EXPECT_NE(json.find("\"errors\": 1"), std::string::npos);
+}
+
 // ---- Generation -----------------------------------------------------------------------------
 
 TEST(PrecisionGenerate, IndependentOfThreadCountAndRepeatable) {

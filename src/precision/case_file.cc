@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -198,8 +199,9 @@ InputSpec parse_input(const json& in, std::size_t index) {
     }
     const int64_t d = shape[i].get<int64_t>();
     s.shape.push_back(d);
-    if (d != 0 && count > (int64_t{1} << 28) / d) {
-      fail(nkey + ".shape", "too many elements (limit 2^28)");
+    if (d != 0 && count > kMaxCaseElements / d) {
+      fail(nkey + ".shape", fmt::format("too many elements (at most 2^{} per case)",
+                                        std::countr_zero(static_cast<uint64_t>(kMaxCaseElements))));
     }
     count *= d;
   }
@@ -268,12 +270,42 @@ std::string string_field(const json& c, const std::string& key) {
 
 }  // namespace
 
+// The deepest nesting of arrays and objects in JSON text (brackets inside strings skipped).
+int nesting_depth(const std::string& text) {
+  int depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') in_string = true;
+    if (c == '[' || c == '{') deepest = std::max(deepest, ++depth);
+    if (c == ']' || c == '}') --depth;
+  }
+  return deepest;
+}
+
 std::vector<LoadedCase> parse_case_text(const std::string& text, const std::string& file) {
   std::vector<LoadedCase> out;
+  // Case files nest a few levels; a deeper file is refused before parsing, which bounds the
+  // stack every later step (messages echo values) needs.
+  if (const int depth = nesting_depth(text); depth > kMaxCaseNesting) {
+    out.push_back(
+        {file, "", std::nullopt,
+         fmt::format("{}: nested {} levels deep (at most {})", file, depth, kMaxCaseNesting)});
+    return out;
+  }
   json doc;
   try {
     doc = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // syntax, and numbers outside double's range
     out.push_back({file, "", std::nullopt, fmt::format("{}: not valid JSON: {}", file, e.what())});
     return out;
   }
@@ -308,8 +340,16 @@ std::vector<LoadedCase> parse_case_text(const std::string& text, const std::stri
       const json& inputs = c["inputs"];
       if (!inputs.is_array()) fail("inputs", "must be a list");
       std::set<std::string> names;
+      int64_t elements = 0;
       for (std::size_t i = 0; i < inputs.size(); ++i) {
         InputSpec s = parse_input(inputs[i], i);
+        int64_t n = 1;
+        for (int64_t d : s.shape) n *= d;  // each within the limit (parse_input)
+        elements += s.is_attr ? 0 : n;
+        if (elements > kMaxCaseElements) {
+          fail("inputs", fmt::format("the tensors hold more than 2^{} elements together",
+                                     std::countr_zero(static_cast<uint64_t>(kMaxCaseElements))));
+        }
         if (!names.insert(s.name).second) {
           fail(fmt::format("inputs[{}].name", i), fmt::format("duplicate input \"{}\"", s.name));
         }

@@ -189,7 +189,8 @@ std::string report_json(const CheckOptions& opt, const CheckReport& report) {
                     {"zero_trust", report.zero_trust},
                     {"degenerate", report.degenerate}};
   doc["cases"] = std::move(cases);
-  return doc.dump(2) + "\n";
+  // Messages may quote a file's bytes or name, which need not be UTF-8: replaced, not thrown.
+  return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace mantissa::precision

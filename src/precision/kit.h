@@ -116,6 +116,12 @@ struct CaseSpec {
 };
 
 // One entry of a case file: a parsed case, or the error that stopped it (an error row).
+// Limits that keep what a case file can ask for bounded: the elements of all tensors of one case
+// together (memory: the kit holds inputs, goldens and every backend's outputs, about 100 bytes
+// per element), and the nesting depth of the file (stack).
+inline constexpr int64_t kMaxCaseElements = int64_t{1} << 24;
+inline constexpr int kMaxCaseNesting = 64;
+
 struct LoadedCase {
   std::string file;
   std::string id;  // "" when the entry has no usable id ("#<index>" is used in messages)
