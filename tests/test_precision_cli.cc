@@ -60,6 +60,27 @@ class CheckCli : public ::testing::Test {
   fs::path tool_, dir_;
 };
 
+// An environment setting the library cannot honour is reported, and the tool refuses to run
+// rather than silently running something else.
+TEST_F(CheckCli, InvalidEnvironmentSettingsAreRefused) {
+  for (const char* setting : {"MANTISSA_SIMD_TARGET=NO_SUCH_TARGET", "MANTISSA_NUM_THREADS=0",
+                              "MANTISSA_NUM_THREADS=two", "MANTISSA_SIMD_TARGET=SCALAR_BF16"}) {
+    const fs::path out = dir_ / "env.txt";
+    const std::string cmd =
+        std::string(setting) + " " + tool_.string() + " info > " + out.string() + " 2>&1";
+    const int raw = std::system(cmd.c_str());
+    EXPECT_EQ(WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, 2) << setting;
+    std::ifstream in(out);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string name = std::string(setting).substr(0, std::string(setting).find('='));
+    EXPECT_NE(ss.str().find("refusing to run: " + name), std::string::npos) << ss.str();
+  }
+  const std::string ok = "MANTISSA_SIMD_TARGET=SCALAR MANTISSA_NUM_THREADS=3 " + tool_.string() +
+                         " info > /dev/null 2>&1";
+  EXPECT_EQ(std::system(ok.c_str()), 0);
+}
+
 TEST_F(CheckCli, PassingCasesExitZeroWithTheSummaryLine) {
   std::ofstream(dir_ / "cases" / "amp.json") << "[" << kGoodCase << "]";
   const fs::path json = dir_ / "report.json";

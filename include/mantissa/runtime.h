@@ -44,4 +44,9 @@ MANTISSA_API std::string cpu_features();
 // "mantissa 0.1.0"
 MANTISSA_API const char* version() noexcept;
 
+// Why MANTISSA_NUM_THREADS or MANTISSA_SIMD_TARGET was ignored (an unparsable or out-of-range
+// thread count, a target this build or CPU cannot run), or "" when both were used or unset. The
+// library also prints it once to stderr; the mantissa tool refuses to run with it.
+MANTISSA_API std::string environment_error();
+
 }  // namespace mantissa

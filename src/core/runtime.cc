@@ -2,8 +2,12 @@
 // the AVX3_BF16 pseudo-target: AVX3 kernels narrowing bf16 with AVX512-BF16).
 #include "mantissa/runtime.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -25,6 +29,8 @@ int64_t g_available_targets = 0;  // supported & compiled & not above the enviro
 int64_t g_bf16_base = 0;
 std::atomic<bool> g_bf16_active{false};  // operators use the pseudo-target now
 std::once_flag g_init_once;
+// Why an environment setting was ignored ("" when none was), written once by initialize().
+std::string g_environment_error;
 
 // Targets compiled with the AVX512-BF16 narrowing (simd-inl.h, MANTISSA_HAVE_BF16_HW).
 #if HWY_ARCH_X86 && defined(__GNUC__)
@@ -80,7 +86,12 @@ void initialize() {
   if (const char* env = std::getenv("MANTISSA_NUM_THREADS")) {
     char* end = nullptr;
     const long v = std::strtol(env, &end, 10);
-    if (end != env && *end == '\0' && v >= 1 && v <= 4096) threads = static_cast<int>(v);
+    if (end != env && *end == '\0' && v >= 1 && v <= 4096) {
+      threads = static_cast<int>(v);
+    } else {
+      g_environment_error +=
+          fmt::format("MANTISSA_NUM_THREADS=\"{}\" is not a thread count in [1, 4096]; ", env);
+    }
   }
   g_threads.store(threads);
 
@@ -88,16 +99,29 @@ void initialize() {
   bool bf16 = cpu_has_avx512bf16();
   if (const char* env = std::getenv("MANTISSA_SIMD_TARGET")) {
     int64_t cap = target_from_name(env);
-    if (cap != 0) {
+    const bool plain = cap != 0;
+    if (plain) {
       bf16 = false;  // a plain target runs as itself, without the pseudo-target above it
     } else {
       cap = bf16_base_from_name(env);  // "<base>_BF16": the base with the bf16 narrowing
     }
-    if (cap != 0) {
+    const std::string usable = fmt::format(
+        "{}", fmt::join(names_of(available, cpu_has_avx512bf16() ? available & kBf16Targets : 0),
+                        " "));
+    if (cap == 0 || (available & cap) == 0 || (!plain && !cpu_has_avx512bf16())) {
+      g_environment_error += fmt::format(
+          "MANTISSA_SIMD_TARGET=\"{}\" is not a target this build and CPU can run (available: "
+          "{}); ",
+          env, usable);
+    } else {
       // Targets with a lower bit than `cap` are better; disable them.
       hwy::DisableTargets(cap - 1);
       available &= ~(cap - 1);
     }
+  }
+  if (!g_environment_error.empty()) {
+    g_environment_error.resize(g_environment_error.size() - 2);  // the last "; "
+    std::fprintf(stderr, "mantissa: ignoring %s\n", g_environment_error.c_str());
   }
   if (available == 0) available = HWY_STATIC_TARGET;
   g_available_targets = available;
@@ -208,5 +232,10 @@ std::string cpu_features() {
 }
 
 const char* version() noexcept { return "mantissa 0.1.0"; }
+
+std::string environment_error() {
+  detail::ensure_runtime_initialized();
+  return g_environment_error;
+}
 
 }  // namespace mantissa

@@ -49,6 +49,10 @@ int main(int argc, char** argv) {
   auto check = mantissa::tool::add_check_command(app);
 #endif
   CLI11_PARSE(app, argc, argv);
+  if (const std::string error = mantissa::environment_error(); !error.empty()) {
+    fmt::print(stderr, "mantissa: refusing to run: {}\n", error);
+    return 2;
+  }
 #if MANTISSA_HAVE_PRECISION_KIT
   if (const int rc = check(); rc >= 0) return rc;
 #endif
