@@ -13,6 +13,7 @@
 #include "ops/rms_norm_grad/rms_norm_grad_desc.h"
 #include "ops/sgd/sgd_desc.h"
 #include "ops/softmax/softmax_desc.h"
+#include "ops/softmax_grad/softmax_grad_desc.h"
 
 namespace mantissa::detail {
 
@@ -27,6 +28,7 @@ struct OpList {
 };
 
 using AllOps = OpList<AmpUpdateScaleOp, SgdOp, ApplyAdamDOp, ApplyAdamWV2Op, SoftmaxOp,
-                      LogSoftmaxOp, RmsNormOp, RmsNormGradOp, ForeachNonFiniteCheckAndUnscaleOp>;
+                      LogSoftmaxOp, SoftmaxGradOp, LogSoftmaxGradOp, RmsNormOp, RmsNormGradOp,
+                      ForeachNonFiniteCheckAndUnscaleOp>;
 
 }  // namespace mantissa::detail
