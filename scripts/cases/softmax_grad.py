@@ -112,7 +112,7 @@ def cases_for(op, log):
         for dim in range(-4, 4):
             bit.append(case(op, f"rank4_dim{dim}_{dt}", bitwise, [5, 7, 3, 70], dt,
                             nd(0.0, 1.0), y_uniform([5, 7, 3, 70][dim]), dim))
-        bit.append(case(op, f"long_col_{dt}", bitwise, [5000, 3], dt, nd(0.0, 1.0),
+        bit.append(case(op, f"long_axis0_{dt}", bitwise, [5000, 3], dt, nd(0.0, 1.0),
                         y_uniform(5000), 0))
         bit.append(case(op, f"offset_{dt}", bitwise, [8, 256], dt, nd(1000.0, 1.0),
                         values(forward_rows([8, 256], -1, log, seed=3)), -1))
