@@ -77,7 +77,8 @@ HWY_INLINE hn::Vec<D> Exp64(D d, hn::Vec<D> x) {
   const auto xc = hn::Min(hn::Max(x, hn::Set(d, -746.0)), hn::Set(d, 710.0));
   // n = round-to-nearest-even(x / ln 2) by adding and subtracting 1.5 * 2^52.
   const auto magic = hn::Set(d, 6755399441055744.0);
-  const auto n = hn::Sub(hn::Add(hn::Mul(xc, hn::Set(d, 1.4426950408889634)), magic), magic);
+  const auto shifted = hn::Add(hn::Mul(xc, hn::Set(d, 1.4426950408889634)), magic);
+  const auto n = hn::Sub(shifted, magic);
   // r = x - n ln 2 in two steps: ln2_hi has 32 significant bits, so n * ln2_hi (|n| <= 1077) is
   // exact. It's necessary to keep the order of the operations.
   const auto r = hn::Sub(hn::Sub(xc, hn::Mul(n, hn::Set(d, 0x1.62e42feep-1))),
@@ -101,7 +102,9 @@ HWY_INLINE hn::Vec<D> Exp64(D d, hn::Vec<D> x) {
   auto y = hn::Set(d, kInvFactorial[0]);
   for (int k = 1; k < 14; ++k) y = hn::Add(hn::Mul(y, r), hn::Set(d, kInvFactorial[k]));
   // y * 2^n as y * 2^n1 * 2^n2 with n1 = floor(n / 2), n2 = n - n1 (both normal powers of two).
-  const auto ni = hn::ConvertTo(di, n);
+  // n as an integer: magic + n lies in magic's binade [2^52, 2^53), so the difference of the two
+  // bit patterns is n (no fp64 to int64 conversion, which most x86 targets lack).
+  const auto ni = hn::Sub(hn::BitCast(di, shifted), hn::BitCast(di, magic));
   const auto n1 = hn::ShiftRight<1>(ni);  // arithmetic shift: floor
   const auto n2 = hn::Sub(ni, n1);
   const auto bias = hn::Set(di, 1023);
