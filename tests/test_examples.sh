@@ -244,4 +244,46 @@ expect("classifier", [[2, 1, 0.1], [0.5, 2.5, 0.3], [-1, 0, 3]], np.eye(3))
 ' <<<"$sce_out" || fail "aclnn_softmax_cross_entropy_with_logits printed other values than numpy"
 fi
 
+# The SoftmaxGrad and LogSoftmaxGrad samples (CANN's published inputs: gradOutput [4, 2] = 0..7,
+# output = 1 1 1 2 2 2 3 3, dim 0). The reference is computed here, independently, with numpy in
+# float64; each printed value must be within 2 fp32 ulp of it (the softmax one is exact; the
+# log-softmax one carries the fp32 exp's error), and every target must print the same lines.
+check_close() {  # name, python expression giving the float64 values y
+  local exe="$bin_dir/example_$1"
+  if [[ ! -x "$exe" ]]; then
+    fail "$exe is not built"
+    return
+  fi
+  local out
+  out="$("$exe")" || { fail "$1 exited with $?"; return; }
+  echo "$out"
+  "$py" -c "
+import sys
+import numpy as np
+$2
+want = np.asarray(y, dtype=np.float64).ravel()
+got = []
+for line in sys.stdin:
+    if line.startswith('result['):
+        got.append(float(line.split(':')[1]))
+got = np.asarray(got)
+assert got.shape == want.shape, (got.shape, want.shape)
+ulp = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+err = np.abs(got - want) / ulp
+assert np.all(err <= 2.0 + 1e-6 / ulp), (got, want, err)
+" <<<"$out" || fail "$1 printed values more than 2 ulp from numpy's"
+  for target in "${targets[@]}"; do
+    [[ "$(MANTISSA_SIMD_TARGET=$target MANTISSA_NUM_THREADS=1 "$exe")" == "$out" ]] ||
+      fail "$1 output differs under MANTISSA_SIMD_TARGET=$target"
+  done
+}
+check_close test_aclnn_softmax_grad "
+dy = np.arange(8, dtype=np.float64).reshape(4, 2)
+o = np.array([1, 1, 1, 2, 2, 2, 3, 3], dtype=np.float64).reshape(4, 2)
+y = o * (dy - (dy * o).sum(axis=0, keepdims=True))"
+check_close test_aclnn_log_softmax_grad "
+dy = np.arange(8, dtype=np.float64).reshape(4, 2)
+o = np.array([1, 1, 1, 2, 2, 2, 3, 3], dtype=np.float64).reshape(4, 2)
+y = dy - np.exp(o) * dy.sum(axis=0, keepdims=True)"
+
 exit $status

@@ -161,6 +161,41 @@ TEST(RmsNorm, BitExactOnEveryTargetAndThreadCount) {
   }
 }
 
+// dx beyond FLT_MAX rounds to +-inf on every target (the SCALAR and EMU128 fp64 -> fp32
+// conversions clamp to FLT_MAX unless the kernel corrects them), as golden32 says.
+TEST(RmsNormGrad, OverflowingDxIsInfOnEveryTarget) {
+  HostTensor dy = filled(DType::kFloat32, {2, 16}, 0.0, 1e30, 11);
+  HostTensor x = filled(DType::kFloat32, {2, 16}, 0.0, 1.0, 12);
+  HostTensor g = filled(DType::kFloat32, {16}, 1.0, 0.25, 13);
+  HostTensor rstd = filled(DType::kFloat32, {2, 1}, 1e10, 0.0, 14);
+  HostTensor dx_ref = sentinel(DType::kFloat32, {2, 16}), dg_ref = sentinel(DType::kFloat32, {16});
+  mt::apply_golden32<RmsNormGradOp>({.dy = view(dy),
+                                     .x = view(x),
+                                     .rstd = view(rstd),
+                                     .gamma = view(g),
+                                     .dx = view(dx_ref),
+                                     .dgamma = view(dg_ref)},
+                                    {});
+  int64_t infinite = 0;
+  for (int64_t i = 0; i < dx_ref.numel(); ++i) infinite += std::isinf(dx_ref.value(i));
+  EXPECT_GT(infinite, 0);
+  mt::for_each_target_and_thread_count(
+      [&](const std::string&, int) {
+        HostTensor dx = sentinel(DType::kFloat32, {2, 16}), dg = sentinel(DType::kFloat32, {16});
+        ASSERT_TRUE(mantissa::rms_norm_grad({.dy = view(dy),
+                                             .x = view(x),
+                                             .rstd = view(rstd),
+                                             .gamma = view(g),
+                                             .dx = view(dx),
+                                             .dgamma = view(dg)},
+                                            {})
+                        .ok());
+        expect_same_bits(dx, dx_ref, "dx");
+        expect_same_bits(dg, dg_ref, "dgamma");
+      },
+      {1});
+}
+
 TEST(RmsNorm, LargeMeanAndConstantRowsAreAccurate) {
   // 1e4 + N(0, 1): rstd within an ulp of the fp64 value; constant rows: y = gamma * sign.
   HostTensor x = filled(DType::kFloat32, {4, 4096}, 1e4, 1.0, 7);

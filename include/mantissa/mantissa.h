@@ -1,13 +1,13 @@
 // The whole public C++ API of mantissa.
 #pragma once
 
+#include "mantissa/amp/anomaly.h"
+#include "mantissa/amp/loss_scaler.h"
 #include "mantissa/calibrate.h"
 #include "mantissa/dtype.h"
 #include "mantissa/lowp.h"
 #include "mantissa/math.h"
 #include "mantissa/mx.h"
-#include "mantissa/amp/anomaly.h"
-#include "mantissa/amp/loss_scaler.h"
 #include "mantissa/ops/amp_update_scale.h"
 #include "mantissa/ops/apply_adam_d.h"
 #include "mantissa/ops/apply_adam_w_v2.h"
@@ -17,6 +17,7 @@
 #include "mantissa/ops/sgd.h"
 #include "mantissa/ops/softmax.h"
 #include "mantissa/ops/softmax_cross_entropy_with_logits.h"
+#include "mantissa/ops/softmax_grad.h"
 #include "mantissa/reduce.h"
 #include "mantissa/runtime.h"
 #include "mantissa/status.h"

@@ -17,6 +17,7 @@
 #endif
 
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include "core/runtime_internal.h"
@@ -165,6 +166,20 @@ template <class D>
 HWY_INLINE hn::Vec<D> CanonicalNaN(D d, hn::Vec<D> v) {
   const hn::RebindToSigned<D> di;
   return hn::IfThenElse(hn::IsNaN(v), hn::BitCast(d, hn::Set(di, 0x7FC00000)), v);
+}
+
+// fp64 -> fp32 lanes of the same count, rounded to nearest even, overflowing to +-inf on every
+// target. Highway's DemoteTo does so on x86 and Arm, but its SCALAR and EMU128 versions clamp
+// +-inf and every value beyond FLT_MAX to +-FLT_MAX; lanes whose magnitude is at least
+// 2^128 - 2^103 (the midpoint above FLT_MAX, which rounds to even: inf) are set to +-inf here.
+// NaN passes through (made canonical by StoreResult).
+template <class DF, class DD>
+HWY_INLINE hn::Vec<DF> DemoteF64ToF32(DF df, DD dd, hn::Vec<DD> v) {
+  const auto r = hn::DemoteTo(df, v);
+  const auto big = hn::Ge(hn::Abs(v), hn::Set(dd, 0x1.ffffffp127));
+  const auto flag = hn::DemoteTo(df, hn::IfThenElseZero(big, hn::Set(dd, 1.0)));
+  const auto inf = hn::CopySign(hn::Set(df, std::numeric_limits<float>::infinity()), r);
+  return hn::IfThenElse(hn::Eq(flag, hn::Set(df, 1.0f)), inf, r);
 }
 
 // fp32 -> bf16 bits for lanes whose NaNs are already canonical (see CanonicalNaN): rounding

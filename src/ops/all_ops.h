@@ -14,6 +14,7 @@
 #include "ops/sgd/sgd_desc.h"
 #include "ops/softmax/softmax_desc.h"
 #include "ops/softmax_cross_entropy_with_logits/softmax_cross_entropy_with_logits_desc.h"
+#include "ops/softmax_grad/softmax_grad_desc.h"
 
 namespace mantissa::detail {
 
@@ -28,7 +29,7 @@ struct OpList {
 };
 
 using AllOps = OpList<AmpUpdateScaleOp, SgdOp, ApplyAdamDOp, ApplyAdamWV2Op, SoftmaxOp,
-                      LogSoftmaxOp, RmsNormOp, RmsNormGradOp, ForeachNonFiniteCheckAndUnscaleOp,
-                      SoftmaxCrossEntropyWithLogitsOp>;
+                      LogSoftmaxOp, SoftmaxGradOp, LogSoftmaxGradOp, RmsNormOp, RmsNormGradOp,
+                      ForeachNonFiniteCheckAndUnscaleOp, SoftmaxCrossEntropyWithLogitsOp>;
 
 }  // namespace mantissa::detail

@@ -18,9 +18,11 @@
 #include "aclnnop/aclnn_apply_adam_w_v2.h"
 #include "aclnnop/aclnn_foreach_non_finite_check_and_unscale.h"
 #include "aclnnop/aclnn_logsoftmax.h"
+#include "aclnnop/aclnn_logsoftmax_backward.h"
 #include "aclnnop/aclnn_rms_norm.h"
 #include "aclnnop/aclnn_rms_norm_grad.h"
 #include "aclnnop/aclnn_softmax.h"
+#include "aclnnop/aclnn_softmax_backward.h"
 #include "aclnnop/aclnn_softmax_cross_entropy_with_logits.h"
 #include "precision/op_defs.h"
 #include "precision/op_schema.h"
@@ -263,6 +265,9 @@ void add_compat_backends(std::map<std::string, OpEntry>& ops) {
   add_aclnn<detail::LogSoftmaxOp>(ops, aclnnLogSoftmaxGetWorkspaceSize, aclnnLogSoftmax);
   add_aclnn<detail::SoftmaxCrossEntropyWithLogitsOp>(
       ops, aclnnSoftmaxCrossEntropyWithLogitsGetWorkspaceSize, aclnnSoftmaxCrossEntropyWithLogits);
+  add_aclnn<detail::SoftmaxGradOp>(ops, aclnnSoftmaxBackwardGetWorkspaceSize, aclnnSoftmaxBackward);
+  add_aclnn<detail::LogSoftmaxGradOp>(ops, aclnnLogSoftmaxBackwardGetWorkspaceSize,
+                                      aclnnLogSoftmaxBackward);
   add_aclnn<detail::RmsNormOp>(ops, aclnnRmsNormGetWorkspaceSize, aclnnRmsNorm);
   add_aclnn<detail::RmsNormGradOp>(ops, aclnnRmsNormGradGetWorkspaceSize, aclnnRmsNormGrad);
 }

@@ -69,7 +69,7 @@ void RmsNormGradDx(const detail::RmsNormGradKernelArgs& a) {
         const auto vr = hn::Set(dd, static_cast<double>(r));
         const auto dyg = hn::Mul(LoadAcc<XF>(dd, dy + i), LoadAcc<GF>(dd, g + i));
         const auto xrm = hn::Mul(hn::Mul(LoadAcc<XF>(dd, x + i), vr), hn::Set(dd, m));
-        StoreResult<XF>(df, hn::DemoteTo(df, hn::Mul(hn::Sub(dyg, xrm), vr)), dx + i);
+        StoreResult<XF>(df, DemoteF64ToF32(df, dd, hn::Mul(hn::Sub(dyg, xrm), vr)), dx + i);
       };
       const hn::ScalableTag<double> dd;
       const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));

@@ -1,0 +1,230 @@
+// SoftmaxGrad and LogSoftmaxGrad over one dimension: contract and validation, then one kernel
+// written once for every SIMD target. Each row is read twice (the row sum, then the outputs)
+// and written once.
+//
+// Per row of n elements (dy = grad_output, y = output, both widened exactly to fp64), in this
+// order, which is normative (docs/ops/softmax_grad.md):
+//   softmax:     s    = sum of dy_i * y_i     terms exact in fp64, summed in fp64 in the order
+//                                             of core/reduce.h (naive method, fp64 lanes)
+//                out_i = y_i * (dy_i - s)     two fp64 operations
+//   log-softmax: s    = sum of dy_i           in fp64, the same order
+//                e_i  = Exp64(y_i)            core/math-inl.h's fp64 exp
+//                out_i = dy_i - e_i * s       two fp64 operations
+// then out_i is rounded to fp32 (RNE), then to out's dtype (RNE); a NaN is stored as the
+// canonical quiet NaN. The order is fixed by the row alone, so a row gives the same bits on
+// every target, for any thread count, and whether the axis is the last one (rows vectorised
+// along the row) or not (inner-contiguous tiles vectorised across rows, never gathering a
+// strided row).
+// clang-format off (foreach_target.h must come first: it re-includes this file once per target)
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/softmax_grad/softmax_grad.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+// clang-format on
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "core/math-inl.h"
+#include "core/reduce-inl.h"
+#include "core/rows.h"
+#include "core/simd-inl.h"
+#include "hwy/highway.h"
+#include "ops/softmax_grad/softmax_grad_kernel.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace mantissa::HWY_NAMESPACE {
+
+constexpr auto kSumMethod = detail::ReduceMethod::kNaive;
+
+// Calls body(dd, j) for full fp64 vectors over [0, w), then with a one-lane descriptor for the
+// tail: the same lane operations, so the tail has the same bits.
+template <class Body>
+HWY_INLINE void ForEachDoubleVector(int64_t w, Body&& body) {
+  const hn::ScalableTag<double> dd;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
+  int64_t j = 0;
+  for (; j + lanes <= w; j += lanes) body(dd, j);
+  const hn::CappedTag<double, 1> d1;
+  for (; j < w; ++j) body(d1, j);
+}
+
+// The row-sum term of element i (in fp64 lanes): dy * y (exact) or dy.
+template <class Format, bool kLog>
+struct GradSumTerm {
+  const typename Format::Storage* dy;
+  const typename Format::Storage* y;
+  template <class DA>
+  HWY_INLINE hn::Vec<DA> operator()(DA da, int64_t i) const {
+    if constexpr (kLog) {
+      return LoadAcc<Format>(da, dy + i);
+    } else {
+      return hn::Mul(LoadAcc<Format>(da, dy + i), LoadAcc<Format>(da, y + i));
+    }
+  }
+};
+
+// out for the elements at dy, y (lanes of dd): y * (dy - s), or dy - Exp64(y) * s; rounded to
+// fp32 and stored (canonical NaN, one rounding to the storage format).
+template <class Format, bool kLog, class DD>
+HWY_INLINE void StoreGrad(DD dd, const typename Format::Storage* dy,
+                          const typename Format::Storage* y, hn::Vec<DD> s,
+                          typename Format::Storage* out) {
+  const hn::Rebind<float, DD> df;
+  hn::Vec<DD> v;
+  if constexpr (kLog) {
+    const auto e = Exp64(dd, LoadAcc<Format>(dd, y));
+    v = hn::Sub(LoadAcc<Format>(dd, dy), hn::Mul(e, s));
+  } else {
+    v = hn::Mul(LoadAcc<Format>(dd, y), hn::Sub(LoadAcc<Format>(dd, dy), s));
+  }
+  StoreResult<Format>(df, DemoteF64ToF32(df, dd, v), out);
+}
+
+// Last axis: each row contiguous.
+template <class Format, bool kLog>
+void LastAxisRows(const detail::SoftmaxGradKernelArgs& a, int64_t begin, int64_t end) {
+  using S = typename Format::Storage;
+  const int64_t n = a.rows.axis;
+  for (int64_t r = begin; r < end; ++r) {
+    const S* dy = static_cast<const S*>(a.dy) + r * n;
+    const S* y = static_cast<const S*>(a.y) + r * n;
+    S* out = static_cast<S*>(a.out) + r * n;
+    const double s = ReduceRow<kSumMethod, double>(GradSumTerm<Format, kLog>{dy, y}, n);
+    // In place (out is dy) is safe: element i is read before it is written, and never again.
+    ForEachDoubleVector(n, [&](auto dd, int64_t i) MANTISSA_VECTOR_BODY {
+      StoreGrad<Format, kLog>(dd, dy + i, y + i, hn::Set(dd, s), out + i);
+    });
+  }
+}
+
+// A non-last axis: one tile of up to kTileWidth rows, element (k, j) at offset + k * stride + j.
+// The sum replays core/reduce.h's order per row: axis element k of block b goes to lane
+// (k - b) % 32 of that row's lane sums; blocks combine along the pairwise tree.
+template <class Format, bool kLog>
+void Tile(const detail::SoftmaxGradKernelArgs& a, const detail::Tile& t) {
+  using S = typename Format::Storage;
+  constexpr int kW = static_cast<int>(detail::kTileWidth);
+  constexpr int kL = detail::kReduceLanes;
+  const S* dy = static_cast<const S*>(a.dy) + t.offset;
+  const S* y = static_cast<const S*>(a.y) + t.offset;
+  S* out = static_cast<S*>(a.out) + t.offset;
+  const int64_t n = a.rows.axis, stride = t.stride;
+  const int64_t w = t.i1 - t.i0;
+  const GradSumTerm<Format, kLog> term{dy, y};
+
+  HWY_ALIGN double lanes[kL][kW];
+  HWY_ALIGN double sum[kW];
+  using P = detail::Partial<double>;
+  const auto merge = [](const P& p, const P& q) { return detail::merge<kSumMethod>(p, q); };
+  std::vector<detail::PairwiseStack<P>> stacks;
+  if (n > detail::kReduceBlock) stacks.resize(static_cast<std::size_t>(w));
+  P single[kW];
+  for (int64_t b = 0; b < n; b += detail::kReduceBlock) {
+    const int64_t len = std::min(detail::kReduceBlock, n - b);
+    for (int l = 0; l < kL; ++l) std::fill(lanes[l], lanes[l] + kW, -0.0);
+    for (int64_t k = 0; k < len; ++k) {
+      double* lane = lanes[k % kL];
+      const int64_t at = (b + k) * stride;
+      ForEachDoubleVector(w, [&](auto dd, int64_t j) MANTISSA_VECTOR_BODY {
+        hn::StoreU(hn::Add(hn::LoadU(dd, lane + j), term(dd, at + j)), dd, lane + j);
+      });
+    }
+    for (int64_t j = 0; j < w; ++j) {
+      double sums[kL], comps[kL];
+      for (int l = 0; l < kL; ++l) sums[l] = lanes[l][j], comps[l] = -0.0;
+      const P p = CombineLanes<kSumMethod>(sums, comps);
+      if (stacks.empty()) {
+        single[j] = p;
+      } else {
+        stacks[static_cast<std::size_t>(j)].push(p, merge);
+      }
+    }
+  }
+  for (int64_t j = 0; j < w; ++j) {
+    const P p = stacks.empty() ? single[j] : stacks[static_cast<std::size_t>(j)].collapse(merge);
+    sum[j] = detail::finish<kSumMethod>(p);
+  }
+
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t at = k * stride;
+    ForEachDoubleVector(w, [&](auto dd, int64_t j) MANTISSA_VECTOR_BODY {
+      StoreGrad<Format, kLog>(dd, dy + at + j, y + at + j, hn::LoadU(dd, sum + j), out + at + j);
+    });
+  }
+}
+
+template <class Format, bool kLog>
+void SoftmaxGradFormat(const detail::SoftmaxGradKernelArgs& a) {
+  if (a.rows.last_axis()) {
+    detail::for_each_row_block(
+        a.rows, [&](int64_t begin, int64_t end) { LastAxisRows<Format, kLog>(a, begin, end); });
+  } else {
+    detail::for_each_tile(a.rows, [&](const detail::Tile& t) { Tile<Format, kLog>(a, t); });
+  }
+}
+
+void SoftmaxGradImpl(const detail::SoftmaxGradKernelArgs& a) {
+  VisitFormat(a.dtype, [&](auto format) {
+    if (a.log) {
+      SoftmaxGradFormat<decltype(format), true>(a);
+    } else {
+      SoftmaxGradFormat<decltype(format), false>(a);
+    }
+  });
+}
+
+}  // namespace mantissa::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include "core/runtime_internal.h"
+#include "ops/softmax_grad/softmax_grad_desc.h"
+
+namespace mantissa {
+
+HWY_EXPORT(SoftmaxGradImpl);
+
+namespace {
+
+Status run_softmax_grad(const SoftmaxGradTensors& t, int64_t dim, bool log) {
+  const int64_t n = *t.grad_output.numel();
+  if (n == 0) return {};  // nothing to read or write
+  detail::ensure_runtime_initialized();
+  detail::SoftmaxGradKernelArgs a;
+  a.dtype = t.grad_output.dtype;
+  a.rows = detail::rows_over_dim(
+      std::span<const int64_t>(t.grad_output.shape.data(), t.grad_output.rank), dim);
+  a.dy = t.grad_output.data;
+  a.y = t.output.data;
+  a.out = t.out.data;
+  a.log = log;
+  HWY_DYNAMIC_DISPATCH(SoftmaxGradImpl)(a);
+  return {};
+}
+
+}  // namespace
+
+// Validation is derived from the declaration (softmax_grad_desc.h): output and out have
+// grad_output's dtype and shape; out is grad_output itself (in place) or shares no byte with
+// either input.
+Status softmax_grad_validate(const SoftmaxGradTensors& t, const SoftmaxGradParams& p) {
+  return detail::validate<detail::SoftmaxGradOp>(t, p);
+}
+
+Status softmax_grad(const SoftmaxGradTensors& t, const SoftmaxGradParams& p) {
+  MANTISSA_RETURN_IF_ERROR(softmax_grad_validate(t, p));
+  return run_softmax_grad(t, p.dim, false);
+}
+
+Status log_softmax_grad_validate(const SoftmaxGradTensors& t, const SoftmaxGradParams& p) {
+  return detail::validate<detail::LogSoftmaxGradOp>(t, p);
+}
+
+Status log_softmax_grad(const SoftmaxGradTensors& t, const SoftmaxGradParams& p) {
+  MANTISSA_RETURN_IF_ERROR(log_softmax_grad_validate(t, p));
+  return run_softmax_grad(t, p.dim, true);
+}
+
+}  // namespace mantissa
+#endif  // HWY_ONCE
