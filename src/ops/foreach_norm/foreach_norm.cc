@@ -137,7 +137,12 @@ Status detail::ForeachNormOp::check_params(const Tensors&, const Params& p) {
               p.p);
 }
 
-Status detail::ForeachNormOp::check_aclnn(const Tensors& t, const Params&) {
+Status detail::ForeachNormOp::check_aclnn_dtypes(const Tensors& t, const Params&) {
+  for (const TensorList* list : {&t.x, &t.out}) {
+    for (const TensorView& v : *list) {
+      if (v.data == nullptr || !is_training_float(v.dtype)) return {};  // the common rules
+    }
+  }
   for (const TensorList* list : {&t.x, &t.out}) {
     const char* name = list == &t.x ? "x" : "out";
     for (std::size_t i = 1; i < list->size(); ++i) {
