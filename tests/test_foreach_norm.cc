@@ -216,10 +216,10 @@ TEST(ForeachNorm, RoundedOnceNotTwice) {
   expect_golden_everywhere(prob, 1.0);
 }
 
-// The documented bound: the fp64 sum is within gamma(k) * sum of the terms of the exact value
-// (naive method, k = 132 + L, docs/reductions.md), far below half an ulp of fp32, so the result
-// is the exact norm rounded once (RNE) to the output dtype, except where the exact value lies
-// within that bound of a rounding boundary. Checked against long double on random data.
+// The documented bound (docs/ops/foreach_norm.md): the fp64 norm is within gamma(k) N of the
+// exact norm N (naive method, k = 132 + L, docs/reductions.md; the terms are non-negative), far
+// below half an ulp of fp32, so the result is N rounded once (RNE) to the output dtype, except
+// where N lies within that bound of a rounding midpoint. Checked against long double sums.
 TEST(ForeachNorm, WithinHalfAnUlpPlusTheFp64BoundOfTheExactNorm) {
   for (DType d : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
     Problem prob;
@@ -233,7 +233,6 @@ TEST(ForeachNorm, WithinHalfAnUlpPlusTheFp64BoundOfTheExactNorm) {
           const long double v = std::fabs(load_as_float(d, prob.mem[k].data(), i));
           s += p == 2.0 ? v * v : v;
         }
-        const long double t = s;  // the sum of the terms (all non-negative)
         const long double exact = p == 2.0 ? std::sqrt(s) : s;
         if (d == DType::kFloat16 && exact > 65520.0L) {  // rounds to inf in fp16
           EXPECT_EQ(prob.result(k), kInf);
@@ -241,7 +240,8 @@ TEST(ForeachNorm, WithinHalfAnUlpPlusTheFp64BoundOfTheExactNorm) {
         }
         const int bits = d == DType::kFloat32 ? 24 : (d == DType::kFloat16 ? 11 : 8);
         const long double ulp = std::ldexp(1.0L, std::ilogb(static_cast<double>(exact)) - bits + 1);
-        const long double fp64_bound = (140.0L * std::ldexp(1.0L, -53)) * t;  // k = 132 + L <= 140
+        // gamma(k) N for p = 1, (gamma(k) / 2 + u) N for p = 2; k = 132 + L <= 140 here.
+        const long double fp64_bound = (140.0L * std::ldexp(1.0L, -53)) * exact;
         EXPECT_LE(std::fabs(static_cast<long double>(prob.result(k)) - exact), ulp / 2 + fp64_bound)
             << dtype_name(d) << " p " << p << " n " << prob.numel(k);
       }
