@@ -255,8 +255,8 @@ TEST(ForeachNorm, PFromEveryScalarFormAndEmptyList) {
   for (int i = 0; i < 3; ++i) store_from_float(DType::kFloat32, prob.mem[0].data(), i, -2.0f);
   ASSERT_TRUE(prob.run(1.0).ok());
   EXPECT_EQ(prob.result(0), 6.0);
-  EXPECT_TRUE(foreach_norm({}, {.p = 2.0}).ok());  // nothing to do
-  EXPECT_EQ(foreach_norm_workspace_size({}), 8u);
+  EXPECT_TRUE(foreach_norm({}, {.p = 2.0}).ok());   // nothing to do
+  EXPECT_EQ(foreach_norm_workspace_size({}), 16u);  // one block offset and alignment room
 }
 
 TEST(ForeachNorm, CallerWorkspaceGivesTheSameBits) {
@@ -266,9 +266,20 @@ TEST(ForeachNorm, CallerWorkspaceGivesTheSameBits) {
   ASSERT_TRUE(want.run(2.0).ok());
   const std::vector<TensorView> x = prob.xs(), o = prob.outs();
   const ForeachNormTensors t{.x = x, .out = o};
-  std::vector<double> ws(foreach_norm_workspace_size(t) / 8, 12345.0);
-  ASSERT_TRUE(foreach_norm(t, {}, {ws.data(), ws.size() * 8}).ok());
-  EXPECT_EQ(prob.out, want.out);
+  const uint64_t size = foreach_norm_workspace_size(t);
+  EXPECT_EQ(size % 8, 0u);
+  // Lent at every alignment: the size covers aligning the partials inside it.
+  std::vector<uint8_t> ws(size + 8, 0xEE);
+  for (std::size_t offset = 0; offset < 8; ++offset) {
+    SCOPED_TRACE("workspace offset " + std::to_string(offset));
+    for (auto& b : prob.out) std::fill(b.begin(), b.end(), 0xA5);
+    ASSERT_TRUE(foreach_norm(t, {}, {ws.data() + offset, size}).ok());
+    EXPECT_EQ(prob.out, want.out);
+  }
+  // Bytes past the reported size are not touched.
+  std::vector<uint8_t> exact(size + 64, 0xEE);
+  ASSERT_TRUE(foreach_norm(t, {}, {exact.data(), size}).ok());
+  for (std::size_t i = size; i < exact.size(); ++i) ASSERT_EQ(exact[i], 0xEE) << i;
 }
 
 // ---- Validation through every entry point: code, a message naming the operator, the argument

@@ -31,9 +31,9 @@ struct ForeachNormParams {
 // propagates). The fp64 value is rounded once to x[i]'s dtype (RNE); a NaN result is the
 // canonical quiet NaN. An empty x[i] gives +0. The same bits for every thread count and SIMD
 // target. Validates everything first; on error nothing is written.
-// Scratch bytes: 8 per block of 4096 elements of each tensor (the block partials) and 8 per
-// tensor plus 8 (where each tensor's blocks start). Given a smaller workspace (or none),
-// foreach_norm allocates what it needs itself.
+// Scratch bytes: 8 per block of 4096 elements of each tensor (the block partials), 8 per tensor
+// plus 8 (where each tensor's blocks start), and 8 to align them in a workspace of any
+// alignment. Given a smaller workspace (or none), foreach_norm allocates what it needs itself.
 MANTISSA_API uint64_t foreach_norm_workspace_size(const ForeachNormTensors& t,
                                                   const ForeachNormParams& p = {});
 MANTISSA_API Status foreach_norm(const ForeachNormTensors& t, const ForeachNormParams& p = {},

@@ -82,6 +82,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 #include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -159,7 +160,7 @@ Status detail::ForeachNormOp::check_aclnn_dtypes(const Tensors& t, const Params&
 uint64_t foreach_norm_workspace_size(const ForeachNormTensors& t, const ForeachNormParams&) {
   uint64_t blocks = 0;
   for (const TensorView& x : t.x) blocks += static_cast<uint64_t>(blocks_of(x));
-  return (blocks + t.x.size() + 1) * sizeof(double);
+  return (blocks + t.x.size() + 2) * sizeof(double);  // one more: room to align to 8 bytes
 }
 
 Status foreach_norm_validate(const ForeachNormTensors& t, const ForeachNormParams& p) {
@@ -170,18 +171,27 @@ Status foreach_norm(const ForeachNormTensors& t, const ForeachNormParams& p, Wor
   MANTISSA_RETURN_IF_ERROR(foreach_norm_validate(t, p));
   detail::ensure_runtime_initialized();
   const std::size_t n = t.x.size();
-  const uint64_t need = foreach_norm_workspace_size(t, p);
-  std::vector<double> own;
-  double* scratch = static_cast<double*>(ws.data);
-  if (ws.data == nullptr || ws.size < need) {
-    own.resize(need / sizeof(double));
-    scratch = own.data();
+  // Block starts (n + 1 int64) then the block partials (doubles): in the caller's workspace when
+  // it is large enough (aligned to 8 bytes inside it), else allocated here.
+  uint64_t blocks = 0;
+  for (const TensorView& x : t.x) blocks += static_cast<uint64_t>(blocks_of(x));
+  std::vector<int64_t> own_first;
+  std::vector<double> own_partials;
+  int64_t* first_block = nullptr;
+  double* partials = nullptr;
+  const auto lent = reinterpret_cast<uintptr_t>(ws.data);
+  const uint64_t skip = (8 - lent % 8) % 8;
+  if (ws.data != nullptr && ws.size >= skip + (blocks + n + 1) * sizeof(double)) {
+    first_block = reinterpret_cast<int64_t*>(static_cast<char*>(ws.data) + skip);
+    partials = reinterpret_cast<double*>(first_block + n + 1);
+  } else {
+    own_first.resize(n + 1);
+    own_partials.resize(blocks);
+    first_block = own_first.data();
+    partials = own_partials.data();
   }
-  // Block starts as int64 in the first n + 1 slots, then the partials.
-  auto* first_block = reinterpret_cast<int64_t*>(scratch);
   first_block[0] = 0;
   for (std::size_t i = 0; i < n; ++i) first_block[i + 1] = first_block[i] + blocks_of(t.x[i]);
-  double* partials = scratch + n + 1;
   detail::NormArgs a;
   a.x = t.x;
   a.first_block = std::span<const int64_t>(first_block, n + 1);
