@@ -1,9 +1,9 @@
 // aclnnForeachNorm through the C API: upstream's published sample inputs, the same bits as the
 // C++ API for every p form (FLOAT, DOUBLE, INT64 scalars), and the codes: nulls 161001; a
 // scalar that is not live or of another dtype, an unsupported p, out[i] not of x[i]'s dtype, a
-// length mismatch or a strided element 161002; mixed dtypes in x or out and an out[i] without
-// exactly one element 561002; nothing written on error. Also op-by-name with the dynamic output
-// list "y" and p as the "scalar" input tensor.
+// length mismatch or a strided element 161002; mixed dtypes in x or out, a rank above 8 and an
+// out[i] without exactly one element 561002; nothing written on error. Also op-by-name with the
+// dynamic output list "y" and p as the "scalar" input tensor.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -218,6 +218,10 @@ TEST(AclnnForeachNorm, RejectedCallsWriteNothing) {
        [](Host& h, Scalar&) {
          h.out.pop_back(), h.out_shapes.pop_back(), h.out_dtypes.pop_back();
        }},
+      {"rank 9 x[1]", ACLNN_ERR_INNER_TILING_ERROR, "x[1] rank 9 is above 8",
+       [](Host& h, Scalar&) { h.shapes[1] = {1, 1, 1, 1, 1, 1, 1, 2, 2}; }},
+      {"rank 9 out[0]", ACLNN_ERR_INNER_TILING_ERROR, "out[0] rank 9 is above 8",
+       [](Host& h, Scalar&) { h.out_shapes[0] = {1, 1, 1, 1, 1, 1, 1, 1, 1}; }},
       {"two-element out[1]", ACLNN_ERR_INNER_TILING_ERROR, "out[1]",
        [](Host& h, Scalar&) { h.out_shapes[1] = {2}; }},
       {"strided x[2]", ACLNN_ERR_PARAM_INVALID, "x[2]",

@@ -120,10 +120,11 @@ class AclnnPlan {
                     fmt::format("{}: no address range is free for the workspace", phase_one()));
     }
     const typename Op::Tensors t = operator_tensors(reinterpret_cast<char*>(*base));
-    // Upstream's aclnn rules that come before the common validation's dtype rules (a list of one
-    // dtype: ForeachNorm's 561002 precedes its out[i]-has-x[i]'s-dtype 161002).
-    if constexpr (requires { Op::check_aclnn_dtypes(t, params_); }) {
-      MANTISSA_RETURN_IF_ERROR(Op::check_aclnn_dtypes(t, params_));
+    // Upstream's aclnn rules that come before the common validation's dtype and rank rules
+    // (ForeachNorm's lists of one dtype and rank <= 8: 561002 before the 161002 of out[i]
+    // having x[i]'s dtype or of the rank range).
+    if constexpr (requires { Op::check_aclnn_early(t, params_); }) {
+      MANTISSA_RETURN_IF_ERROR(Op::check_aclnn_early(t, params_));
     }
     MANTISSA_RETURN_IF_ERROR(detail::validate<Op>(t, params_));
     // Upstream's aclnn limits where they are narrower than the C++ API's.

@@ -138,7 +138,7 @@ Status detail::ForeachNormOp::check_params(const Tensors&, const Params& p) {
               p.p);
 }
 
-Status detail::ForeachNormOp::check_aclnn_dtypes(const Tensors& t, const Params&) {
+Status detail::ForeachNormOp::check_aclnn_early(const Tensors& t, const Params&) {
   for (const TensorList* list : {&t.x, &t.out}) {
     for (const TensorView& v : *list) {
       if (v.data == nullptr || !is_training_float(v.dtype)) return {};  // the common rules
@@ -151,6 +151,15 @@ Status detail::ForeachNormOp::check_aclnn_dtypes(const Tensors& t, const Params&
         return fail(StatusCode::kTiling, kType,
                     "{}[{}] dtype {} differs from {}[0] dtype {} (the aclnn call takes one dtype)",
                     name, i, dtype_name((*list)[i].dtype), name, dtype_name((*list)[0].dtype));
+      }
+    }
+  }
+  for (const TensorList* list : {&t.x, &t.out}) {
+    const char* name = list == &t.x ? "x" : "out";
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      if ((*list)[i].rank > kMaxRank) {
+        return fail(StatusCode::kTiling, kType, "{}[{}] rank {} is above {} (shape {})", name, i,
+                    (*list)[i].rank, kMaxRank, (*list)[i].shape_string());
       }
     }
   }

@@ -52,10 +52,10 @@ struct ForeachNormOp {
 
   // p is 2, 1 or +inf.
   static Status check_params(const Tensors& t, const Params& p);
-  // Upstream's aclnn rule, before the dtype rules: one dtype across x and one across out
-  // (561002), judged once every element is given (else 161001 first) and of a supported dtype
-  // (else 161002 first).
-  static Status check_aclnn_dtypes(const Tensors& t, const Params&);
+  // Upstream's aclnn tiling rules, before the dtype and rank rules: one dtype across x and one
+  // across out, then ranks up to 8 (561002), judged once every element is given (else 161001
+  // first) and of a supported dtype (else 161002 first).
+  static Status check_aclnn_early(const Tensors& t, const Params&);
   static uint64_t workspace_size(const Tensors& t, const Params& p) {
     return foreach_norm_workspace_size(t, p);
   }
