@@ -56,7 +56,8 @@ precision::OpInputs kit_inputs(const typename Op::Tensors& t, const typename Op:
       case detail::AttrType::kInt:
         a.kind = precision::AttrKind::kInt, a.i = static_cast<int64_t>(value);
         break;
-      case detail::AttrType::kFloat: a.kind = precision::AttrKind::kFloat, a.f = value; break;
+      case detail::AttrType::kFloat:
+      case detail::AttrType::kScalar: a.kind = precision::AttrKind::kFloat, a.f = value; break;
     }
     in.attrs.push_back(a);
   }

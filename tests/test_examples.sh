@@ -285,5 +285,25 @@ check_close test_aclnn_log_softmax_grad "
 dy = np.arange(8, dtype=np.float64).reshape(4, 2)
 o = np.array([1, 1, 1, 2, 2, 2, 3, 3], dtype=np.float64).reshape(4, 2)
 y = dy - np.exp(o) * dy.sum(axis=0, keepdims=True)"
+# The ForeachNorm sample (upstream's published inputs: x1 = 1..6 as [2, 3], x2 = 7, 8, 9 as
+# [1, 3]): the 2-, 1- and inf-norms of each, from numpy in float64 rounded to float32.
+norm="$bin_dir/example_aclnn_foreach_norm"
+if [[ ! -x "$norm" ]]; then
+  fail "$norm is not built"
+else
+  norm_out="$("$norm")" || fail "aclnn_foreach_norm exited with $?"
+  echo "$norm_out"
+  norm_expected="$(/usr/bin/python3 -c '
+import numpy as np
+xs = [np.arange(1, 7, dtype=np.float32).reshape(2, 3), np.array([[7, 8, 9]], dtype=np.float32)]
+for label, order in (("p=2", 2), ("p=1", 1), ("p=inf", np.inf)):
+    for i, x in enumerate(xs):
+        v = np.float32(np.linalg.norm(x.astype(np.float64).ravel(), ord=order))
+        print("%s out%d: %f" % (label, i + 1, v))
+')" || fail "numpy failed for aclnn_foreach_norm"
+  [[ "$norm_out" == "$norm_expected" ]] ||
+    fail "aclnn_foreach_norm printed other values than numpy:
+$norm_expected"
+fi
 
 exit $status

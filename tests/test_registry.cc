@@ -33,16 +33,28 @@ TEST(Registry, EveryOperatorHasAnOpByNameRow) {
       if (def.type == Op::kType) row = &def;
     }
     ASSERT_NE(row, nullptr);
-    EXPECT_EQ(row->inputs.size(), count<Op>(Role::kIn) + count<Op>(Role::kInOut));
+    // Host-scalar attributes are inputs by name, after the tensor inputs; the others attributes.
+    const std::size_t tensor_inputs = count<Op>(Role::kIn) + count<Op>(Role::kInOut);
+    const std::size_t scalars = mantissa::detail::count_scalar_attrs<Op>();
+    EXPECT_EQ(row->inputs.size(), tensor_inputs + scalars);
     EXPECT_EQ(row->outputs.size(), count<Op>(Role::kOut));
-    ASSERT_EQ(row->attrs.size(), Op::kAttrs.size());
+    ASSERT_EQ(row->attrs.size(), Op::kAttrs.size() - scalars);
+    std::size_t attr = 0, scalar = 0;
     for (std::size_t i = 0; i < Op::kAttrs.size(); ++i) {
       // Under the graph's name where it differs (SoftmaxV2's "axes" for dim).
       const std::string_view graph =
           Op::kAttrs[i].graph_name.empty() ? Op::kAttrs[i].name : Op::kAttrs[i].graph_name;
-      EXPECT_EQ(std::string_view(row->attrs[i].name), graph);
-      EXPECT_EQ(row->attrs[i].int_list, Op::kAttrs[i].graph_int_list);
+      if (Op::kAttrs[i].type == mantissa::detail::AttrType::kScalar) {
+        EXPECT_EQ(std::string_view(row->inputs[tensor_inputs + scalar++]), graph);
+        continue;
+      }
+      EXPECT_EQ(std::string_view(row->attrs[attr].name), graph);
+      EXPECT_EQ(row->attrs[attr++].int_list, Op::kAttrs[i].graph_int_list);
     }
+    // An output list is the row's dynamic output.
+    bool output_list = false;
+    for (const auto& a : Op::kArgs) output_list |= a.role == Role::kOut && a.is_list;
+    EXPECT_EQ(row->dynamic_output >= 0, output_list);
     EXPECT_NE(row->handler, nullptr);
   });
   EXPECT_EQ(mantissa::compat::aclop::op_table().size(), static_cast<std::size_t>(AllOps::size));

@@ -75,7 +75,7 @@ class AclnnPlan {
     slot_of_.fill(-1);
     for (std::size_t k = 0; k < kN; ++k) {
       const detail::ArgSpec& a = Op::kArgs[k];
-      if (a.role != detail::Role::kOut || a.is_list || a.paired < 0) continue;
+      if (a.role != detail::Role::kOut || a.is_list || a.paired < 0) continue;  // lists: new
       const auto j = static_cast<std::size_t>(a.paired);
       in_place_[k] = tensors[k] == tensors[j] || same_view(user_[k], user_[j]);
     }
@@ -93,7 +93,7 @@ class AclnnPlan {
       MANTISSA_RETURN_IF_ERROR(add_slot(k, true, written));
     }
     for (std::size_t k = 0; k < kN; ++k) {
-      if (Op::kArgs[k].role != detail::Role::kOut) continue;
+      if (Op::kArgs[k].role != detail::Role::kOut || Op::kArgs[k].is_list) continue;
       if (in_place_[k]) {
         slot_of_[k] = slot_of_[static_cast<std::size_t>(Op::kArgs[k].paired)];
       } else if (!user_[k].is_contiguous()) {
@@ -120,6 +120,12 @@ class AclnnPlan {
                     fmt::format("{}: no address range is free for the workspace", phase_one()));
     }
     const typename Op::Tensors t = operator_tensors(reinterpret_cast<char*>(*base));
+    // Upstream's aclnn rules that come before the common validation's dtype and rank rules
+    // (ForeachNorm's lists of one dtype and rank <= 8: 561002 before the 161002 of out[i]
+    // having x[i]'s dtype or of the rank range).
+    if constexpr (requires { Op::check_aclnn_early(t, params_); }) {
+      MANTISSA_RETURN_IF_ERROR(Op::check_aclnn_early(t, params_));
+    }
     MANTISSA_RETURN_IF_ERROR(detail::validate<Op>(t, params_));
     // Upstream's aclnn limits where they are narrower than the C++ API's.
     if constexpr (requires { Op::check_aclnn(t, params_); }) {
@@ -304,15 +310,53 @@ class AclnnPlan {
   typename Op::Params params_{};
 };
 
+// The aclScalar handles of Op's host-scalar attributes (AttrType::kScalar), in attribute order.
+template <class Op>
+using AclnnScalars = std::array<const aclScalar*, detail::count_scalar_attrs<Op>()>;
+
+// Checks the aclScalar handles (null: 161001; not live: 161002) and sets their attributes in
+// `params` (FLOAT, DOUBLE or INT64; any other dtype: 161002).
+template <class Op>
+aclnnStatus read_scalars(const char* fn, const AclnnScalars<Op>& scalars,
+                         typename Op::Params& params) {
+  auto name = [](std::size_t j) {
+    const detail::AttrSpec& a = Op::kAttrs[detail::scalar_attr_index<Op>(j)];
+    return a.graph_name.empty() ? a.name : a.graph_name;
+  };
+  for (std::size_t j = 0; j < scalars.size(); ++j) {
+    if (scalars[j] == nullptr) {
+      set_recent_error(fmt::format("{}: {} is null", fn, name(j)));
+      return ACLNN_ERR_PARAM_NULLPTR;
+    }
+  }
+  for (std::size_t j = 0; j < scalars.size(); ++j) {
+    if (!scalar_is_live(scalars[j])) {
+      set_recent_error(fmt::format("{}: {} ({}) is not a live aclScalar", fn, name(j),
+                                   static_cast<const void*>(scalars[j])));
+      return ACLNN_ERR_PARAM_INVALID;
+    }
+    const DType d = scalar_dtype(*scalars[j]);
+    if (d != DType::kFloat32 && d != DType::kFloat64 && d != DType::kInt64) {
+      set_recent_error(fmt::format("{}: {} dtype {} is not supported (FLOAT, DOUBLE or INT64)", fn,
+                                   name(j), dtype_name(d)));
+      return ACLNN_ERR_PARAM_INVALID;
+    }
+    detail::set_attr<Op>(params, detail::scalar_attr_index<Op>(j), scalar_as_double(*scalars[j]));
+  }
+  return ACLNN_SUCCESS;
+}
+
 // Phase one of Op's aclnn entry: tensors and tensor lists in the declaration's order (outputs
-// included).
+// included), the aclScalar handles of its host-scalar attributes (whose values replace those in
+// `params`).
 template <class Op>
 aclnnStatus aclnn_prepare(const std::array<AclnnArg, detail::kNumArgs<Op>>& handles,
-                          const typename Op::Params& params, uint64_t* workspace_size,
-                          aclOpExecutor** executor) noexcept {
+                          const typename Op::Params& params_in, uint64_t* workspace_size,
+                          aclOpExecutor** executor, const AclnnScalars<Op>& scalars = {}) noexcept {
   using Plan = AclnnPlan<Op>;
   const char* fn = Plan::phase_one().c_str();
   try {
+    typename Op::Params params = params_in;
     // A null optional input or in/out argument is absent, unless the attributes require it;
     // every other null is 161001. Lists are checked after the tensors, in the same way (null,
     // not live, an element not live or not ND).
@@ -338,6 +382,7 @@ aclnnStatus aclnn_prepare(const std::array<AclnnArg, detail::kNumArgs<Op>>& hand
         return s;
       }
     }
+    if (aclnnStatus s = read_scalars<Op>(fn, scalars, params); s != ACLNN_SUCCESS) return s;
     if (aclnnStatus s = check_out_pointers(fn, workspace_size, executor); s != ACLNN_SUCCESS) {
       return s;
     }

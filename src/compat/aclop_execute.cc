@@ -2,6 +2,7 @@
 // (counts, handles, formats, attributes), then hands views and attributes to the handler.
 #include <fmt/format.h>
 
+#include <cstring>
 #include <exception>
 #include <limits>
 #include <memory>
@@ -234,24 +235,41 @@ Status compile_and_execute(const char* op_type, int num_inputs, aclTensorDesc* i
         static_cast<int>(i) == def->dynamic_input ? input_names.size() - def->inputs.size() + 1 : 1;
     for (size_t c = 0; c < copies; ++c, ++j) optional_storage[j] = def->optional_inputs[i];
   }
-  if (num_outputs != want_out) {
-    return fail(StatusCode::kParamInvalid, def->type, "numOutputs is {} but the operator has {}",
-                num_outputs, want_out);
+  // Likewise the output names: a dynamic list output stands for any number of descriptors.
+  std::vector<const char*> output_names;
+  if (def->dynamic_output < 0) {
+    if (num_outputs != want_out) {
+      return fail(StatusCode::kParamInvalid, def->type, "numOutputs is {} but the operator has {}",
+                  num_outputs, want_out);
+    }
+    output_names.assign(def->outputs.begin(), def->outputs.end());
+  } else {
+    if (num_outputs < want_out - 1) {
+      return fail(StatusCode::kParamInvalid, def->type,
+                  "numOutputs is {} but the operator has at least {} ({} then the other "
+                  "outputs)",
+                  num_outputs, want_out - 1,
+                  def->outputs[static_cast<size_t>(def->dynamic_output)]);
+    }
+    for (int i = 0; i < want_out; ++i) {
+      const int copies = i == def->dynamic_output ? num_outputs - (want_out - 1) : 1;
+      for (int c = 0; c < copies; ++c) output_names.push_back(def->outputs[static_cast<size_t>(i)]);
+    }
   }
   if (Status s = check_handles(*def, "input", input_names, input_desc, inputs); !s.ok()) return s;
-  if (Status s = check_handles(*def, "output", def->outputs, output_desc, outputs); !s.ok()) {
+  if (Status s = check_handles(*def, "output", output_names, output_desc, outputs); !s.ok()) {
     return s;
   }
   if (Status s = check_formats(*def, "input", input_names, input_desc, input_optional); !s.ok()) {
     return s;
   }
-  if (Status s = check_formats(*def, "output", def->outputs, output_desc, {}); !s.ok()) return s;
+  if (Status s = check_formats(*def, "output", output_names, output_desc, {}); !s.ok()) return s;
   std::map<std::string_view, AttrValue> resolved;
   if (Status s = resolve_attrs(*def, attr, resolved); !s.ok()) return s;
 
   const OpCall call(*def, input_names, input_optional, {input_desc, input_names.size()},
-                    {inputs, input_names.size()}, {output_desc, static_cast<size_t>(want_out)},
-                    {outputs, static_cast<size_t>(want_out)}, std::move(resolved));
+                    {inputs, input_names.size()}, output_names, {output_desc, output_names.size()},
+                    {outputs, output_names.size()}, std::move(resolved));
   return def->handler(call);
 }
 
@@ -259,11 +277,13 @@ Status compile_and_execute(const char* op_type, int num_inputs, aclTensorDesc* i
 
 OpCall::OpCall(const OpDef& def, std::span<const char* const> input_names,
                std::span<const bool> input_optional, std::span<aclTensorDesc* const> input_desc,
-               std::span<aclDataBuffer* const> inputs, std::span<aclTensorDesc* const> output_desc,
-               std::span<aclDataBuffer* const> outputs, std::map<std::string_view, AttrValue> attrs)
+               std::span<aclDataBuffer* const> inputs, std::span<const char* const> output_names,
+               std::span<aclTensorDesc* const> output_desc, std::span<aclDataBuffer* const> outputs,
+               std::map<std::string_view, AttrValue> attrs)
     : def_(def),
       input_names_(input_names),
       input_optional_(input_optional),
+      output_names_(output_names),
       input_desc_(input_desc),
       output_desc_(output_desc),
       inputs_(inputs),
@@ -293,7 +313,46 @@ Status OpCall::check_buffer_sizes() const {
       !s.ok()) {
     return s;
   }
-  return check_side_sizes(def_.type, "output", def_.outputs, output_desc_, outputs_, {});
+  return check_side_sizes(def_.type, "output", output_names_, output_desc_, outputs_, {});
+}
+
+Status OpCall::scalar_in(int i, double& value) const {
+  const aclTensorDesc& d = *input_desc_[i];
+  const auto dtype = static_cast<DType>(d.dtype);
+  if (dtype != DType::kFloat32 && dtype != DType::kFloat64 && dtype != DType::kInt64) {
+    return fail(StatusCode::kParamInvalid, def_.type,
+                "inputDesc[{}] ({}) dtype {} is not supported (FLOAT, DOUBLE or INT64)", i,
+                input_names_[i], dtype_name(dtype));
+  }
+  bool one = true;  // every dim 1 (or none: a scalar)
+  for (int64_t dim : d.dims) one = one && dim == 1;
+  if (!one) {
+    return fail(StatusCode::kParamInvalid, def_.type,
+                "inputDesc[{}] ({}) dims {} do not hold exactly one element", i, input_names_[i],
+                dims_string(d.dims));
+  }
+  const aclDataBuffer& b = *inputs_[i];
+  if (b.data == nullptr) {
+    return fail(StatusCode::kParamNullptr, def_.type, "inputs[{}] ({}) data is null", i,
+                input_names_[i]);
+  }
+  if (b.size < dtype_size(dtype)) {
+    return fail(StatusCode::kParamInvalid, def_.type,
+                "inputs[{}] ({}) holds {} bytes but its descriptor ({} {}) needs {}", i,
+                input_names_[i], b.size, dtype_name(dtype), dims_string(d.dims), dtype_size(dtype));
+  }
+  if (dtype == DType::kFloat32) {
+    float f;
+    std::memcpy(&f, b.data, sizeof(f));
+    value = f;
+  } else if (dtype == DType::kFloat64) {
+    std::memcpy(&value, b.data, sizeof(value));
+  } else {
+    int64_t v;
+    std::memcpy(&v, b.data, sizeof(v));
+    value = static_cast<double>(v);
+  }
+  return {};
 }
 
 }  // namespace mantissa::compat::aclop

@@ -78,6 +78,8 @@ struct OpDef {
   // The input that is a dynamic list (CANN's DYNAMIC_INPUT: one descriptor per element, any
   // number, taking the place of inputs[dynamic_input]), or -1.
   int dynamic_input = -1;
+  // Likewise the output that is a dynamic list (CANN's DYNAMIC_OUTPUT), or -1.
+  int dynamic_output = -1;
 };
 
 // The operator table (aclop_ops.cc): one row per op type.
@@ -89,12 +91,17 @@ class OpCall {
  public:
   OpCall(const OpDef& def, std::span<const char* const> input_names,
          std::span<const bool> input_optional, std::span<aclTensorDesc* const> input_desc,
-         std::span<aclDataBuffer* const> inputs, std::span<aclTensorDesc* const> output_desc,
-         std::span<aclDataBuffer* const> outputs, std::map<std::string_view, AttrValue> attrs);
+         std::span<aclDataBuffer* const> inputs, std::span<const char* const> output_names,
+         std::span<aclTensorDesc* const> output_desc, std::span<aclDataBuffer* const> outputs,
+         std::map<std::string_view, AttrValue> attrs);
 
   TensorView in(int i) const;
   TensorView out(int i) const;
   int num_inputs() const { return static_cast<int>(input_desc_.size()); }
+  int num_outputs() const { return static_cast<int>(output_desc_.size()); }
+  // The value of input i as a host scalar (AttrType::kScalar): one element of FLOAT, DOUBLE or
+  // INT64 in a buffer that holds it (161002 otherwise; a null buffer: 161001).
+  Status scalar_in(int i, double& value) const;
   // Whether input i is an optional input the caller left out.
   bool absent(int i) const;
   bool attr_bool(std::string_view name) const;
@@ -117,8 +124,9 @@ class OpCall {
   const AttrValue& attr(std::string_view name, AttrType type) const;
 
   const OpDef& def_;
-  std::span<const char* const> input_names_;  // one per input descriptor (a list's repeated)
-  std::span<const bool> input_optional_;      // likewise: whether each may be left out
+  std::span<const char* const> input_names_;   // one per input descriptor (a list's repeated)
+  std::span<const bool> input_optional_;       // likewise: whether each may be left out
+  std::span<const char* const> output_names_;  // one per output descriptor (a list's repeated)
   std::span<aclTensorDesc*const> input_desc_, output_desc_;
   std::span<aclDataBuffer*const> inputs_, outputs_;
   std::map<std::string_view, AttrValue> attrs_;

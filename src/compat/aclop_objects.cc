@@ -14,6 +14,7 @@ const char* attr_type_name(AttrType type) noexcept {
     case AttrType::kBool: return "bool";
     case AttrType::kInt: return "int";
     case AttrType::kFloat: return "float";
+    case AttrType::kScalar: return "scalar input";
   }
   return "unknown";
 }

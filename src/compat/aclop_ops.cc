@@ -22,17 +22,25 @@ template <class Op>
 struct Row {
   static constexpr std::size_t kInputs = detail::count_inputs<Op>();
   static constexpr std::size_t kOutputs = kNumArgs<Op> - kInputs;
+  // Host-scalar attributes are input tensors by name, after the tensor inputs.
+  static constexpr std::size_t kScalars = detail::count_scalar_attrs<Op>();
+  static constexpr std::size_t kAttrs = kNumAttrs<Op> - kScalars;
 
-  // The inputs (kIn and kInOut) in the graph definition's order (detail::graph_inputs), with
-  // their graph names and whether each may be left out; the outputs in declaration order.
+  // The inputs (kIn and kInOut) in the graph definition's order (detail::graph_inputs), then
+  // the host-scalar attributes, with their graph names and whether each may be left out; the
+  // outputs in declaration order.
   static constexpr std::array<std::size_t, kInputs> order = detail::graph_inputs<Op>();
-  static constexpr std::array<const char*, kInputs> inputs = [] {
-    std::array<const char*, kInputs> names{};
+  static constexpr std::array<const char*, kInputs + kScalars> inputs = [] {
+    std::array<const char*, kInputs + kScalars> names{};
     for (std::size_t i = 0; i < kInputs; ++i) names[i] = Op::kArgs[order[i]].graph_name.data();
+    for (std::size_t j = 0; j < kScalars; ++j) {
+      const detail::AttrSpec& a = Op::kAttrs[detail::scalar_attr_index<Op>(j)];
+      names[kInputs + j] = a.graph_name.empty() ? a.name.data() : a.graph_name.data();
+    }
     return names;
   }();
-  static constexpr std::array<bool, kInputs> optional_inputs = [] {
-    std::array<bool, kInputs> optional{};
+  static constexpr std::array<bool, kInputs + kScalars> optional_inputs = [] {
+    std::array<bool, kInputs + kScalars> optional{};
     for (std::size_t i = 0; i < kInputs; ++i) optional[i] = Op::kArgs[order[i]].optional;
     return optional;
   }();
@@ -44,10 +52,19 @@ struct Row {
     }
     return names;
   }();
-  static constexpr std::array<AttrSpec, kNumAttrs<Op>> attrs = [] {
-    std::array<AttrSpec, kNumAttrs<Op>> specs{};
+  // The attributes set with aclopSetAttr* (host scalars are inputs instead).
+  static constexpr std::array<std::size_t, kAttrs> attr_index = [] {
+    std::array<std::size_t, kAttrs> index{};
+    std::size_t n = 0;
     for (std::size_t i = 0; i < kNumAttrs<Op>; ++i) {
-      const detail::AttrSpec& a = Op::kAttrs[i];
+      if (Op::kAttrs[i].type != AttrType::kScalar) index[n++] = i;
+    }
+    return index;
+  }();
+  static constexpr std::array<AttrSpec, kAttrs> attrs = [] {
+    std::array<AttrSpec, kAttrs> specs{};
+    for (std::size_t i = 0; i < kAttrs; ++i) {
+      const detail::AttrSpec& a = Op::kAttrs[attr_index[i]];
       AttrValue v{a.type};
       v.b = a.default_value != 0.0;
       v.i = static_cast<int64_t>(a.default_value);
@@ -74,13 +91,24 @@ struct Row {
     }
     return -1;
   }();
+  // An output list is a dynamic output likewise.
+  static constexpr int dynamic_output = [] {
+    int o = 0;
+    for (const auto& a : Op::kArgs) {
+      if (a.role != Role::kOut) continue;
+      if (a.is_list) return o;
+      ++o;
+    }
+    return -1;
+  }();
 
   static Status handler(const OpCall& c) {
     std::array<TensorView, kNumArgs<Op>> v;
     std::array<bool, kNumArgs<Op>> present;
     present.fill(true);
-    std::vector<TensorView> list;  // the dynamic input's elements
-    const int listed = c.num_inputs() - static_cast<int>(kInputs) + 1;
+    std::vector<TensorView> list, out_list;  // the dynamic input's and output's elements
+    const int listed = c.num_inputs() - static_cast<int>(kInputs + kScalars) + 1;
+    const int listed_out = c.num_outputs() - static_cast<int>(kOutputs) + 1;
     int in = 0;
     for (std::size_t i = 0; i < kInputs; ++i) {
       const std::size_t k = order[i];
@@ -94,21 +122,34 @@ struct Row {
     }
     int out = 0;
     for (std::size_t k = 0; k < kNumArgs<Op>; ++k) {
-      if (Op::kArgs[k].role == Role::kOut) v[k] = c.out(out++);
+      if (Op::kArgs[k].role != Role::kOut) continue;
+      if (!Op::kArgs[k].is_list) {
+        v[k] = c.out(out++);
+        continue;
+      }
+      for (int e = 0; e < listed_out; ++e) out_list.push_back(c.out(out++));
     }
     typename Op::Tensors t = detail::tensors_from<Op>(v, present);
     for (std::size_t k = 0; k < kNumArgs<Op>; ++k) {
-      if (Op::kArgs[k].is_list) detail::set_list<Op>(t, k, list);
+      if (Op::kArgs[k].is_list) {
+        detail::set_list<Op>(t, k, Op::kArgs[k].role == Role::kOut ? out_list : list);
+      }
     }
     typename Op::Params p{};
-    for (std::size_t i = 0; i < kNumAttrs<Op>; ++i) {
-      const detail::AttrSpec& a = Op::kAttrs[i];
+    for (std::size_t i = 0; i < kAttrs; ++i) {
+      const std::size_t a = attr_index[i];
       const std::string_view name = attrs[i].name;
-      switch (a.type) {
-        case AttrType::kBool: detail::set_attr<Op>(p, i, c.attr_bool(name)); break;
-        case AttrType::kInt: detail::set_attr<Op>(p, i, c.attr_int(name)); break;
-        case AttrType::kFloat: detail::set_attr<Op>(p, i, c.attr_float(name)); break;
+      switch (Op::kAttrs[a].type) {
+        case AttrType::kBool: detail::set_attr<Op>(p, a, c.attr_bool(name)); break;
+        case AttrType::kInt: detail::set_attr<Op>(p, a, c.attr_int(name)); break;
+        case AttrType::kFloat: detail::set_attr<Op>(p, a, c.attr_float(name)); break;
+        case AttrType::kScalar: break;
       }
+    }
+    for (std::size_t j = 0; j < kScalars; ++j) {
+      double value = 0.0;
+      MANTISSA_RETURN_IF_ERROR(c.scalar_in(in + static_cast<int>(j), value));
+      detail::set_attr<Op>(p, detail::scalar_attr_index<Op>(j), value);
     }
     return c.execute(t, p, validate, run);
   }
@@ -119,7 +160,8 @@ struct Row {
   }
 
   static constexpr OpDef def() {
-    return {Op::kType, inputs, optional_inputs, outputs, attrs, handler, dynamic_input};
+    return {Op::kType, inputs,  optional_inputs, outputs,
+            attrs,     handler, dynamic_input,   dynamic_output};
   }
 };
 

@@ -93,6 +93,7 @@ struct ArgSpec {
   bool optional = false;  // kOut: may be left unset, meaning in place; kIn, kInOut: may be absent
   AliasRule alias = AliasRule::kPairedOrDisjoint;
   bool is_list = false;  // a tensor list (TensorList in C++, aclTensorList* in aclnn)
+  int list_ref = -1;     // an output list: the input list it has one element per element of
 
   // Builders, so a declaration reads as a sentence.
   constexpr ArgSpec training_float() const {
@@ -153,6 +154,12 @@ struct ArgSpec {
   constexpr ArgSpec list() const {
     return with([](ArgSpec& a) { a.is_list = true; });
   }
+  // An output list with one element per element of input list k (the same length). Its dtype
+  // and shape rules may refer to k: for element i they mean element i of k (ForeachNorm's out[i]
+  // takes x[i]'s dtype).
+  constexpr ArgSpec per_element_of(int k) const {
+    return with([k](ArgSpec& a) { a.is_list = true, a.list_ref = k; });
+  }
   constexpr ArgSpec may_alias_any_input() const {
     return with([](ArgSpec& a) { a.alias = AliasRule::kAnyInput; });
   }
@@ -180,7 +187,10 @@ constexpr ArgSpec Out(std::string_view name, std::string_view acl_name,
 
 // ---- Attributes -----------------------------------------------------------------------------
 
-enum class AttrType : uint8_t { kBool, kInt, kFloat };
+// kScalar: a host scalar held in Params as a double. aclnn passes it as an aclScalar (FLOAT,
+// DOUBLE or INT64); op-by-name as a one-element input tensor (FLOAT, DOUBLE or INT64) named
+// graph_name (or name), after the tensor inputs, as CANN's graph declares ForeachNorm's p.
+enum class AttrType : uint8_t { kBool, kInt, kFloat, kScalar };
 
 struct AttrSpec {
   std::string_view name;
@@ -394,6 +404,21 @@ const char* required_by(const typename Op::Params& p, std::size_t k) {
   }
 }
 
+// The attributes given as host scalars (AttrType::kScalar), and the index of the j-th of them.
+template <class Op>
+constexpr std::size_t count_scalar_attrs() {
+  std::size_t n = 0;
+  for (const AttrSpec& a : Op::kAttrs) n += a.type == AttrType::kScalar;
+  return n;
+}
+template <class Op>
+constexpr std::size_t scalar_attr_index(std::size_t j) {
+  for (std::size_t i = 0; i < kNumAttrs<Op>; ++i) {
+    if (Op::kAttrs[i].type == AttrType::kScalar && j-- == 0) return i;
+  }
+  return kNumAttrs<Op>;
+}
+
 // ---- Op-by-name input order -----------------------------------------------------------------
 
 template <class Op>
@@ -444,8 +469,9 @@ constexpr bool graph_order_valid() {
 struct ValidationEntry {
   const char* name = nullptr;
   const TensorView* view = nullptr;
-  std::size_t arg = 0;  // index in kArgs
-  bool given = true;    // false: an optional argument left unset
+  std::size_t arg = 0;    // index in kArgs
+  bool given = true;      // false: an optional argument left unset
+  std::size_t index = 0;  // the element's index in its list (0 for a plain argument)
 };
 
 template <class Op>
@@ -482,7 +508,7 @@ class ValidationEntries {
         }
         for (std::size_t i = 0; i < l[k].size(); ++i) {
           names_.push_back(fmt::format("{}[{}]", a.name, i));
-          dynamic_.push_back({names_.back().c_str(), &l[k][i], k, true});
+          dynamic_.push_back({names_.back().c_str(), &l[k][i], k, true, i});
         }
       }
     }
@@ -517,7 +543,8 @@ int normalized_dims_of(const typename Op::Tensors& t, const typename Op::Params&
 
 // Validation in the documented order, each step over the arguments in declaration order (the
 // elements of a list in list order):
-//   1 presence (161001; also an optional argument left out that the attributes require)
+//   1 presence (161001; also an optional argument left out that the attributes require), then
+//     the length of each output list against its input list (161002)
 //   2 dtypes   3 ranks   4 empty dimensions   5 sizes that fit   6 shapes
 //   7 one-element tensors   8 the operator's own rules (Op::check_params)   9 contiguity
 //   10 aliasing
@@ -534,7 +561,12 @@ Status validate(const typename Op::Tensors& t, const typename Op::Params& p) {
   std::array<std::size_t, kNumArgs<Op>> first{};
   for (std::size_t e = entries.size(); e-- > 0;) first[entries[e].arg] = e;
   auto arg = [&](std::size_t e) { return Arg{entries[e].name, *entries[e].view}; };
-  auto ref = [&](int k) { return arg(first[static_cast<std::size_t>(k)]); };
+  // Argument k as entry e's rules refer to it: a list's element of e's own index (an output list
+  // refers to its input list element by element), otherwise the argument itself.
+  auto ref = [&](std::size_t e, int k) {
+    const auto r = static_cast<std::size_t>(k);
+    return arg(first[r] + (spec[r].is_list ? entries[e].index : 0));
+  };
   auto each = [&](auto&& check) -> Status {
     for (std::size_t e = 0; e < entries.size(); ++e) {
       if (entries[e].given) MANTISSA_RETURN_IF_ERROR(check(e, spec[entries[e].arg]));
@@ -550,10 +582,22 @@ Status validate(const typename Op::Tensors& t, const typename Op::Params& p) {
                   entries[e].name, attr);
     }
   }
+  if constexpr (has_list_args<Op>()) {
+    const std::array<TensorList, kNumArgs<Op>> l = lists<Op>(t);
+    for (std::size_t k = 0; k < kNumArgs<Op>; ++k) {
+      if (spec[k].list_ref < 0) continue;
+      const auto r = static_cast<std::size_t>(spec[k].list_ref);
+      if (l[k].size() != l[r].size()) {
+        return fail(StatusCode::kParamInvalid, op,
+                    "{} holds {} tensors but {} holds {} (one per tensor of {})", spec[k].name,
+                    l[k].size(), spec[r].name, l[r].size(), spec[r].name);
+      }
+    }
+  }
   MANTISSA_RETURN_IF_ERROR(each([&](std::size_t e, const ArgSpec& a) -> Status {
     switch (a.dtype) {
       case DtypeRule::kTrainingFloat: return check_training_float(op, arg(e));
-      case DtypeRule::kSameAs: return check_same_dtype(op, arg(e), ref(a.dtype_ref));
+      case DtypeRule::kSameAs: return check_same_dtype(op, arg(e), ref(e, a.dtype_ref));
       case DtypeRule::kInt32: return check_dtype(op, arg(e), DType::kInt32);
       case DtypeRule::kFloat32: return check_dtype(op, arg(e), DType::kFloat32);
       case DtypeRule::kOneOf: return check_dtype_in(op, arg(e), a.dtype_set);
@@ -571,10 +615,10 @@ Status validate(const typename Op::Tensors& t, const typename Op::Params& p) {
   }));
   MANTISSA_RETURN_IF_ERROR(each([&](std::size_t e, const ArgSpec& a) -> Status {
     switch (a.shape) {
-      case ShapeRule::kSameAs: return check_same_shape(op, arg(e), ref(a.shape_ref));
-      case ShapeRule::kTrailingOf: return check_trailing_shape(op, arg(e), ref(a.shape_ref));
+      case ShapeRule::kSameAs: return check_same_shape(op, arg(e), ref(e, a.shape_ref));
+      case ShapeRule::kTrailingOf: return check_trailing_shape(op, arg(e), ref(e, a.shape_ref));
       case ShapeRule::kReducedOf:
-        return check_reduced_shape(op, arg(e), ref(a.shape_ref), normalized_dims_of<Op>(t, p));
+        return check_reduced_shape(op, arg(e), ref(e, a.shape_ref), normalized_dims_of<Op>(t, p));
       case ShapeRule::kAny:
       case ShapeRule::kOneElement: break;
     }
@@ -663,13 +707,24 @@ constexpr bool well_formed() {
       return false;
     }
     if (a.role != Role::kOut && a.paired >= 0) return false;
-    if (a.dtype == DtypeRule::kSameAs && spec[static_cast<std::size_t>(a.dtype_ref)].is_list) {
+    // A rule may refer to a list only element by element, from an output list of that list.
+    if (a.dtype == DtypeRule::kSameAs && spec[static_cast<std::size_t>(a.dtype_ref)].is_list &&
+        a.list_ref != a.dtype_ref) {
       return false;
     }
-    if (a.shape == ShapeRule::kSameAs && spec[static_cast<std::size_t>(a.shape_ref)].is_list) {
+    if (a.shape == ShapeRule::kSameAs && spec[static_cast<std::size_t>(a.shape_ref)].is_list &&
+        a.list_ref != a.shape_ref) {
       return false;
     }
-    if (a.is_list && (a.role == Role::kOut || a.optional)) return false;
+    if (a.is_list && a.optional) return false;
+    // An output list is a new tensor per element of an earlier input list.
+    if (a.is_list && a.role == Role::kOut &&
+        (a.list_ref < 0 || a.list_ref >= static_cast<int>(k) || a.paired >= 0 ||
+         !spec[static_cast<std::size_t>(a.list_ref)].is_list ||
+         spec[static_cast<std::size_t>(a.list_ref)].role == Role::kOut)) {
+      return false;
+    }
+    if (a.list_ref >= 0 && a.role != Role::kOut) return false;
     // An argument that may be absent is no reference for another's dtype or shape.
     auto may_be_absent = [&](int ref) {
       const ArgSpec& r = spec[static_cast<std::size_t>(ref)];

@@ -9,6 +9,7 @@
 #include "ops/apply_adam_d/apply_adam_d_desc.h"
 #include "ops/apply_adam_w_v2/apply_adam_w_v2_desc.h"
 #include "ops/foreach_non_finite_check_and_unscale/foreach_non_finite_check_and_unscale_desc.h"
+#include "ops/foreach_norm/foreach_norm_desc.h"
 #include "ops/rms_norm/rms_norm_desc.h"
 #include "ops/rms_norm_grad/rms_norm_grad_desc.h"
 #include "ops/sgd/sgd_desc.h"
@@ -28,8 +29,9 @@ struct OpList {
   }
 };
 
-using AllOps = OpList<AmpUpdateScaleOp, SgdOp, ApplyAdamDOp, ApplyAdamWV2Op, SoftmaxOp,
-                      LogSoftmaxOp, SoftmaxGradOp, LogSoftmaxGradOp, RmsNormOp, RmsNormGradOp,
-                      ForeachNonFiniteCheckAndUnscaleOp, SoftmaxCrossEntropyWithLogitsOp>;
+using AllOps =
+    OpList<AmpUpdateScaleOp, SgdOp, ApplyAdamDOp, ApplyAdamWV2Op, SoftmaxOp, LogSoftmaxOp,
+           SoftmaxGradOp, LogSoftmaxGradOp, RmsNormOp, RmsNormGradOp,
+           ForeachNonFiniteCheckAndUnscaleOp, ForeachNormOp, SoftmaxCrossEntropyWithLogitsOp>;
 
 }  // namespace mantissa::detail

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <cmath>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -17,6 +19,7 @@
 #include "aclnnop/aclnn_apply_adam_d.h"
 #include "aclnnop/aclnn_apply_adam_w_v2.h"
 #include "aclnnop/aclnn_foreach_non_finite_check_and_unscale.h"
+#include "aclnnop/aclnn_foreach_norm.h"
 #include "aclnnop/aclnn_logsoftmax.h"
 #include "aclnnop/aclnn_logsoftmax_backward.h"
 #include "aclnnop/aclnn_rms_norm.h"
@@ -48,6 +51,23 @@ struct TensorListDeleter {
   void operator()(aclTensorList* l) const { aclDestroyTensorList(l); }
 };
 using TensorListPtr = std::unique_ptr<aclTensorList, TensorListDeleter>;
+struct ScalarDeleter {
+  void operator()(aclScalar* s) const { aclDestroyScalar(s); }
+};
+using ScalarPtr = std::unique_ptr<aclScalar, ScalarDeleter>;
+
+// A host scalar's value as CANN callers pass it: FLOAT when fp32 holds it exactly, else DOUBLE.
+HostTensor scalar_tensor(double v) {
+  const bool as_float = static_cast<double>(static_cast<float>(v)) == v || std::isnan(v);
+  HostTensor t(as_float ? DType::kFloat32 : DType::kFloat64, {1});
+  if (as_float) {
+    const float f = static_cast<float>(v);
+    std::memcpy(t.data(), &f, sizeof(f));
+  } else {
+    std::memcpy(t.data(), &v, sizeof(v));
+  }
+  return t;
+}
 
 // A contiguous ND aclTensor over a host tensor.
 TensorPtr make_tensor(HostTensor& t) {
@@ -70,7 +90,8 @@ std::string run_phase_two(const char* name, uint64_t workspace_size, aclOpExecut
 
 // The aclnn backend of Op through its two C entry points. The phase-one signature is walked
 // parameter by parameter: tensor handles take the declaration's tensors in order (an output the
-// tensor of the input it updates: in place), scalars take the attributes in order.
+// tensor of the input it updates: in place), scalars and aclScalar handles take the attributes
+// in order.
 template <class Op, class... P>
 std::string aclnn_backend(aclnnStatus (*phase_one)(P...),
                           aclnnStatus (*phase_two)(void*, uint64_t, aclOpExecutor*, aclrtStream),
@@ -105,8 +126,13 @@ std::string aclnn_backend(aclnnStatus (*phase_one)(P...),
   uint64_t size = 0;
   aclOpExecutor* executor = nullptr;
   std::size_t next_tensor = 0, next_attr = 0;
+  std::vector<ScalarPtr> scalars;
   auto arg = [&]<class T>(std::type_identity<T>) -> T {
-    if constexpr (std::is_same_v<T, uint64_t*>) {
+    if constexpr (std::is_same_v<T, const aclScalar*>) {
+      HostTensor v = scalar_tensor(in.attrs[next_attr++].f);
+      scalars.emplace_back(aclCreateScalar(v.data(), acl_dtype(v.dtype)));
+      return scalars.back().get();
+    } else if constexpr (std::is_same_v<T, uint64_t*>) {
       return &size;
     } else if constexpr (std::is_same_v<T, aclOpExecutor**>) {
       return &executor;
@@ -208,8 +234,17 @@ std::string aclop_backend(const OpInputs& in, std::vector<HostTensor>& out) {
       }
     }
   }
+  // Host-scalar attributes are one-element input tensors after the tensor inputs.
+  std::vector<HostTensor> scalars;
+  scalars.reserve(detail::kNumAttrs<Op>);
+  for (std::size_t i = 0; i < detail::kNumAttrs<Op>; ++i) {
+    if (Op::kAttrs[i].type != detail::AttrType::kScalar) continue;
+    scalars.push_back(scalar_tensor(in.attrs[i].f));
+    call.add_input(scalars.back());
+  }
   for (std::size_t k = 0; k < S::kN; ++k) {
-    if (Op::kArgs[k].role == detail::Role::kOut) call.add_output(w[l.first[k]]);
+    if (Op::kArgs[k].role != detail::Role::kOut) continue;
+    for (std::size_t i = 0; i < l.count[k]; ++i) call.add_output(w[l.first[k] + i]);
   }
   for (std::size_t i = 0; i < detail::kNumAttrs<Op>; ++i) {
     // Under the graph's name (op-by-name may call an attribute differently).
@@ -229,6 +264,7 @@ std::string aclop_backend(const OpInputs& in, std::vector<HostTensor>& out) {
       case detail::AttrType::kFloat:
         aclopSetAttrFloat(call.attr(), name.c_str(), static_cast<float>(in.attrs[i].f));
         break;
+      case detail::AttrType::kScalar: break;  // an input (above)
     }
   }
   if (std::string e = call.execute(std::string(Op::kType).c_str()); !e.empty()) return e;
@@ -261,6 +297,7 @@ void add_compat_backends(std::map<std::string, OpEntry>& ops) {
   add_aclnn<detail::ForeachNonFiniteCheckAndUnscaleOp>(
       ops, aclnnForeachNonFiniteCheckAndUnscaleGetWorkspaceSize,
       aclnnForeachNonFiniteCheckAndUnscale);
+  add_aclnn<detail::ForeachNormOp>(ops, aclnnForeachNormGetWorkspaceSize, aclnnForeachNorm);
   add_aclnn<detail::SoftmaxOp>(ops, aclnnSoftmaxGetWorkspaceSize, aclnnSoftmax);
   add_aclnn<detail::LogSoftmaxOp>(ops, aclnnLogSoftmaxGetWorkspaceSize, aclnnLogSoftmax);
   add_aclnn<detail::SoftmaxCrossEntropyWithLogitsOp>(

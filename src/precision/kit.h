@@ -181,6 +181,10 @@ struct OutputSlot {
   // (a norm's y or rstd) whose dtype and shape `make` derives from the inputs.
   int counterpart = 0;
   std::function<HostTensor(const OpInputs&)> make;
+  // A list of new tensors, one per element of input list slot `list_of` (-1: not a list),
+  // element i made by make_element(inputs, i); OpEntry::instantiate expands it per case.
+  int list_of = -1;
+  std::function<HostTensor(const OpInputs&, std::size_t)> make_element = {};
 };
 
 // Generated inputs in the order of the op's tensor and attr slots. A list slot contributes its

@@ -5,7 +5,9 @@
 //
 // Kit inputs are the read and in/out arguments in declaration order; kit outputs are the written
 // arguments, each run in place on the input it updates (its counterpart), in counterpart order,
-// then the outputs that update no input (a norm's y and rstd), new tensors in declaration order.
+// then the outputs that update no input (a norm's y and rstd), new tensors in declaration order;
+// an output list of new tensors (ForeachNorm's out) is one new output per element of its input
+// list, named "<name>[i]".
 // Dtype rules map to slots: a training float is a float slot of its own dtype, "dtype of k" a
 // float slot tied to k's, a dtype set a kOneOf slot; rules across arguments that the descriptor
 // leaves to check_params are the operator's to report (a kit error row).
@@ -93,6 +95,22 @@ struct Schema {
     return t;
   }
 
+  // Element i of a new output list (zeros): dtype and shape from its rules and element i of its
+  // input list (one element: shape [1]).
+  static HostTensor new_list_element(std::size_t k, const OpInputs& in, std::size_t i) {
+    const detail::ArgSpec& a = Op::kArgs[k];
+    const Layout l = layout(in);
+    auto element = [&](int ref) -> const HostTensor& {
+      const auto r = static_cast<std::size_t>(ref);
+      return in.tensors[l.first[r] + (Op::kArgs[r].is_list ? i : 0)];
+    };
+    DType dtype = DType::kFloat32;
+    if (a.dtype == detail::DtypeRule::kSameAs) dtype = element(a.dtype_ref).dtype;
+    std::vector<int64_t> shape{1};
+    if (a.shape == detail::ShapeRule::kSameAs) shape = element(a.shape_ref).shape;
+    return HostTensor(dtype, shape);
+  }
+
   // A new output tensor (zeros): dtype and shape from its rules and the inputs.
   static HostTensor new_output(std::size_t k, const OpInputs& in) {
     const detail::ArgSpec& a = Op::kArgs[k];
@@ -117,13 +135,15 @@ struct Schema {
     switch (t) {
       case detail::AttrType::kBool: return AttrKind::kBool;
       case detail::AttrType::kInt: return AttrKind::kInt;
-      case detail::AttrType::kFloat: break;
+      case detail::AttrType::kFloat:
+      case detail::AttrType::kScalar: break;
     }
     return AttrKind::kFloat;
   }
 
   // Where each argument's tensors are in a case's flat inputs: a list argument has
-  // in.list_sizes[j] of them, an output the place of the input it updates.
+  // in.list_sizes[j] of them, an output the place of the input it updates; new outputs (an
+  // output list: one per element of its input list) follow the inputs.
   struct Layout {
     std::array<std::size_t, kN> first{}, count{};
   };
@@ -139,8 +159,10 @@ struct Schema {
     }
     for (std::size_t k = 0; k < kN; ++k) {
       if (Op::kArgs[k].role != detail::Role::kOut) continue;
-      l.first[k] = is_new(k) ? fresh++ : l.first[static_cast<std::size_t>(Op::kArgs[k].paired)];
-      l.count[k] = 1;
+      const detail::ArgSpec& a = Op::kArgs[k];
+      l.count[k] = a.is_list ? l.count[static_cast<std::size_t>(a.list_ref)] : 1;
+      l.first[k] = is_new(k) ? fresh : l.first[static_cast<std::size_t>(a.paired)];
+      if (is_new(k)) fresh += l.count[k];
     }
     return l;
   }
@@ -152,7 +174,8 @@ struct Schema {
       switch (Op::kAttrs[i].type) {
         case detail::AttrType::kBool: detail::set_attr<Op>(p, i, v.b); break;
         case detail::AttrType::kInt: detail::set_attr<Op>(p, i, v.i); break;
-        case detail::AttrType::kFloat: detail::set_attr<Op>(p, i, v.f); break;
+        case detail::AttrType::kFloat:
+        case detail::AttrType::kScalar: detail::set_attr<Op>(p, i, v.f); break;
       }
     }
     return p;
@@ -161,8 +184,14 @@ struct Schema {
   // Copies of the inputs followed by the new outputs: what a backend computes on.
   static std::vector<HostTensor> working_tensors(const OpInputs& in) {
     std::vector<HostTensor> w = in.tensors;
+    const Layout l = layout(in);
     for (std::size_t k = 0; k < kN; ++k) {
-      if (is_new(k)) w.push_back(new_output(k, in));
+      if (!is_new(k)) continue;
+      if (!Op::kArgs[k].is_list) {
+        w.push_back(new_output(k, in));
+        continue;
+      }
+      for (std::size_t i = 0; i < l.count[k]; ++i) w.push_back(new_list_element(k, in, i));
     }
     return w;
   }
@@ -254,6 +283,15 @@ struct Schema {
     }
     for (std::size_t k : written()) {
       const detail::ArgSpec& a = Op::kArgs[k];
+      if (a.is_list && is_new(k)) {  // one output per element of its input list: "out[i]"
+        OutputSlot o{std::string(a.name), -1, {}};
+        o.list_of = input_index[static_cast<std::size_t>(a.list_ref)];
+        o.make_element = [k](const OpInputs& in, std::size_t i) {
+          return new_list_element(k, in, i);
+        };
+        e.outputs.push_back(o);
+        continue;
+      }
       const std::string_view name = a.role == detail::Role::kOut ? a.graph_name : a.name;
       std::function<HostTensor(const OpInputs&)> make;
       if (is_new(k)) make = [k](const OpInputs& in) { return new_output(k, in); };

@@ -68,6 +68,15 @@ OpEntry OpEntry::instantiate(const CaseSpec& c, std::vector<int64_t>& list_sizes
     }
   }
   for (const OutputSlot& o : outputs) {
+    if (o.list_of >= 0) {
+      for (int i = 0; i < count[static_cast<std::size_t>(o.list_of)]; ++i) {
+        const auto make = o.make_element;
+        e.outputs.push_back({fmt::format("{}[{}]", o.name, i), -1, [make, i](const OpInputs& in) {
+                               return make(in, static_cast<std::size_t>(i));
+                             }});
+      }
+      continue;
+    }
     if (o.counterpart < 0) {
       e.outputs.push_back(o);
       continue;

@@ -275,6 +275,31 @@ class InspectListCall final : public PreparedCall {
   amp::AnomalyReport report_;
 };
 
+// ForeachNorm over four tensors of about n/4 elements (the list path), one norm per tensor.
+class NormCall final : public PreparedCall {
+ public:
+  using Op = detail::ForeachNormOp;
+  NormCall(DType dtype, int64_t n, Op::Variant variant)
+      : x_(dtype, n, 0.0f, 1.0f), p_(Op::params_for(variant)) {
+    for (int k = 0; k < 4; ++k) {
+      const int64_t begin = n * k / 4, end = n * (k + 1) / 4;
+      views_.push_back(TensorView(static_cast<char*>(x_.data) + begin * dtype_size(dtype), dtype,
+                                  {end - begin}));
+      outs_.push_back(TensorView(&out_[k], dtype, {1}));
+    }
+    t_.x = views_;
+    t_.out = outs_;
+  }
+  void run() override { (void)foreach_norm(t_, p_); }
+
+ private:
+  Buffer x_;
+  Op::Params p_;
+  float out_[4] = {};
+  std::vector<TensorView> views_, outs_;
+  ForeachNormTensors t_;
+};
+
 // The prepared call of one declared variant; an operator with variants needs one overload.
 std::unique_ptr<PreparedCall> make_call(DType dtype, int64_t n, detail::SgdOp::Variant v) {
   return std::make_unique<SgdCall>(dtype, n, v);
@@ -288,6 +313,9 @@ std::unique_ptr<PreparedCall> make_call(DType dtype, int64_t n,
 }
 std::unique_ptr<PreparedCall> make_call(DType dtype, int64_t n, detail::ApplyAdamWV2Op::Variant v) {
   return std::make_unique<AdamWCall>(dtype, n, v);
+}
+std::unique_ptr<PreparedCall> make_call(DType dtype, int64_t n, detail::ForeachNormOp::Variant v) {
+  return std::make_unique<NormCall>(dtype, n, v);
 }
 
 }  // namespace
