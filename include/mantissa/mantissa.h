@@ -13,6 +13,7 @@
 #include "mantissa/ops/rms_norm_grad.h"
 #include "mantissa/ops/sgd.h"
 #include "mantissa/ops/softmax.h"
+#include "mantissa/optim.h"
 #include "mantissa/reduce.h"
 #include "mantissa/runtime.h"
 #include "mantissa/status.h"
