@@ -100,6 +100,37 @@ TEST(MultiTensorOptim, OneDtypeListsEqualSingleTensorOperator) {
   }
 }
 
+// Special values (+-0, +-inf, NaN with payloads, subnormals, the largest finite) in every
+// tensor: still the single operator's bits (canonical NaNs, IEEE propagation).
+TEST(MultiTensorOptim, SpecialValuesEqualSingleTensorOperator) {
+  for (Algo algo : {Algo::kSgd, Algo::kAdamD, Algo::kAdamW}) {
+    for (const Hyper& h : hypers(algo)) {
+      ParamList start = testing::make_list(60, all_forms(), algo, 77);
+      std::mt19937_64 rng(5);
+      for (auto& p : start.params) {
+        for (testing::Buf* b : {&p.var, &p.s0, &p.s1, &p.s2, &p.grad}) {
+          const std::vector<uint32_t> specials = testing::special_bits(b->dtype);
+          for (int64_t i = 0; i < p.n; ++i) {
+            if (rng() % 10 == 0) {
+              const uint32_t bits = specials[rng() % specials.size()];
+              std::memcpy(b->bytes.data() + i * dtype_size(b->dtype), &bits, dtype_size(b->dtype));
+            }
+          }
+        }
+      }
+      ParamList want = start;
+      testing::reference_step(algo, want, h);
+      testing::for_each_target_and_thread_count(
+          [&](const std::string&, int) {
+            ParamList got = start;
+            ASSERT_TRUE(testing::multi_step(algo, got, h).ok());
+            ASSERT_EQ(testing::first_difference(got, want), "") << name(algo);
+          },
+          {1, 3});
+    }
+  }
+}
+
 // The working copy is RNE(new master) bit for bit (checked directly, not only against the
 // reference's rounding).
 TEST(MultiTensorOptim, WorkingCopyIsRoundedMaster) {
