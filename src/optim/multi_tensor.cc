@@ -77,19 +77,29 @@ void StepRange(const detail::MtArgs& a, const detail::MtTensor& t, int64_t begin
   const SgdScalars sgd{t.sgd_lr, t.sgd_m, a.sgd_dampening, a.sgd_weight_decay};
   const bool sgd_wd = a.sgd_weight_decay != 0.0f;
   const bool sgd_damp = a.sgd_dampening != 0.0f;
+  // Local copies: stores through the float pointers above could otherwise alias these fields,
+  // and the compiler would reload them after every store.
+  const bool sgd_nesterov = a.sgd_nesterov, sgd_write_state = t.sgd_write_state;
+  const bool unscale = a.unscale, amsgrad = a.amsgrad, maximize = a.maximize;
+  const bool adam_d_nesterov = a.adam_d_nesterov;
+  const float scale = a.scale, clip = a.clip;
+  const detail::AdamDConstants adam_d = t.adam_d;
+  const detail::AdamWConstants adam_w = a.adam_w;
+  uint16_t* const comp = static_cast<uint16_t*>(t.compensation);
+  void* const working = t.working;
 
   ForEachVector(begin, end, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
     const auto var = LoadF32<State>(d, var_p + i);
     auto g = LoadF32<Grad>(d, grad_p + i);
     // The documented grouping: (fp32(grad) / grad_scale) * clip_coef, each one fp32 rounding.
-    if (a.unscale) g = hn::Mul(hn::Div(g, hn::Set(d, a.scale)), hn::Set(d, a.clip));
+    if (unscale) g = hn::Mul(hn::Div(g, hn::Set(d, scale)), hn::Set(d, clip));
     hn::Vec<decltype(d)> var_new;
     if constexpr (kAlgo == detail::MtAlgo::kSgd) {
       const auto acc = LoadF32<State>(d, s0 + i);
       auto stat = hn::Zero(d);
       if (sgd_damp) stat = LoadF32<State>(d, s1 + i);
-      const auto r = SgdMath(d, sgd, sgd_wd, sgd_damp, a.sgd_nesterov, var, g, acc, stat);
-      if (t.sgd_write_state) {
+      const auto r = SgdMath(d, sgd, sgd_wd, sgd_damp, sgd_nesterov, var, g, acc, stat);
+      if (sgd_write_state) {
         StoreResult<State>(d, r.accum_t, s0 + i);
         ClearToPositiveZero<State>(d, s1 + i);
       }
@@ -97,7 +107,7 @@ void StepRange(const detail::MtArgs& a, const detail::MtTensor& t, int64_t begin
     } else if constexpr (kAlgo == detail::MtAlgo::kAdamD) {
       const auto m = LoadF32<State>(d, s0 + i);
       const auto v = LoadF32<State>(d, s1 + i);
-      const auto r = AdamDMath(d, t.adam_d, a.adam_d_nesterov, var, m, v, g);
+      const auto r = AdamDMath(d, adam_d, adam_d_nesterov, var, m, v, g);
       StoreResult<State>(d, r.m, s0 + i);
       StoreResult<State>(d, r.v, s1 + i);
       var_new = r.var;
@@ -105,18 +115,17 @@ void StepRange(const detail::MtArgs& a, const detail::MtTensor& t, int64_t begin
       const auto m = LoadF32<State>(d, s0 + i);
       const auto v = LoadF32<State>(d, s1 + i);
       auto old_max = hn::Zero(d);
-      if (a.amsgrad) old_max = LoadF32<State>(d, s2 + i);
-      const auto r = AdamWMath(d, a.adam_w, a.amsgrad, a.maximize, var, m, v, g, old_max);
+      if (amsgrad) old_max = LoadF32<State>(d, s2 + i);
+      const auto r = AdamWMath(d, adam_w, amsgrad, maximize, var, m, v, g, old_max);
       StoreResult<State>(d, r.m, s0 + i);
       StoreResult<State>(d, r.v, s1 + i);
-      if (a.amsgrad) StoreResult<State>(d, r.vmax, s2 + i);
+      if (amsgrad) StoreResult<State>(d, r.vmax, s2 + i);
       var_new = r.var;
     }
     if constexpr (std::is_same_v<Writer, WritePlain>) {
       StoreResult<State>(d, var_new, var_p + i);
     } else if constexpr (std::is_same_v<Writer, WriteKahan>) {
       // y = (var_new - var) + c; s = var + y; var <- RNE(s); c <- RNE(y - (RNE(s) - var)).
-      uint16_t* const comp = static_cast<uint16_t*>(t.compensation);
       const auto c = LoadF32<Bf16>(d, comp + i);
       const auto y = hn::Add(hn::Sub(var_new, var), c);
       const auto s = hn::Add(var, y);
@@ -133,7 +142,7 @@ void StepRange(const detail::MtArgs& a, const detail::MtTensor& t, int64_t begin
       // Master weights: the fp32 value, and its one RNE rounding into the working copy.
       using Copy = typename Writer::Format;
       StoreResult<State>(d, var_new, var_p + i);
-      StoreResult<Copy>(d, var_new, static_cast<typename Copy::Storage*>(t.working) + i);
+      StoreResult<Copy>(d, var_new, static_cast<typename Copy::Storage*>(working) + i);
     }
   });
 }
@@ -165,7 +174,10 @@ void StepTensor(const detail::MtArgs& a, const detail::MtTensor& t, int64_t begi
         if (t.working_dtype == DType::kFloat16) {
           StepPiece<kAlgo, Fp32, G, WriteCopy<Fp16>>(a, t, begin, end);
         } else {
-          StepPiece<kAlgo, Fp32, G, WriteCopy<Bf16>>(a, t, begin, end);
+          // The runtime's bf16 narrowing (AVX512-BF16 where chosen): the same bits.
+          VisitBf16([&](auto copy) {
+            StepPiece<kAlgo, Fp32, G, WriteCopy<decltype(copy)>>(a, t, begin, end);
+          });
         }
       } else {
         StepPiece<kAlgo, Fp32, G, WritePlain>(a, t, begin, end);
@@ -185,7 +197,10 @@ void StepTensor(const detail::MtArgs& a, const detail::MtTensor& t, int64_t begi
   } else if (t.writer == MtWriter::kStochastic) {
     StepPiece<kAlgo, Bf16, Bf16, WriteStochastic>(a, t, begin, end);
   } else {
-    StepPiece<kAlgo, Bf16, Bf16, WritePlain>(a, t, begin, end);
+    VisitBf16([&](auto bf16) {
+      using B = decltype(bf16);
+      StepPiece<kAlgo, B, B, WritePlain>(a, t, begin, end);
+    });
   }
 }
 
