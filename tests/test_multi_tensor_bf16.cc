@@ -171,41 +171,49 @@ TEST(MultiTensorBf16, StochasticRoundingIsUnbiased) {
   }
 }
 
-// SR and Kahan bits do not depend on the thread count or target: a 300-parameter AdamW list.
+// SR and Kahan bits do not depend on the thread count or target: 300-parameter lists, each
+// optimizer; the state is written as the single operator writes it.
 TEST(MultiTensorBf16, SameBitsOnEveryTargetAndThreadCount) {
   const std::vector<Form> forms{{kBF16, kBF16, std::nullopt}};
-  for (WeightRounding r : {WeightRounding::kStochastic, WeightRounding::kKahan}) {
-    ParamList start = testing::make_list(300, forms, Algo::kAdamW, 11);
-    if (r == WeightRounding::kKahan) {
-      for (auto& p : start.params) {
-        p.has_comp = true;
-        p.comp.resize(kBF16, p.n);
-        for (int64_t i = 0; i < p.n; ++i) p.comp.set(i, 1e-3f * static_cast<float>(i % 7));
+  for (Algo algo : {Algo::kSgd, Algo::kAdamD, Algo::kAdamW}) {
+    for (WeightRounding r : {WeightRounding::kStochastic, WeightRounding::kKahan}) {
+      SCOPED_TRACE(std::to_string(static_cast<int>(algo)) + " rounding " +
+                   std::to_string(static_cast<int>(r)));
+      ParamList start = testing::make_list(300, forms, algo, 11);
+      if (r == WeightRounding::kKahan) {
+        for (auto& p : start.params) {
+          p.has_comp = true;
+          p.comp.resize(kBF16, p.n);
+          for (int64_t i = 0; i < p.n; ++i) p.comp.set(i, 1e-3f * static_cast<float>(i % 7));
+        }
       }
+      Hyper h;
+      h.sgd = {0.01f, 0.9f, 0.0f, 0.0f, false};
+      // bf16 scalars: 0.999 would round to 1 (lr_t = 0, nothing to round); 0.99 does not.
+      h.adam_d = {0.9f, 0.99f, 0.01f, 0.9f, 0.99f, 1e-7f, false};
+      h.adam_w.step = 3;
+      FusedStepOptions o;
+      o.rounding = r;
+      o.seed = 7;
+      o.rng_step = 3;
+      ParamList first = start;
+      ASSERT_TRUE(testing::multi_step(algo, first, h, o).ok());
+      // Not the plain rounding, and the state as the single operator writes it.
+      ParamList plain = start;
+      testing::reference_step(algo, plain, h);
+      int differ = 0;
+      for (std::size_t k = 0; k < plain.params.size(); ++k) {
+        differ += first.params[k].var.bytes != plain.params[k].var.bytes;
+        ASSERT_EQ(first.params[k].s0.bytes, plain.params[k].s0.bytes);
+        ASSERT_EQ(first.params[k].s1.bytes, plain.params[k].s1.bytes);
+      }
+      EXPECT_GT(differ, 50);
+      testing::for_each_target_and_thread_count([&](const std::string&, int) {
+        ParamList got = start;
+        ASSERT_TRUE(testing::multi_step(algo, got, h, o).ok());
+        ASSERT_EQ(testing::first_difference(got, first), "");
+      });
     }
-    Hyper h;
-    h.adam_w.step = 3;
-    FusedStepOptions o;
-    o.rounding = r;
-    o.seed = 7;
-    o.rng_step = 3;
-    ParamList first = start;
-    ASSERT_TRUE(testing::multi_step(Algo::kAdamW, first, h, o).ok());
-    // Not the plain rounding, and m, v as the single operator writes them.
-    ParamList plain = start;
-    testing::reference_step(Algo::kAdamW, plain, h);
-    int differ = 0;
-    for (std::size_t k = 0; k < plain.params.size(); ++k) {
-      differ += first.params[k].var.bytes != plain.params[k].var.bytes;
-      ASSERT_EQ(first.params[k].s0.bytes, plain.params[k].s0.bytes);
-      ASSERT_EQ(first.params[k].s1.bytes, plain.params[k].s1.bytes);
-    }
-    EXPECT_GT(differ, 50);
-    testing::for_each_target_and_thread_count([&](const std::string&, int) {
-      ParamList got = start;
-      ASSERT_TRUE(testing::multi_step(Algo::kAdamW, got, h, o).ok());
-      ASSERT_EQ(testing::first_difference(got, first), "");
-    });
   }
 }
 
