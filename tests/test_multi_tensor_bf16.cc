@@ -217,6 +217,35 @@ TEST(MultiTensorBf16, SameBitsOnEveryTargetAndThreadCount) {
   }
 }
 
+// The key includes the tensor's position in the list: every parameter of a list matches the
+// scalar definition with its own index (SGD with momentum 0: var_new = p - ((a * 0 + g) * lr)).
+TEST(MultiTensorBf16, StochasticBitsUseTheTensorIndex) {
+  ParamList l = testing::make_list(40, {{kBF16, kBF16, std::nullopt}}, Algo::kSgd, 12);
+  for (auto& p : l.params) {
+    for (int64_t i = 0; i < p.n; ++i) p.s0.set(i, 0.0f);
+  }
+  const ParamList start = l;
+  Hyper h;
+  h.sgd = {0.01f, 0.0f, 0.0f, 0.0f, false};
+  FusedStepOptions o;
+  o.rounding = WeightRounding::kStochastic;
+  o.seed = 0x123456789ABCDEFull;
+  o.rng_step = 0xFEDCBA987654321ull;
+  ASSERT_TRUE(testing::multi_step(Algo::kSgd, l, h, o).ok());
+  const float lr = bf16_bits_to_float(float_to_bf16_bits(0.01f));
+  for (std::size_t k = 0; k < l.params.size(); ++k) {
+    const Param& p = start.params[k];
+    for (int64_t i = 0; i < p.n; ++i) {
+      const float var_new = p.var.get(i) - (((p.s0.get(i) * 0.0f) + p.grad.get(i)) * lr);
+      const uint16_t want = float_to_bf16_stochastic(
+          var_new, sr_bits(o.seed, o.rng_step, static_cast<uint32_t>(k), i) >> 16);
+      uint16_t got;
+      std::memcpy(&got, l.params[k].var.bytes.data() + 2 * i, 2);
+      ASSERT_EQ(got, want) << "params[" << k << "] element " << i;
+    }
+  }
+}
+
 // The mixing function is lowbias32; the first values pin the definition.
 TEST(MultiTensorBf16, StochasticBitsDefinition) {
   EXPECT_EQ(sr_mix32(0u), 0u);
