@@ -236,6 +236,83 @@ TEST(MultiTensorValidation, SgdAttributes) {
   });
 }
 
+// The per-parameter declaration mirrors ApplyAdamWV2's: for the rules both have, the single
+// operator and the list reject a parameter with the same code and the same message (after the
+// operator's name and the parameter index).
+TEST(MultiTensorValidation, SameMessagesAsTheSingleOperator) {
+  const std::vector<std::function<void(AdamWParamTensors&)>> breaks{
+      [](AdamWParamTensors& t) { t.m.dtype = kF16; },
+      [](AdamWParamTensors& t) { t.grad.dtype = DType::kInt32; },
+      [](AdamWParamTensors& t) { t.grad.shape[0] = 3; },
+      [](AdamWParamTensors& t) { t.v.rank = 9; },
+      [](AdamWParamTensors& t) { t.grad.data = nullptr; },
+      [](AdamWParamTensors& t) { t.v.data = static_cast<float*>(t.m.data) + 1; },
+      [](AdamWParamTensors& t) { t.grad.data = t.var.data; },
+      [](AdamWParamTensors& t) {
+        const int64_t shape[] = {2, 2}, strides[] = {1, 2};
+        t.m = TensorView(t.m.data, t.m.dtype, shape, strides);
+      },
+  };
+  for (std::size_t b = 0; b < breaks.size(); ++b) {
+    Fixture f;
+    f.o = {};
+    std::vector<AdamWParamTensors> one{f.adam_w[0]};
+    one[0].var.rank = one[0].m.rank = one[0].v.rank = one[0].grad.rank = 2;
+    for (TensorView* v : {&one[0].var, &one[0].m, &one[0].v, &one[0].grad}) {
+      *v = TensorView(v->data, v->dtype, {2, 2});
+    }
+    one[0].max_grad_norm.reset();
+    breaks[b](one[0]);
+    int64_t step = 0;
+    const ApplyAdamWV2Tensors single{one[0].var,  one[0].m,
+                                     one[0].v,    std::nullopt,
+                                     one[0].grad, TensorView(&step, DType::kInt64, {1})};
+    const Status want = apply_adam_w_v2_validate(single, {});
+    MultiAdamWParams p;
+    const Status got = multi_tensor_adam_w_validate(one, p, {});
+    ASSERT_FALSE(want.ok()) << "case " << b;
+    EXPECT_EQ(got.code(), want.code()) << "case " << b << ": " << got.message();
+    std::string tail = want.message().substr(want.message().find(": ") + 2);
+    // The list form's rank range is 0..8 (ApplyAdamWV2's 1..8).
+    if (const auto at = tail.find("[1, 8]"); at != std::string::npos) tail.replace(at, 6, "[0, 8]");
+    EXPECT_EQ(got.message(), "multi_tensor_adam_w: params[0]: " + tail) << "case " << b;
+  }
+}
+
+// The same for SGD's declaration (dtype, shape, null, contiguity and aliasing rules).
+TEST(MultiTensorValidation, SameMessagesAsSgd) {
+  const std::vector<std::function<void(SgdParamTensors&)>> breaks{
+      [](SgdParamTensors& t) { t.accum.dtype = kF16; },
+      [](SgdParamTensors& t) { t.stat.shape[0] = 3; },
+      [](SgdParamTensors& t) { t.gradient.data = nullptr; },
+      [](SgdParamTensors& t) { t.stat.data = static_cast<float*>(t.accum.data) + 2; },
+      [](SgdParamTensors& t) { t.gradient.data = t.stat.data; },
+      [](SgdParamTensors& t) {
+        const int64_t shape[] = {2, 2}, strides[] = {1, 2};
+        t.accum = TensorView(t.accum.data, t.accum.dtype, shape, strides);
+      },
+  };
+  for (std::size_t b = 0; b < breaks.size(); ++b) {
+    Fixture f;
+    std::vector<SgdParamTensors> one{f.sgd[0]};
+    for (TensorView* v : {&one[0].parameters, &one[0].gradient, &one[0].accum, &one[0].stat}) {
+      *v = TensorView(v->data, v->dtype, {2, 2});
+    }
+    breaks[b](one[0]);
+    float lr = 0.1f, m = 0.9f;
+    const SgdTensors single{
+        one[0].parameters, one[0].gradient,           TensorView(&lr, kF32, {1}),
+        one[0].accum,      TensorView(&m, kF32, {1}), one[0].stat,
+        std::nullopt};
+    const Status want = sgd_validate(single, {});
+    const Status got = multi_tensor_sgd_validate(one, {0.1f, 0.9f}, {});
+    ASSERT_FALSE(want.ok()) << "case " << b;
+    EXPECT_EQ(got.code(), want.code()) << "case " << b << ": " << got.message();
+    const std::string tail = want.message().substr(want.message().find(": ") + 2);
+    EXPECT_EQ(got.message(), "multi_tensor_sgd: params[0]: " + tail) << "case " << b;
+  }
+}
+
 // A failure late in the list (the last parameter) still writes nothing in the earlier ones.
 TEST(MultiTensorValidation, LastParameterBadWritesNothing) {
   for (Algo a : kAll) {

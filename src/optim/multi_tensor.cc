@@ -389,16 +389,18 @@ struct SgdParamOp {
   enum Arg { kParameters, kGradient, kAccum, kStat, kWorking, kCompensation };
   static constexpr std::array kArgs{
       InOut("parameters", "parameters").training_float().rank(0, 8),
-      In("gradient", "gradient").training_float().shape_of(kParameters),
-      InOut("accum", "accum").like(kParameters),
-      InOut("stat", "stat").like(kParameters),
+      In("gradient", "gradient").training_float().shape_of(kParameters).rank(0, 8),
+      InOut("accum", "accum").like(kParameters).rank(0, 8),
+      InOut("stat", "stat").like(kParameters).rank(0, 8),
       InOut("working", "working")
           .dtype_in({DType::kFloat16, DType::kBFloat16})
           .shape_of(kParameters)
+          .rank(0, 8)
           .optional_input(),
       InOut("compensation", "compensation")
           .dtype_in({DType::kBFloat16})
           .shape_of(kParameters)
+          .rank(0, 8)
           .optional_input(),
   };
   static constexpr std::tuple kTensorMembers{&Tensors::parameters, &Tensors::gradient,
@@ -419,16 +421,18 @@ struct AdamDParamOp {
   enum Arg { kVar, kM, kV, kGrad, kWorking, kCompensation };
   static constexpr std::array kArgs{
       InOut("var", "var").training_float().rank(0, 8),
-      InOut("m", "m").like(kVar),
-      InOut("v", "v").like(kVar),
-      In("grad", "grad").training_float().shape_of(kVar),
+      InOut("m", "m").like(kVar).rank(0, 8),
+      InOut("v", "v").like(kVar).rank(0, 8),
+      In("grad", "grad").training_float().shape_of(kVar).rank(0, 8),
       InOut("working", "working")
           .dtype_in({DType::kFloat16, DType::kBFloat16})
           .shape_of(kVar)
+          .rank(0, 8)
           .optional_input(),
       InOut("compensation", "compensation")
           .dtype_in({DType::kBFloat16})
           .shape_of(kVar)
+          .rank(0, 8)
           .optional_input(),
   };
   static constexpr std::tuple kTensorMembers{&Tensors::var,     &Tensors::m,
@@ -449,17 +453,19 @@ struct AdamWParamOp {
   enum Arg { kVar, kM, kV, kMaxGradNorm, kGrad, kWorking, kCompensation };
   static constexpr std::array kArgs{
       InOut("var", "var").training_float().rank(0, 8),
-      InOut("m", "m").like(kVar),
-      InOut("v", "v").like(kVar),
-      InOut("max_grad_norm", "max_grad_norm").like(kVar).optional_input(),
-      In("grad", "grad").training_float().shape_of(kVar),
+      InOut("m", "m").like(kVar).rank(0, 8),
+      InOut("v", "v").like(kVar).rank(0, 8),
+      InOut("max_grad_norm", "max_grad_norm").like(kVar).rank(0, 8).optional_input(),
+      In("grad", "grad").training_float().shape_of(kVar).rank(0, 8),
       InOut("working", "working")
           .dtype_in({DType::kFloat16, DType::kBFloat16})
           .shape_of(kVar)
+          .rank(0, 8)
           .optional_input(),
       InOut("compensation", "compensation")
           .dtype_in({DType::kBFloat16})
           .shape_of(kVar)
+          .rank(0, 8)
           .optional_input(),
   };
   static constexpr std::tuple kTensorMembers{
