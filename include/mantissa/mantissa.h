@@ -19,6 +19,7 @@
 #include "mantissa/ops/softmax.h"
 #include "mantissa/ops/softmax_cross_entropy_with_logits.h"
 #include "mantissa/ops/softmax_grad.h"
+#include "mantissa/optim.h"
 #include "mantissa/reduce.h"
 #include "mantissa/runtime.h"
 #include "mantissa/status.h"

@@ -10,6 +10,7 @@
 #include "core/parallel.h"
 #include "core/simd-inl.h"
 #include "hwy/highway.h"
+#include "ops/apply_adam_d/apply_adam_d-inl.h"
 #include "ops/apply_adam_d/apply_adam_d_kernel.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -31,32 +32,17 @@ void ApplyAdamDRange(const detail::ApplyAdamDKernelArgs& a) {
 
   auto chunk = [&](int64_t begin, int64_t end) {
     ForEachVector(begin, end, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
-      const auto lr_t = hn::Set(d, a.lr_t);
-      const auto one_minus_beta1 = hn::Set(d, a.one_minus_beta1);
-      const auto one_minus_beta2 = hn::Set(d, a.one_minus_beta2);
-      const auto epsilon = hn::Set(d, a.epsilon);
       // Every input element is loaded before any output element of the same index is stored,
       // so in-place outputs (the same buffer as their input) are safe.
       const auto var = LoadF32<Format>(d, var_in + i);
       const auto m = LoadF32<Format>(d, m_in + i);
       const auto v = LoadF32<Format>(d, v_in + i);
       const auto grad = LoadF32<Format>(d, grad_in + i);
-      // m + ((1 - beta1) * (grad - m))
-      const auto m_new = hn::Add(m, hn::Mul(one_minus_beta1, hn::Sub(grad, m)));
-      // v + ((1 - beta2) * ((grad * grad) - v))
-      const auto v_new = hn::Add(v, hn::Mul(one_minus_beta2, hn::Sub(hn::Mul(grad, grad), v)));
-      auto numerator = m_new;
-      if constexpr (kNesterov) {
-        // (m_new * beta1) + ((1 - beta1) * grad)
-        numerator = hn::Add(hn::Mul(m_new, hn::Set(d, a.beta1)), hn::Mul(one_minus_beta1, grad));
-      }
-      // var - ((lr_t * numerator) / (epsilon + sqrt(v_new))); Sqrt and Div are correctly
-      // rounded on every target, so all targets give the same bits.
-      const auto var_new =
-          hn::Sub(var, hn::Div(hn::Mul(lr_t, numerator), hn::Add(epsilon, hn::Sqrt(v_new))));
-      StoreResult<Format>(d, var_new, var_out + i);
-      StoreResult<Format>(d, m_new, m_out + i);
-      StoreResult<Format>(d, v_new, v_out + i);
+      // The normative grouping, shared with the multi-tensor step (apply_adam_d-inl.h).
+      const auto r = AdamDMath(d, a.c, kNesterov, var, m, v, grad);
+      StoreResult<Format>(d, r.var, var_out + i);
+      StoreResult<Format>(d, r.m, m_out + i);
+      StoreResult<Format>(d, r.v, v_out + i);
     });
   };
   detail::parallel_for(a.n, detail::kDefaultGrain, chunk);
@@ -123,12 +109,7 @@ Status apply_adam_d(const ApplyAdamDTensors& t, const ApplyAdamDParams& p) {
   a.var_out = (t.var_out ? *t.var_out : t.var).data;
   a.m_out = (t.m_out ? *t.m_out : t.m).data;
   a.v_out = (t.v_out ? *t.v_out : t.v).data;
-  // (lr * sqrt(1 - beta2_power)) / (1 - beta1_power); std::sqrt(float) is correctly rounded.
-  a.lr_t = (lr * std::sqrt(1.0f - beta2_power)) / (1.0f - beta1_power);
-  a.beta1 = beta1;
-  a.one_minus_beta1 = 1.0f - beta1;
-  a.one_minus_beta2 = 1.0f - beta2;
-  a.epsilon = epsilon;
+  a.c = detail::adam_d_constants(beta1_power, beta2_power, lr, beta1, beta2, epsilon);
   HWY_DYNAMIC_DISPATCH(ApplyAdamDImpl)(a);
   return {};
 }

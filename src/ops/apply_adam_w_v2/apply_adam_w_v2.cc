@@ -10,6 +10,7 @@
 #include "core/parallel.h"
 #include "core/simd-inl.h"
 #include "hwy/highway.h"
+#include "ops/apply_adam_w_v2/apply_adam_w_v2-inl.h"
 #include "ops/apply_adam_w_v2/apply_adam_w_v2_kernel.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -31,42 +32,20 @@ void ApplyAdamWV2Range(const detail::ApplyAdamWV2KernelArgs& a) {
   const G* grad_p = static_cast<const G*>(a.grad);
 
   auto chunk = [&](int64_t begin, int64_t end) {
-    ForEachVector(begin, end, [&](auto d, int64_t i) {
-      const auto step_size = hn::Set(d, a.step_size);
-      const auto inv_bc2_sqrt = hn::Set(d, a.inv_bc2_sqrt);
-      const auto decay = hn::Set(d, a.decay);
-      const auto one_minus_beta1 = hn::Set(d, a.one_minus_beta1);
-      const auto one_minus_beta2 = hn::Set(d, a.one_minus_beta2);
-      const auto beta2 = hn::Set(d, a.beta2);
-      const auto eps = hn::Set(d, a.eps);
+    ForEachVector(begin, end, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
       // Every element is loaded before any of the same index is stored (in place).
       const auto var = LoadF32<State>(d, var_p + i);
       const auto m = LoadF32<State>(d, m_p + i);
       const auto v = LoadF32<State>(d, v_p + i);
-      auto g = LoadF32<Grad>(d, grad_p + i);
-      if constexpr (kMaximize) g = hn::Neg(g);  // a sign flip: exact
-      // var * decay: the decoupled weight decay, applied to the old var.
-      const auto var1 = hn::Mul(var, decay);
-      // m + ((g - m) * (1 - beta1))
-      const auto m_new = hn::Add(m, hn::Mul(hn::Sub(g, m), one_minus_beta1));
-      // (v * beta2) + ((g * g) * (1 - beta2))
-      const auto v_new = hn::Add(hn::Mul(v, beta2), hn::Mul(hn::Mul(g, g), one_minus_beta2));
-      auto vmax = v_new;
-      if constexpr (kAmsgrad) {
-        // max(max_grad_norm, v_new) with NaN from either side (torch.maximum); a tie keeps
-        // max_grad_norm. Written with a comparison, not hn::Max, whose NaN and signed-zero
-        // results differ between instruction sets.
-        const auto old_max = LoadF32<State>(d, max_p + i);
-        vmax = hn::IfThenElse(hn::Or(hn::Gt(v_new, old_max), hn::IsNaN(v_new)), v_new, old_max);
-      }
-      // (sqrt(vmax) * inv_bc2_sqrt) + eps; Sqrt and Div are correctly rounded on every target.
-      const auto denom = hn::Add(hn::Mul(hn::Sqrt(vmax), inv_bc2_sqrt), eps);
-      // var1 - ((m_new / denom) * step_size)
-      const auto var_new = hn::Sub(var1, hn::Mul(hn::Div(m_new, denom), step_size));
-      StoreResult<State>(d, var_new, var_p + i);
-      StoreResult<State>(d, m_new, m_p + i);
-      StoreResult<State>(d, v_new, v_p + i);
-      if constexpr (kAmsgrad) StoreResult<State>(d, vmax, max_p + i);
+      const auto g = LoadF32<Grad>(d, grad_p + i);
+      auto old_max = hn::Zero(d);
+      if constexpr (kAmsgrad) old_max = LoadF32<State>(d, max_p + i);
+      // The normative grouping, shared with the multi-tensor step (apply_adam_w_v2-inl.h).
+      const auto r = AdamWMath(d, a.c, kAmsgrad, kMaximize, var, m, v, g, old_max);
+      StoreResult<State>(d, r.var, var_p + i);
+      StoreResult<State>(d, r.m, m_p + i);
+      StoreResult<State>(d, r.v, v_p + i);
+      if constexpr (kAmsgrad) StoreResult<State>(d, r.vmax, max_p + i);
     });
   };
   detail::parallel_for(a.n, detail::kDefaultGrain, chunk);
@@ -155,11 +134,6 @@ Status apply_adam_w_v2(const ApplyAdamWV2Tensors& t, const ApplyAdamWV2Params& p
   } else {
     step = static_cast<double>(load_as_float(DType::kFloat32, t.step.data, 0));
   }
-  const double steps = step + 1.0;
-  // The per-call constants, each computed in double from the fp32 attributes and rounded once
-  // to fp32: 1 - beta2^t cancels badly in fp32 for beta2 near 1 (PyTorch keeps these in double
-  // too).
-  const double lr = p.lr, beta1 = p.beta1, beta2 = p.beta2, weight_decay = p.weight_decay;
   detail::ApplyAdamWV2KernelArgs a;
   a.state_dtype = t.var.dtype;
   a.grad_dtype = t.grad.dtype;
@@ -171,13 +145,7 @@ Status apply_adam_w_v2(const ApplyAdamWV2Tensors& t, const ApplyAdamWV2Params& p
   a.v = t.v.data;
   a.max_grad_norm = p.amsgrad ? t.max_grad_norm->data : nullptr;
   a.grad = t.grad.data;
-  a.step_size = static_cast<float>(lr / (1.0 - std::pow(beta1, steps)));
-  a.inv_bc2_sqrt = static_cast<float>(1.0 / std::sqrt(1.0 - std::pow(beta2, steps)));
-  a.decay = static_cast<float>(1.0 - lr * weight_decay);
-  a.one_minus_beta1 = static_cast<float>(1.0 - beta1);
-  a.one_minus_beta2 = static_cast<float>(1.0 - beta2);
-  a.beta2 = p.beta2;
-  a.eps = p.eps;
+  a.c = detail::adam_w_constants(step, p.lr, p.beta1, p.beta2, p.weight_decay, p.eps);
   HWY_DYNAMIC_DISPATCH(ApplyAdamWV2Impl)(a);
   return {};
 }

@@ -17,31 +17,14 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 // clang-format on
 
-#include <type_traits>
-
 #include "core/parallel.h"
 #include "core/simd-inl.h"
 #include "hwy/highway.h"
+#include "ops/sgd/sgd-inl.h"
 #include "ops/sgd/sgd_kernel.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace mantissa::HWY_NAMESPACE {
-
-// Makes every element +0.0 (all bits zero), storing only when some element is not already
-// +0.0. After the first step stat is all +0.0, so this turns a write (whose cache line must be
-// fetched first anyway) into a read: the vector is loaded as raw bits, never converted.
-template <class Format, class D>
-HWY_INLINE void ClearToPositiveZero(D d, typename Format::Storage* HWY_RESTRICT p) {
-  if constexpr (std::is_same_v<Format, Fp32>) {
-    const hn::RebindToUnsigned<D> du;
-    const auto bits = hn::LoadU(du, reinterpret_cast<const uint32_t*>(p));
-    if (!hn::AllTrue(du, hn::Eq(bits, hn::Zero(du)))) hn::StoreU(hn::Zero(d), d, p);
-  } else {
-    const U16For<D> du16;
-    const auto bits = hn::LoadU(du16, p);
-    if (!hn::AllTrue(du16, hn::Eq(bits, hn::Zero(du16)))) hn::StoreU(hn::Zero(du16), du16, p);
-  }
-}
 
 // One variant of the update. Each flag removes work at compile time:
 //   kWeightDecay  wd != 0: grad = g + p*wd (else grad = g; p*0 would turn inf into NaN)
@@ -56,8 +39,7 @@ void SgdVariant(const detail::SgdKernelArgs& args) {
   const T* const g_in = static_cast<const T*>(args.gradient);
   T* const accum = static_cast<T*>(args.accum);
   T* const stat = static_cast<T*>(args.stat);
-  const float lr = args.learning_rate, m = args.momentum;
-  const float d_attr = args.dampening, wd = args.weight_decay;
+  const SgdScalars scalars{args.learning_rate, args.momentum, args.dampening, args.weight_decay};
 
   auto chunk = [&](int64_t begin, int64_t end) {
     ForEachVector(begin, end, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
@@ -65,26 +47,13 @@ void SgdVariant(const detail::SgdKernelArgs& args) {
       const auto p = LoadF32<Format>(d, p_in + i);
       const auto g = LoadF32<Format>(d, g_in + i);
       const auto a = LoadF32<Format>(d, accum + i);
-      const auto vm = hn::Set(d, m);
-      const auto vlr = hn::Set(d, lr);
-      // The grouping below is the normative one; each line is one rounding, no FMA.
-      auto grad = g;
-      if constexpr (kWeightDecay) grad = hn::Add(g, hn::Mul(p, hn::Set(d, wd)));
-      auto accum_t = hn::Add(hn::Mul(a, vm), grad);
-      if constexpr (kDampening) {
-        const auto s = LoadF32<Format>(d, stat + i);
-        const auto one_minus_s = hn::Sub(hn::Set(d, 1.0f), s);
-        accum_t = hn::Sub(accum_t, hn::Mul(hn::Mul(grad, one_minus_s), hn::Set(d, d_attr)));
-      }
-      hn::Vec<decltype(d)> step;
-      if constexpr (kNesterov) {
-        step = hn::Add(hn::Mul(grad, vlr), hn::Mul(hn::Mul(accum_t, vm), vlr));
-      } else {
-        step = hn::Mul(accum_t, vlr);
-      }
-      StoreResult<Format>(d, hn::Sub(p, step), p_out + i);
+      auto s = hn::Zero(d);
+      if constexpr (kDampening) s = LoadF32<Format>(d, stat + i);
+      // The normative grouping, shared with the multi-tensor step (sgd-inl.h).
+      const auto r = SgdMath(d, scalars, kWeightDecay, kDampening, kNesterov, p, g, a, s);
+      StoreResult<Format>(d, r.p_out, p_out + i);
       if constexpr (kWriteState) {
-        StoreResult<Format>(d, accum_t, accum + i);
+        StoreResult<Format>(d, r.accum_t, accum + i);
         ClearToPositiveZero<Format>(d, stat + i);
       }
     });

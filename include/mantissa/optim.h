@@ -1,0 +1,177 @@
+// Fused multi-tensor optimizer steps (the library's own C++ API; no aclnn entry): SGD,
+// ApplyAdamD and AdamW (ApplyAdamWV2's math) over a list of parameters in one parallel region,
+// with optional loss-scale unscaling, found_inf skipping and a clip coefficient in the same
+// pass, fp32 master weights with a 16-bit working copy, and Kahan-compensated or stochastically
+// rounded bf16 weights. Plus the global gradient norm and clipping over a list.
+//
+// Each element gets exactly the bits the single-tensor operator gives (docs/optim.md says when
+// and how): the element-wise math is the same code.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "mantissa/export.h"
+#include "mantissa/ops/apply_adam_w_v2.h"
+#include "mantissa/status.h"
+#include "mantissa/tensor.h"
+
+namespace mantissa {
+
+// How new bf16 weights are rounded when there is no fp32 master (var bf16). kNearest is the
+// single-tensor operators' rounding; the other two are opt-in (docs/optim.md has the formulas).
+enum class WeightRounding : int32_t {
+  kNearest = 0,     // round to nearest even (RNE)
+  kKahan = 1,       // RNE with a bf16 compensation buffer per weight (`compensation`)
+  kStochastic = 2,  // stochastic rounding, counter-based bits keyed by (seed, step, tensor, i)
+};
+
+// What every fused step takes besides its parameters and hyper-parameters.
+struct FusedStepOptions {
+  // PyTorch's fused-optimizer contract. grad_scale: FLOAT, one element; each gradient element is
+  // read as g = fp32(grad) / grad_scale (one fp32 division). found_inf: FLOAT, one element; when
+  // it is not 0 the call writes nothing at all. Both read only.
+  std::optional<TensorView> grad_scale;
+  std::optional<TensorView> found_inf;
+  // Gradient clipping inside the pass: g = g * clip_coef, after the division above (see
+  // clip_coefficient()). Unset: no multiplication.
+  std::optional<float> clip_coef;
+  // bf16 weights without fp32 master (every parameter whose var is BFLOAT16).
+  WeightRounding rounding = WeightRounding::kNearest;
+  uint64_t seed = 0;      // stochastic rounding: the stream
+  uint64_t rng_step = 0;  // stochastic rounding: the step counter (advance it every call)
+};
+
+// One parameter of multi_tensor_sgd: SGD's tensors (docs/ops/sgd.md), updated in place.
+// parameters, accum, stat: FLOAT, FLOAT16 or BFLOAT16, one dtype; gradient: that dtype, or
+// FLOAT16/BFLOAT16 with FLOAT parameters (master weights). All of one shape, rank 0..8, empty
+// allowed, contiguous.
+struct SgdParamTensors {
+  TensorView parameters;
+  TensorView gradient;
+  TensorView accum;
+  TensorView stat;
+  // Master weights only (FLOAT parameters): a FLOAT16 or BFLOAT16 tensor of the parameters'
+  // shape that receives RNE(new parameters) in the same pass.
+  std::optional<TensorView> working;
+  // WeightRounding::kKahan with BFLOAT16 parameters: BFLOAT16, the parameters' shape (required).
+  std::optional<TensorView> compensation;
+};
+
+// SGD's hyper-parameters for the whole list. learning_rate and momentum are the values of the
+// single-tensor operator's one-element tensors: each parameter reads them rounded (RNE) to its
+// own parameters' dtype, as that operator reads a one-element tensor of that dtype holding them.
+struct MultiSgdParams {
+  float learning_rate = 0.0f;
+  float momentum = 0.0f;
+  float dampening = 0.0f;
+  float weight_decay = 0.0f;  // >= 0, not NaN
+  bool nesterov = false;      // requires dampening == 0
+};
+
+// One parameter of multi_tensor_apply_adam_d: ApplyAdamD's tensors, updated in place (var, m, v
+// one dtype; grad that dtype or FLOAT16/BFLOAT16 with FLOAT state).
+struct AdamDParamTensors {
+  TensorView var, m, v, grad;
+  std::optional<TensorView> working;
+  std::optional<TensorView> compensation;
+};
+
+// ApplyAdamD's six scalars as values; each parameter reads them rounded (RNE) to its var's dtype
+// (see MultiSgdParams).
+struct MultiAdamDParams {
+  float beta1_power = 0.0f;
+  float beta2_power = 0.0f;
+  float lr = 0.0f;
+  float beta1 = 0.0f;
+  float beta2 = 0.0f;
+  float epsilon = 0.0f;
+  bool use_nesterov = false;
+};
+
+// One parameter of multi_tensor_adam_w: ApplyAdamWV2's tensors, updated in place.
+struct AdamWParamTensors {
+  TensorView var, m, v;
+  std::optional<TensorView> max_grad_norm;  // required with amsgrad
+  TensorView grad;
+  std::optional<TensorView> working;
+  std::optional<TensorView> compensation;
+};
+
+// ApplyAdamWV2's attributes (fp32 values, used as given) and the number of steps already taken
+// (the step computed is step + 1, as ApplyAdamWV2's step tensor). The constants are computed
+// once per call in double, as that operator computes them.
+struct MultiAdamWParams {
+  ApplyAdamWV2Params hyper;
+  int64_t step = 0;
+};
+
+// Updates every parameter of the list in one parallel region. Everything is validated before
+// anything is written (a bad argument anywhere writes nothing anywhere); messages name the
+// parameter ("params[3]").
+MANTISSA_API Status multi_tensor_sgd(std::span<const SgdParamTensors> params,
+                                     const MultiSgdParams& p, const FusedStepOptions& o = {});
+MANTISSA_API Status multi_tensor_sgd_validate(std::span<const SgdParamTensors> params,
+                                              const MultiSgdParams& p,
+                                              const FusedStepOptions& o = {});
+MANTISSA_API Status multi_tensor_apply_adam_d(std::span<const AdamDParamTensors> params,
+                                              const MultiAdamDParams& p,
+                                              const FusedStepOptions& o = {});
+MANTISSA_API Status multi_tensor_apply_adam_d_validate(std::span<const AdamDParamTensors> params,
+                                                       const MultiAdamDParams& p,
+                                                       const FusedStepOptions& o = {});
+MANTISSA_API Status multi_tensor_adam_w(std::span<const AdamWParamTensors> params,
+                                        const MultiAdamWParams& p, const FusedStepOptions& o = {});
+MANTISSA_API Status multi_tensor_adam_w_validate(std::span<const AdamWParamTensors> params,
+                                                 const MultiAdamWParams& p,
+                                                 const FusedStepOptions& o = {});
+
+// ---- Global gradient norm and clipping ------------------------------------------------------
+
+enum class NormType : int32_t { kL2 = 0, kL1 = 1, kInf = 2 };
+
+struct GradNormOptions {
+  NormType norm_type = NormType::kL2;
+  // When given (FLOAT, one element), the grads are taken as scaled by it and the norm reported
+  // is that of the unscaled grads: norm(grads) / |grad_scale|, the division in double.
+  std::optional<TensorView> grad_scale;
+};
+
+// The total norm of every element of every tensor of `grads` (FLOAT, FLOAT16, BFLOAT16, mixed,
+// any shapes, empty allowed), accumulated in fp64 with the deterministic reduction primitive:
+// the same bits for every thread count and SIMD target. Non-finite elements give a non-finite
+// norm (NaN or inf).
+MANTISSA_API Status grad_norm(std::span<const TensorView> grads, double* norm,
+                              const GradNormOptions& o = {});
+
+// torch.nn.utils.clip_grad_norm_'s rule: coef = max_norm / (norm + 1e-6) in double; returns
+// fp32(coef) when coef < 1, and nothing otherwise (no scaling). A NaN norm gives nothing too
+// (the comparison is false); check the norm first (clip_grad_norm's error_if_nonfinite).
+MANTISSA_API std::optional<float> clip_coefficient(double norm, double max_norm) noexcept;
+
+struct ClipGradNormOptions {
+  GradNormOptions norm;
+  // A non-finite norm: return 161002 (and scale nothing) instead of scaling by a NaN or zero
+  // coefficient.
+  bool error_if_nonfinite = false;
+};
+
+// The clipping as its own pass: computes the norm (reported in *total_norm, may be null), and
+// when clip_coefficient(norm, max_norm) gives a coefficient, multiplies every gradient element
+// by it in place (fp32 product, rounded once to the gradient's dtype; one parallel region over
+// the list). To clip inside a fused step instead, pass clip_coefficient(norm, max_norm) as
+// FusedStepOptions::clip_coef and leave the grads alone.
+MANTISSA_API Status clip_grad_norm(std::span<const TensorView> grads, double max_norm,
+                                   double* total_norm, const ClipGradNormOptions& o = {});
+
+// The 32-bit mixing function of stochastic rounding and its per-element bits (docs/optim.md),
+// exposed so that callers and tests can reproduce them.
+MANTISSA_API uint32_t sr_mix32(uint32_t x) noexcept;
+MANTISSA_API uint32_t sr_bits(uint64_t seed, uint64_t step, uint32_t tensor_index,
+                              uint64_t element_index) noexcept;
+// fp32 -> bf16 bits by stochastic rounding with 16 random bits r (the low 16 bits of r are
+// used): NaN becomes 0x7FC0, everything else (bits + r) >> 16 on the sign-magnitude encoding.
+MANTISSA_API uint16_t float_to_bf16_stochastic(float f, uint32_t r) noexcept;
+
+}  // namespace mantissa

@@ -1,0 +1,878 @@
+// Fused multi-tensor optimizer steps (SGD, ApplyAdamD, AdamW) and the list gradient norm.
+//
+// One parallel region per call: the list's elements are laid end to end and cut into chunks of
+// the library's fixed grain, so a chunk may span tensors (as ForeachNonFiniteCheckAndUnscale).
+// Each element runs the single-tensor operator's own per-vector math (ops/*/*-inl.h) on the
+// same fp32 inputs, so its bits are those of that operator; what this file adds happens before
+// (unscale and clip of the gradient) and after (how the new weight is written) that math.
+//
+// Memory traffic per element (E = var's bytes, G = grad's bytes), the operator's own plus:
+//   working copy +2 written; Kahan +2 read +2 written; stochastic rounding none.
+// clang-format off (foreach_target.h must come first: it re-includes this file once per target)
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "optim/multi_tensor.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+// clang-format on
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "core/parallel.h"
+#include "core/reduce-inl.h"
+#include "core/simd-inl.h"
+#include "hwy/highway.h"
+#include "ops/apply_adam_d/apply_adam_d-inl.h"
+#include "ops/apply_adam_w_v2/apply_adam_w_v2-inl.h"
+#include "ops/sgd/sgd-inl.h"
+#include "optim/multi_tensor_kernel.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace mantissa::HWY_NAMESPACE {
+
+// lowbias32 (C. Wellons), on u32 lanes: the mixing function of stochastic rounding.
+template <class DU>
+HWY_INLINE hn::Vec<DU> Mix32(DU du, hn::Vec<DU> x) {
+  x = hn::Xor(x, hn::ShiftRight<16>(x));
+  x = hn::Mul(x, hn::Set(du, 0x7FEB352Du));
+  x = hn::Xor(x, hn::ShiftRight<15>(x));
+  x = hn::Mul(x, hn::Set(du, 0x846CA68Bu));
+  return hn::Xor(x, hn::ShiftRight<16>(x));
+}
+
+// fp32 -> bf16 bits by stochastic rounding: NaN made canonical (0x7FC00000, which any r keeps
+// at 0x7FC0), then (bits + r16) >> 16 on the sign-magnitude encoding: the magnitude is rounded
+// up with probability (discarded 16 bits) / 2^16.
+template <class D>
+HWY_INLINE hn::Vec<U16For<D>> StochasticF32ToBf16(D d, hn::Vec<D> f,
+                                                  hn::Vec<hn::RebindToUnsigned<D>> r) {
+  const hn::RebindToUnsigned<D> du;
+  const auto bits = hn::BitCast(du, CanonicalNaN(d, f));
+  const auto rounded = hn::ShiftRight<16>(hn::Add(bits, hn::ShiftRight<16>(r)));
+  return NarrowToU16(d, hn::BitCast(hn::RebindToSigned<D>(), rounded));
+}
+
+// Writers of the new weight. `var` is the old value (fp32), `var_new` the operator's result.
+struct WritePlain {};
+template <class Copy>
+struct WriteCopy {
+  using Format = Copy;
+};
+struct WriteKahan {};
+struct WriteStochastic {};
+
+// Elements [begin, end) of tensor t; State/Grad are the storage formats of var (and its state)
+// and of grad; Writer one of the above.
+template <detail::MtAlgo kAlgo, class State, class Grad, class Writer>
+void StepRange(const detail::MtArgs& a, const detail::MtTensor& t, int64_t begin, int64_t end,
+               uint32_t sr_hi_key) {
+  using S = typename State::Storage;
+  using G = typename Grad::Storage;
+  S* const var_p = static_cast<S*>(t.var);
+  S* const s0 = static_cast<S*>(t.s0);
+  S* const s1 = static_cast<S*>(t.s1);
+  S* const s2 = static_cast<S*>(t.s2);
+  const G* const grad_p = static_cast<const G*>(t.grad);
+  const SgdScalars sgd{t.sgd_lr, t.sgd_m, a.sgd_dampening, a.sgd_weight_decay};
+  const bool sgd_wd = a.sgd_weight_decay != 0.0f;
+  const bool sgd_damp = a.sgd_dampening != 0.0f;
+  // Local copies: stores through the float pointers above could otherwise alias these fields,
+  // and the compiler would reload them after every store.
+  const bool sgd_nesterov = a.sgd_nesterov, sgd_write_state = t.sgd_write_state;
+  const bool unscale = a.unscale, amsgrad = a.amsgrad, maximize = a.maximize;
+  const bool adam_d_nesterov = a.adam_d_nesterov;
+  const float scale = a.scale, clip = a.clip;
+  const detail::AdamDConstants adam_d = t.adam_d;
+  const detail::AdamWConstants adam_w = a.adam_w;
+  uint16_t* const comp = static_cast<uint16_t*>(t.compensation);
+  void* const working = t.working;
+
+  ForEachVector(begin, end, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
+    const auto var = LoadF32<State>(d, var_p + i);
+    auto g = LoadF32<Grad>(d, grad_p + i);
+    // The documented grouping: (fp32(grad) / grad_scale) * clip_coef, each one fp32 rounding.
+    if (unscale) g = hn::Mul(hn::Div(g, hn::Set(d, scale)), hn::Set(d, clip));
+    hn::Vec<decltype(d)> var_new;
+    if constexpr (kAlgo == detail::MtAlgo::kSgd) {
+      const auto acc = LoadF32<State>(d, s0 + i);
+      auto stat = hn::Zero(d);
+      if (sgd_damp) stat = LoadF32<State>(d, s1 + i);
+      const auto r = SgdMath(d, sgd, sgd_wd, sgd_damp, sgd_nesterov, var, g, acc, stat);
+      if (sgd_write_state) {
+        StoreResult<State>(d, r.accum_t, s0 + i);
+        ClearToPositiveZero<State>(d, s1 + i);
+      }
+      var_new = r.p_out;
+    } else if constexpr (kAlgo == detail::MtAlgo::kAdamD) {
+      const auto m = LoadF32<State>(d, s0 + i);
+      const auto v = LoadF32<State>(d, s1 + i);
+      const auto r = AdamDMath(d, adam_d, adam_d_nesterov, var, m, v, g);
+      StoreResult<State>(d, r.m, s0 + i);
+      StoreResult<State>(d, r.v, s1 + i);
+      var_new = r.var;
+    } else {
+      const auto m = LoadF32<State>(d, s0 + i);
+      const auto v = LoadF32<State>(d, s1 + i);
+      auto old_max = hn::Zero(d);
+      if (amsgrad) old_max = LoadF32<State>(d, s2 + i);
+      const auto r = AdamWMath(d, adam_w, amsgrad, maximize, var, m, v, g, old_max);
+      StoreResult<State>(d, r.m, s0 + i);
+      StoreResult<State>(d, r.v, s1 + i);
+      if (amsgrad) StoreResult<State>(d, r.vmax, s2 + i);
+      var_new = r.var;
+    }
+    if constexpr (std::is_same_v<Writer, WritePlain>) {
+      StoreResult<State>(d, var_new, var_p + i);
+    } else if constexpr (std::is_same_v<Writer, WriteKahan>) {
+      // y = (var_new - var) + c; s = var + y; var <- RNE(s); c <- RNE(y - (RNE(s) - var)).
+      const auto c = LoadF32<Bf16>(d, comp + i);
+      const auto y = hn::Add(hn::Sub(var_new, var), c);
+      const auto s = hn::Add(var, y);
+      const auto stored = CanonicalF32ToBf16(d, CanonicalNaN(d, s));
+      hn::StoreU(stored, U16For<decltype(d)>(), var_p + i);
+      const auto applied = hn::Sub(Bf16ToF32(d, stored), var);
+      StoreResult<Bf16>(d, hn::Sub(y, applied), comp + i);
+    } else if constexpr (std::is_same_v<Writer, WriteStochastic>) {
+      const hn::RebindToUnsigned<decltype(d)> du;
+      const auto lo = hn::Add(hn::Set(du, static_cast<uint32_t>(i)), hn::Iota(du, 0));
+      const auto r = Mix32(du, hn::Xor(hn::Set(du, sr_hi_key), lo));
+      hn::StoreU(StochasticF32ToBf16(d, var_new, r), U16For<decltype(d)>(), var_p + i);
+    } else {
+      // Master weights: the fp32 value, and its one RNE rounding into the working copy.
+      using Copy = typename Writer::Format;
+      StoreResult<State>(d, var_new, var_p + i);
+      StoreResult<Copy>(d, var_new, static_cast<typename Copy::Storage*>(working) + i);
+    }
+  });
+}
+
+template <detail::MtAlgo kAlgo, class State, class Grad, class Writer>
+void StepPiece(const detail::MtArgs& a, const detail::MtTensor& t, int64_t begin, int64_t end) {
+  if constexpr (std::is_same_v<Writer, WriteStochastic>) {
+    // Split at multiples of 2^32 so that the high word of the element index is constant.
+    while (begin < end) {
+      const uint64_t hi = static_cast<uint64_t>(begin) >> 32;
+      const int64_t stop = std::min<int64_t>(end, static_cast<int64_t>((hi + 1) << 32));
+      const uint32_t key = detail::mix32(t.sr_key ^ static_cast<uint32_t>(hi));
+      StepRange<kAlgo, State, Grad, Writer>(a, t, begin, stop, key);
+      begin = stop;
+    }
+  } else {
+    StepRange<kAlgo, State, Grad, Writer>(a, t, begin, end, 0);
+  }
+}
+
+template <detail::MtAlgo kAlgo>
+void StepTensor(const detail::MtArgs& a, const detail::MtTensor& t, int64_t begin, int64_t end) {
+  using detail::MtWriter;
+  const DType s = t.state, g = t.grad_dtype;
+  if (s == DType::kFloat32) {
+    auto with_grad = [&](auto grad) {
+      using G = decltype(grad);
+      if (t.writer == MtWriter::kWorkingCopy) {
+        if (t.working_dtype == DType::kFloat16) {
+          StepPiece<kAlgo, Fp32, G, WriteCopy<Fp16>>(a, t, begin, end);
+        } else {
+          // The runtime's bf16 narrowing (AVX512-BF16 where chosen): the same bits.
+          VisitBf16([&](auto copy) {
+            StepPiece<kAlgo, Fp32, G, WriteCopy<decltype(copy)>>(a, t, begin, end);
+          });
+        }
+      } else {
+        StepPiece<kAlgo, Fp32, G, WritePlain>(a, t, begin, end);
+      }
+    };
+    if (g == DType::kFloat16) {
+      with_grad(Fp16{});
+    } else if (g == DType::kBFloat16) {
+      with_grad(Bf16{});
+    } else {
+      with_grad(Fp32{});
+    }
+  } else if (s == DType::kFloat16) {
+    StepPiece<kAlgo, Fp16, Fp16, WritePlain>(a, t, begin, end);
+  } else if (t.writer == MtWriter::kKahan) {
+    StepPiece<kAlgo, Bf16, Bf16, WriteKahan>(a, t, begin, end);
+  } else if (t.writer == MtWriter::kStochastic) {
+    StepPiece<kAlgo, Bf16, Bf16, WriteStochastic>(a, t, begin, end);
+  } else {
+    VisitBf16([&](auto bf16) {
+      using B = decltype(bf16);
+      StepPiece<kAlgo, B, B, WritePlain>(a, t, begin, end);
+    });
+  }
+}
+
+template <detail::MtAlgo kAlgo>
+void StepList(const detail::MtArgs& a) {
+  const int64_t total = a.offsets.back();
+  auto chunk = [&](int64_t begin, int64_t end) {
+    // The first tensor holding element `begin`, then each tensor the chunk touches.
+    auto it = std::upper_bound(a.offsets.begin(), a.offsets.end(), begin);
+    std::size_t i = static_cast<std::size_t>(it - a.offsets.begin()) - 1;
+    for (int64_t pos = begin; pos < end; ++i) {
+      const int64_t first = a.offsets[i], last = a.offsets[i + 1];
+      if (last <= pos) continue;  // empty tensors
+      const int64_t stop = std::min(end, last);
+      StepTensor<kAlgo>(a, a.tensors[i], pos - first, stop - first);
+      pos = stop;
+    }
+  };
+  detail::parallel_for(total, detail::kDefaultGrain, chunk);
+}
+
+void MultiTensorStepImpl(const detail::MtArgs& a) {
+  switch (a.algo) {
+    case detail::MtAlgo::kSgd: return StepList<detail::MtAlgo::kSgd>(a);
+    case detail::MtAlgo::kAdamD: return StepList<detail::MtAlgo::kAdamD>(a);
+    case detail::MtAlgo::kAdamW: return StepList<detail::MtAlgo::kAdamW>(a);
+  }
+}
+
+// ---- The list norm --------------------------------------------------------------------------
+
+template <class Format>
+struct AbsTerm {
+  const typename Format::Storage* x;
+  template <class DA>
+  HWY_INLINE hn::Vec<DA> operator()(DA da, int64_t i) const {
+    return hn::Abs(LoadAcc<Format>(da, x + i));
+  }
+};
+
+// Block b (kReduceBlock elements) of tensor x: the fp64 Neumaier partial of its squares or
+// absolute values, or its max |x|.
+template <class Format>
+void NormBlock(const TensorView& x, int norm_type, int64_t begin, int64_t len,
+               detail::Partial<double>* partial, MaxPartial* max) {
+  const auto* p = static_cast<const typename Format::Storage*>(x.data);
+  constexpr auto kM = detail::ReduceMethod::kNeumaier;
+  if (norm_type == 2) {
+    *partial = ReduceBlock<kM, double>(SquareTerm<Format>{p}, begin, len);
+  } else if (norm_type == 1) {
+    *partial = ReduceBlock<kM, double>(AbsTerm<Format>{p}, begin, len);
+  } else {
+    *max = MaxBlock(MaxTerm<Format, true>{p}, begin, len);
+  }
+}
+
+void ListNormImpl(const detail::NormArgs& a) {
+  const std::size_t count = a.grads.size();
+  std::vector<int64_t> first_block(count + 1, 0);
+  for (std::size_t i = 0; i < count; ++i) {
+    first_block[i + 1] =
+        first_block[i] + detail::chunk_count(*a.grads[i].numel(), detail::kReduceBlock);
+  }
+  const int64_t blocks = first_block.back();
+  std::vector<detail::Partial<double>> partials(static_cast<std::size_t>(blocks));
+  std::vector<MaxPartial> maxes(static_cast<std::size_t>(blocks));
+  auto body = [&](int64_t b0, int64_t b1) {
+    auto it = std::upper_bound(first_block.begin(), first_block.end(), b0);
+    std::size_t i = static_cast<std::size_t>(it - first_block.begin()) - 1;
+    for (int64_t b = b0; b < b1; ++b) {
+      while (first_block[i + 1] <= b) ++i;
+      const TensorView& x = a.grads[i];
+      const int64_t begin = (b - first_block[i]) * detail::kReduceBlock;
+      const int64_t len = std::min(detail::kReduceBlock, *x.numel() - begin);
+      auto* partial = &partials[static_cast<std::size_t>(b)];
+      auto* max = &maxes[static_cast<std::size_t>(b)];
+      switch (x.dtype) {
+        case DType::kFloat16: NormBlock<Fp16>(x, a.norm_type, begin, len, partial, max); break;
+        case DType::kBFloat16: NormBlock<Bf16>(x, a.norm_type, begin, len, partial, max); break;
+        default: NormBlock<Fp32>(x, a.norm_type, begin, len, partial, max); break;
+      }
+    }
+  };
+  detail::parallel_for(blocks, detail::kReduceBlocksPerChunk, body);
+  // Each tensor's blocks combine along the reduction's pairwise tree (the bits of the library's
+  // fp64 Neumaier reduction of that tensor).
+  constexpr auto kM = detail::ReduceMethod::kNeumaier;
+  const auto merge = [](const detail::Partial<double>& x, const detail::Partial<double>& y) {
+    return detail::merge<kM>(x, y);
+  };
+  for (std::size_t i = 0; i < count; ++i) {
+    const int64_t b0 = first_block[i], b1 = first_block[i + 1];
+    if (b0 == b1) {
+      a.per_tensor[i] = 0.0;
+      continue;
+    }
+    if (a.norm_type == 0) {
+      detail::PairwiseStack<MaxPartial> stack;
+      for (int64_t b = b0; b < b1; ++b) stack.push(maxes[static_cast<std::size_t>(b)], MergeMax);
+      const MaxPartial p = stack.collapse(MergeMax);
+      a.per_tensor[i] = p.nan ? std::numeric_limits<double>::quiet_NaN() : p.value;
+    } else {
+      detail::PairwiseStack<detail::Partial<double>> stack;
+      for (int64_t b = b0; b < b1; ++b) stack.push(partials[static_cast<std::size_t>(b)], merge);
+      a.per_tensor[i] = detail::finish<kM>(stack.collapse(merge));
+    }
+  }
+}
+
+}  // namespace mantissa::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include <fmt/format.h>
+
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <tuple>
+
+#include "core/op_desc.h"
+#include "core/reduce.h"
+#include "core/runtime_internal.h"
+#include "core/validate.h"
+#include "mantissa/ops/foreach_non_finite_check_and_unscale.h"
+#include "mantissa/optim.h"
+#include "ops/sgd/sgd_desc.h"
+
+namespace mantissa {
+
+HWY_EXPORT(MultiTensorStepImpl);
+HWY_EXPORT(ListNormImpl);
+
+namespace detail {
+namespace {
+
+// What the per-parameter rules need from the call.
+struct ParamRules {
+  WeightRounding rounding = WeightRounding::kNearest;
+};
+
+// The rules of one parameter that go beyond its single-tensor operator's declaration: the
+// master-weight grad dtype (ApplyAdamWV2's rule, for every optimizer here), the working copy
+// and the Kahan compensation buffer.
+Status check_param_forms(std::string_view op, const TensorView& var, const TensorView& grad,
+                         const std::optional<TensorView>& working,
+                         const std::optional<TensorView>& compensation, const ParamRules& r) {
+  if (grad.dtype != var.dtype && var.dtype != DType::kFloat32) {
+    return fail(StatusCode::kParamInvalid, op,
+                "grad dtype {} differs from var dtype {} (a different grad dtype needs FLOAT "
+                "state: FLOAT16 or BFLOAT16 grad with FLOAT var and state)",
+                dtype_name(grad.dtype), dtype_name(var.dtype));
+  }
+  if (working && var.dtype != DType::kFloat32) {
+    return fail(StatusCode::kParamInvalid, op,
+                "a working copy needs FLOAT (master) weights, but var dtype is {}",
+                dtype_name(var.dtype));
+  }
+  const bool kahan = r.rounding == WeightRounding::kKahan && var.dtype == DType::kBFloat16;
+  if (compensation && !kahan) {
+    return fail(StatusCode::kParamInvalid, op,
+                "compensation is given but the weights are not Kahan-compensated bf16 (var dtype "
+                "{}, rounding {})",
+                dtype_name(var.dtype), static_cast<int>(r.rounding));
+  }
+  if (kahan && !compensation) {
+    return fail(StatusCode::kParamNullptr, op,
+                "compensation is required for BFLOAT16 weights with WeightRounding::kKahan");
+  }
+  return {};
+}
+
+constexpr uint64_t kSixteenBit = dtype_bit(DType::kFloat16) | dtype_bit(DType::kBFloat16);
+
+// The per-parameter declarations: the single-tensor operators' arguments (names, dtype, shape
+// and aliasing rules), with the list form's differences: every tensor is updated in place, rank
+// 0..8 and empty tensors are allowed (as in ForeachNonFiniteCheckAndUnscale's C++ API), the
+// scalars are call values, and the optional working copy and compensation buffer.
+struct SgdParamOp {
+  using Tensors = SgdParamTensors;
+  using Params = ParamRules;
+  static constexpr std::string_view kType = "multi_tensor_sgd";
+  enum Arg { kParameters, kGradient, kAccum, kStat, kWorking, kCompensation };
+  static constexpr std::array kArgs{
+      InOut("parameters", "parameters").training_float().rank(0, 8),
+      In("gradient", "gradient").training_float().shape_of(kParameters).rank(0, 8),
+      InOut("accum", "accum").like(kParameters).rank(0, 8),
+      InOut("stat", "stat").like(kParameters).rank(0, 8),
+      InOut("working", "working")
+          .dtype_in({DType::kFloat16, DType::kBFloat16})
+          .shape_of(kParameters)
+          .rank(0, 8)
+          .optional_input(),
+      InOut("compensation", "compensation")
+          .dtype_in({DType::kBFloat16})
+          .shape_of(kParameters)
+          .rank(0, 8)
+          .optional_input(),
+  };
+  static constexpr std::tuple kTensorMembers{&Tensors::parameters, &Tensors::gradient,
+                                             &Tensors::accum,      &Tensors::stat,
+                                             &Tensors::working,    &Tensors::compensation};
+  static constexpr std::array<AttrSpec, 0> kAttrs{};
+  static constexpr std::tuple<> kAttrMembers{};
+  static Status check_params(const Tensors& t, const Params& p) {
+    return check_param_forms(kType, t.parameters, t.gradient, t.working, t.compensation, p);
+  }
+};
+static_assert(well_formed<SgdParamOp>());
+
+struct AdamDParamOp {
+  using Tensors = AdamDParamTensors;
+  using Params = ParamRules;
+  static constexpr std::string_view kType = "multi_tensor_apply_adam_d";
+  enum Arg { kVar, kM, kV, kGrad, kWorking, kCompensation };
+  static constexpr std::array kArgs{
+      InOut("var", "var").training_float().rank(0, 8),
+      InOut("m", "m").like(kVar).rank(0, 8),
+      InOut("v", "v").like(kVar).rank(0, 8),
+      In("grad", "grad").training_float().shape_of(kVar).rank(0, 8),
+      InOut("working", "working")
+          .dtype_in({DType::kFloat16, DType::kBFloat16})
+          .shape_of(kVar)
+          .rank(0, 8)
+          .optional_input(),
+      InOut("compensation", "compensation")
+          .dtype_in({DType::kBFloat16})
+          .shape_of(kVar)
+          .rank(0, 8)
+          .optional_input(),
+  };
+  static constexpr std::tuple kTensorMembers{&Tensors::var,     &Tensors::m,
+                                             &Tensors::v,       &Tensors::grad,
+                                             &Tensors::working, &Tensors::compensation};
+  static constexpr std::array<AttrSpec, 0> kAttrs{};
+  static constexpr std::tuple<> kAttrMembers{};
+  static Status check_params(const Tensors& t, const Params& p) {
+    return check_param_forms(kType, t.var, t.grad, t.working, t.compensation, p);
+  }
+};
+static_assert(well_formed<AdamDParamOp>());
+
+struct AdamWParamOp {
+  using Tensors = AdamWParamTensors;
+  using Params = ParamRules;
+  static constexpr std::string_view kType = "multi_tensor_adam_w";
+  enum Arg { kVar, kM, kV, kMaxGradNorm, kGrad, kWorking, kCompensation };
+  static constexpr std::array kArgs{
+      InOut("var", "var").training_float().rank(0, 8),
+      InOut("m", "m").like(kVar).rank(0, 8),
+      InOut("v", "v").like(kVar).rank(0, 8),
+      InOut("max_grad_norm", "max_grad_norm").like(kVar).rank(0, 8).optional_input(),
+      In("grad", "grad").training_float().shape_of(kVar).rank(0, 8),
+      InOut("working", "working")
+          .dtype_in({DType::kFloat16, DType::kBFloat16})
+          .shape_of(kVar)
+          .rank(0, 8)
+          .optional_input(),
+      InOut("compensation", "compensation")
+          .dtype_in({DType::kBFloat16})
+          .shape_of(kVar)
+          .rank(0, 8)
+          .optional_input(),
+  };
+  static constexpr std::tuple kTensorMembers{
+      &Tensors::var,  &Tensors::m,       &Tensors::v,           &Tensors::max_grad_norm,
+      &Tensors::grad, &Tensors::working, &Tensors::compensation};
+  static constexpr std::array<AttrSpec, 0> kAttrs{};
+  static constexpr std::tuple<> kAttrMembers{};
+  static Status check_params(const Tensors& t, const Params& p) {
+    return check_param_forms(kType, t.var, t.grad, t.working, t.compensation, p);
+  }
+};
+static_assert(well_formed<AdamWParamOp>());
+
+// Re-labels a per-parameter failure "op: params[i]: ...".
+Status at_param(Status s, std::string_view op, std::size_t i) {
+  if (s.ok()) return s;
+  std::string_view message = s.message();
+  const std::string prefix = fmt::format("{}: ", op);
+  if (message.substr(0, prefix.size()) == prefix) message.remove_prefix(prefix.size());
+  return Status(s.code(), fmt::format("{}: params[{}]: {}", op, i, message));
+}
+
+// grad_scale and found_inf: FLOAT, one element, present; the rounding mode a known one.
+Status check_options(std::string_view op, const FusedStepOptions& o) {
+  for (const auto& [name, view] :
+       {std::pair{"grad_scale", &o.grad_scale}, std::pair{"found_inf", &o.found_inf}}) {
+    if (!*view) continue;
+    const Arg a{name, **view};
+    MANTISSA_RETURN_IF_ERROR(check_present(op, a));
+    MANTISSA_RETURN_IF_ERROR(check_dtype(op, a, DType::kFloat32));
+    MANTISSA_RETURN_IF_ERROR(check_one_element(op, a));
+    if (a.t.data == nullptr) {
+      return fail(StatusCode::kParamNullptr, op, "{} has no data", name);
+    }
+  }
+  const auto r = static_cast<int32_t>(o.rounding);
+  if (r < 0 || r > 2) {
+    return fail(StatusCode::kParamInvalid, op, "unknown WeightRounding {}", r);
+  }
+  return {};
+}
+
+// One byte range of the call, for the cross-parameter aliasing rule.
+struct Range {
+  uintptr_t begin = 0, end = 0;
+  bool written = false;
+  std::size_t param = 0;  // SIZE_MAX: grad_scale or found_inf
+  const char* name = "";
+};
+
+void add_range(std::vector<Range>& out, const TensorView& t, bool written, std::size_t param,
+               const char* name) {
+  const auto bytes = t.nbytes();
+  if (!bytes || *bytes == 0 || t.data == nullptr) return;
+  const auto b = reinterpret_cast<uintptr_t>(t.data);
+  out.push_back({b, b + static_cast<uintptr_t>(*bytes), written, param, name});
+}
+
+std::string range_label(const Range& r) {
+  if (r.param == SIZE_MAX) return r.name;
+  return fmt::format("params[{}].{}", r.param, r.name);
+}
+
+// No tensor written by the call shares a byte with any other tensor of the call (another
+// parameter's, grad_scale, found_inf); read-only tensors (grads, grad_scale, found_inf) may
+// overlap each other. Within one parameter the declaration's rules have run already. A sweep
+// over the ranges sorted by start: each range is checked against the furthest-reaching earlier
+// range (any, and written).
+Status check_cross_aliasing(std::string_view op, std::vector<Range>& ranges) {
+  std::sort(ranges.begin(), ranges.end(),
+            [](const Range& a, const Range& b) { return a.begin < b.begin; });
+  const Range* reach_any = nullptr;
+  const Range* reach_written = nullptr;
+  for (const Range& r : ranges) {
+    const Range* hit = nullptr;
+    if (r.written && reach_any && reach_any->end > r.begin) hit = reach_any;
+    if (!hit && reach_written && reach_written->end > r.begin) hit = reach_written;
+    if (hit && hit->param != r.param) {
+      return fail(StatusCode::kParamInvalid, op,
+                  "{} (bytes [{:#x}, {:#x})) overlaps {} (bytes [{:#x}, {:#x})); a tensor the "
+                  "step writes may share no byte with any other tensor of the call",
+                  range_label(r), r.begin, r.end, range_label(*hit), hit->begin, hit->end);
+    }
+    if (!reach_any || r.end > reach_any->end) reach_any = &r;
+    if (r.written && (!reach_written || r.end > reach_written->end)) reach_written = &r;
+  }
+  return {};
+}
+
+// The common part of the three entry points: options, each parameter against its declaration,
+// the total size, and the cross-parameter aliasing rule.
+template <class Op, class AddRanges>
+Status validate_list(std::span<const typename Op::Tensors> params, const FusedStepOptions& o,
+                     AddRanges&& add_ranges) {
+  constexpr std::string_view op = Op::kType;
+  MANTISSA_RETURN_IF_ERROR(check_options(op, o));
+  const ParamRules rules{o.rounding};
+  int64_t total = 0;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    MANTISSA_RETURN_IF_ERROR(at_param(validate<Op>(params[i], rules), op, i));
+    if (__builtin_add_overflow(total, *(params[i].*std::get<0>(Op::kTensorMembers)).numel(),
+                               &total)) {
+      return fail(StatusCode::kParamInvalid, op,
+                  "the {} parameters hold more than 2^63 - 1 elements together", params.size());
+    }
+  }
+  std::vector<Range> ranges;
+  for (std::size_t i = 0; i < params.size(); ++i) add_ranges(ranges, params[i], i);
+  if (o.grad_scale) add_range(ranges, *o.grad_scale, false, SIZE_MAX, "grad_scale");
+  if (o.found_inf) add_range(ranges, *o.found_inf, false, SIZE_MAX, "found_inf");
+  return check_cross_aliasing(op, ranges);
+}
+
+void add_common(std::vector<Range>& r, const std::optional<TensorView>& working,
+                const std::optional<TensorView>& compensation, std::size_t i) {
+  if (working) add_range(r, *working, true, i, "working");
+  if (compensation) add_range(r, *compensation, true, i, "compensation");
+}
+
+float read_f32(const TensorView& t) {
+  float f;
+  std::memcpy(&f, t.data, sizeof f);
+  return f;
+}
+
+// Fills what every parameter shares (pointers, dtypes, writer) and runs the step unless
+// found_inf is set.
+template <class P>
+MtTensor common_tensor(const P& p, const TensorView& var, const TensorView& grad,
+                       const FusedStepOptions& o, std::size_t index) {
+  MtTensor t;
+  t.n = *var.numel();
+  t.state = var.dtype;
+  t.grad_dtype = grad.dtype;
+  t.var = var.data;
+  t.grad = grad.data;
+  if (p.working) {
+    t.writer = MtWriter::kWorkingCopy;
+    t.working = p.working->data;
+    t.working_dtype = p.working->dtype;
+  } else if (var.dtype == DType::kBFloat16 && o.rounding == WeightRounding::kKahan) {
+    t.writer = MtWriter::kKahan;
+    t.compensation = p.compensation->data;
+  } else if (var.dtype == DType::kBFloat16 && o.rounding == WeightRounding::kStochastic) {
+    t.writer = MtWriter::kStochastic;
+    t.sr_key = sr_tensor_key(o.seed, o.rng_step, static_cast<uint32_t>(index));
+  }
+  return t;
+}
+
+void run_list(MtArgs& a, std::span<const MtTensor> tensors, const FusedStepOptions& o) {
+  std::vector<int64_t> offsets(tensors.size() + 1, 0);
+  for (std::size_t i = 0; i < tensors.size(); ++i) offsets[i + 1] = offsets[i] + tensors[i].n;
+  if (offsets.back() == 0) return;
+  a.tensors = tensors;
+  a.offsets = offsets;
+  a.unscale = o.grad_scale.has_value() || o.clip_coef.has_value();
+  a.scale = o.grad_scale ? read_f32(*o.grad_scale) : 1.0f;
+  a.clip = o.clip_coef ? *o.clip_coef : 1.0f;
+  ensure_runtime_initialized();
+  HWY_DYNAMIC_DISPATCH(MultiTensorStepImpl)(a);
+}
+
+// found_inf != 0 (NaN included): the step is skipped.
+bool skipped(const FusedStepOptions& o) { return o.found_inf && read_f32(*o.found_inf) != 0.0f; }
+
+}  // namespace
+}  // namespace detail
+
+// ---- SGD ------------------------------------------------------------------------------------
+
+Status multi_tensor_sgd_validate(std::span<const SgdParamTensors> params, const MultiSgdParams& p,
+                                 const FusedStepOptions& o) {
+  using Op = detail::SgdParamOp;
+  // SGD's own attribute rules, with its messages (nesterov needs dampening 0; weight_decay >= 0).
+  MANTISSA_RETURN_IF_ERROR(detail::SgdOp::check_params(
+      SgdTensors{}, SgdParams{p.dampening, p.weight_decay, p.nesterov}));
+  return detail::validate_list<Op>(
+      params, o, [](std::vector<detail::Range>& r, const SgdParamTensors& t, std::size_t i) {
+        detail::add_range(r, t.parameters, true, i, "parameters");
+        detail::add_range(r, t.gradient, false, i, "gradient");
+        detail::add_range(r, t.accum, true, i, "accum");
+        detail::add_range(r, t.stat, true, i, "stat");
+        detail::add_common(r, t.working, t.compensation, i);
+      });
+}
+
+Status multi_tensor_sgd(std::span<const SgdParamTensors> params, const MultiSgdParams& p,
+                        const FusedStepOptions& o) {
+  MANTISSA_RETURN_IF_ERROR(multi_tensor_sgd_validate(params, p, o));
+  if (detail::skipped(o)) return {};
+  std::vector<detail::MtTensor> tensors;
+  tensors.reserve(params.size());
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const SgdParamTensors& q = params[i];
+    detail::MtTensor t = detail::common_tensor(q, q.parameters, q.gradient, o, i);
+    t.s0 = q.accum.data;
+    t.s1 = q.stat.data;
+    // As SGD reads its one-element learning_rate and momentum tensors of the parameters' dtype.
+    t.sgd_lr = round_to(q.parameters.dtype, p.learning_rate);
+    t.sgd_m = round_to(q.parameters.dtype, p.momentum);
+    t.sgd_write_state = t.sgd_m != 0.0f;  // IEEE compare: NaN counts as non-zero
+    tensors.push_back(t);
+  }
+  detail::MtArgs a;
+  a.algo = detail::MtAlgo::kSgd;
+  a.sgd_dampening = p.dampening;
+  a.sgd_weight_decay = p.weight_decay;
+  a.sgd_nesterov = p.nesterov;
+  detail::run_list(a, tensors, o);
+  return {};
+}
+
+// ---- ApplyAdamD -----------------------------------------------------------------------------
+
+Status multi_tensor_apply_adam_d_validate(std::span<const AdamDParamTensors> params,
+                                          const MultiAdamDParams&, const FusedStepOptions& o) {
+  using Op = detail::AdamDParamOp;
+  return detail::validate_list<Op>(
+      params, o, [](std::vector<detail::Range>& r, const AdamDParamTensors& t, std::size_t i) {
+        detail::add_range(r, t.var, true, i, "var");
+        detail::add_range(r, t.m, true, i, "m");
+        detail::add_range(r, t.v, true, i, "v");
+        detail::add_range(r, t.grad, false, i, "grad");
+        detail::add_common(r, t.working, t.compensation, i);
+      });
+}
+
+Status multi_tensor_apply_adam_d(std::span<const AdamDParamTensors> params,
+                                 const MultiAdamDParams& p, const FusedStepOptions& o) {
+  MANTISSA_RETURN_IF_ERROR(multi_tensor_apply_adam_d_validate(params, p, o));
+  if (detail::skipped(o)) return {};
+  std::vector<detail::MtTensor> tensors;
+  tensors.reserve(params.size());
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const AdamDParamTensors& q = params[i];
+    detail::MtTensor t = detail::common_tensor(q, q.var, q.grad, o, i);
+    t.s0 = q.m.data;
+    t.s1 = q.v.data;
+    // As ApplyAdamD reads its six one-element tensors of var's dtype.
+    const DType dt = q.var.dtype;
+    t.adam_d = detail::adam_d_constants(round_to(dt, p.beta1_power), round_to(dt, p.beta2_power),
+                                        round_to(dt, p.lr), round_to(dt, p.beta1),
+                                        round_to(dt, p.beta2), round_to(dt, p.epsilon));
+    tensors.push_back(t);
+  }
+  detail::MtArgs a;
+  a.algo = detail::MtAlgo::kAdamD;
+  a.adam_d_nesterov = p.use_nesterov;
+  detail::run_list(a, tensors, o);
+  return {};
+}
+
+// ---- AdamW ----------------------------------------------------------------------------------
+
+Status multi_tensor_adam_w_validate(std::span<const AdamWParamTensors> params,
+                                    const MultiAdamWParams& p, const FusedStepOptions& o) {
+  using Op = detail::AdamWParamOp;
+  constexpr std::string_view op = Op::kType;
+  if (p.hyper.amsgrad) {
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      if (!params[i].max_grad_norm) {
+        return detail::fail(StatusCode::kParamNullptr, op,
+                            "params[{}]: max_grad_norm is required when amsgrad is set, but was "
+                            "not given",
+                            i);
+      }
+    }
+  }
+  return detail::validate_list<Op>(
+      params, o, [](std::vector<detail::Range>& r, const AdamWParamTensors& t, std::size_t i) {
+        detail::add_range(r, t.var, true, i, "var");
+        detail::add_range(r, t.m, true, i, "m");
+        detail::add_range(r, t.v, true, i, "v");
+        if (t.max_grad_norm) detail::add_range(r, *t.max_grad_norm, true, i, "max_grad_norm");
+        detail::add_range(r, t.grad, false, i, "grad");
+        detail::add_common(r, t.working, t.compensation, i);
+      });
+}
+
+Status multi_tensor_adam_w(std::span<const AdamWParamTensors> params, const MultiAdamWParams& p,
+                           const FusedStepOptions& o) {
+  MANTISSA_RETURN_IF_ERROR(multi_tensor_adam_w_validate(params, p, o));
+  if (detail::skipped(o)) return {};
+  std::vector<detail::MtTensor> tensors;
+  tensors.reserve(params.size());
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const AdamWParamTensors& q = params[i];
+    detail::MtTensor t = detail::common_tensor(q, q.var, q.grad, o, i);
+    t.s0 = q.m.data;
+    t.s1 = q.v.data;
+    t.s2 = p.hyper.amsgrad ? q.max_grad_norm->data : nullptr;
+    tensors.push_back(t);
+  }
+  detail::MtArgs a;
+  a.algo = detail::MtAlgo::kAdamW;
+  a.amsgrad = p.hyper.amsgrad;
+  a.maximize = p.hyper.maximize;
+  // Once per call, exactly as ApplyAdamWV2 computes them from an int64 step.
+  a.adam_w = detail::adam_w_constants(static_cast<double>(p.step), p.hyper.lr, p.hyper.beta1,
+                                      p.hyper.beta2, p.hyper.weight_decay, p.hyper.eps);
+  detail::run_list(a, tensors, o);
+  return {};
+}
+
+// ---- Norm and clipping ----------------------------------------------------------------------
+
+Status grad_norm(std::span<const TensorView> grads, double* norm, const GradNormOptions& o) {
+  constexpr std::string_view op = "grad_norm";
+  if (norm == nullptr) return detail::fail(StatusCode::kParamNullptr, op, "norm is null");
+  const auto type = static_cast<int32_t>(o.norm_type);
+  if (type < 0 || type > 2) {
+    return detail::fail(StatusCode::kParamInvalid, op, "unknown NormType {}", type);
+  }
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    const std::string name = fmt::format("grads[{}]", i);
+    const detail::Arg a{name.c_str(), grads[i]};
+    MANTISSA_RETURN_IF_ERROR(detail::check_present(op, a));
+    MANTISSA_RETURN_IF_ERROR(detail::check_training_float(op, a));
+    MANTISSA_RETURN_IF_ERROR(detail::check_rank(op, a, 0, 8));
+    MANTISSA_RETURN_IF_ERROR(detail::check_countable(op, a));
+    MANTISSA_RETURN_IF_ERROR(detail::check_contiguous(op, a));
+  }
+  if (o.grad_scale) {
+    const detail::Arg a{"grad_scale", *o.grad_scale};
+    MANTISSA_RETURN_IF_ERROR(detail::check_present(op, a));
+    MANTISSA_RETURN_IF_ERROR(detail::check_dtype(op, a, DType::kFloat32));
+    MANTISSA_RETURN_IF_ERROR(detail::check_one_element(op, a));
+  }
+  std::vector<double> per_tensor(grads.size(), 0.0);
+  int64_t total = 0;
+  for (const TensorView& g : grads) total += *g.numel();
+  if (total > 0) {
+    detail::ensure_runtime_initialized();
+    detail::NormArgs a;
+    a.grads = grads;
+    a.norm_type = o.norm_type == NormType::kL2 ? 2 : o.norm_type == NormType::kL1 ? 1 : 0;
+    a.per_tensor = per_tensor;
+    HWY_DYNAMIC_DISPATCH(ListNormImpl)(a);
+  }
+  // Tensors combine in list order: Neumaier sums in fp64 (2, 1), or the max (inf, NaN kept).
+  double value = 0.0;
+  if (o.norm_type == NormType::kInf) {
+    for (double x : per_tensor) {
+      if (std::isnan(x) || std::isnan(value)) {
+        value = std::numeric_limits<double>::quiet_NaN();
+      } else if (x > value) {
+        value = x;
+      }
+    }
+  } else {
+    detail::Partial<double> sum;
+    for (double x : per_tensor)
+      sum = detail::merge_compensated(sum, detail::Partial<double>{x, -0.0});
+    value = grads.empty() ? 0.0 : detail::finish<ReduceMethod::kNeumaier>(sum);
+    if (value == 0.0) value = 0.0;  // +0 for an all-zero (or empty) list
+    if (o.norm_type == NormType::kL2) value = std::sqrt(value);
+  }
+  if (o.grad_scale) value = value / std::fabs(static_cast<double>(detail::read_f32(*o.grad_scale)));
+  *norm = value;
+  return {};
+}
+
+std::optional<float> clip_coefficient(double norm, double max_norm) noexcept {
+  const double coef = max_norm / (norm + 1e-6);
+  if (coef < 1.0) return static_cast<float>(coef);
+  return std::nullopt;
+}
+
+Status clip_grad_norm(std::span<const TensorView> grads, double max_norm, double* total_norm,
+                      const ClipGradNormOptions& o) {
+  constexpr std::string_view op = "clip_grad_norm";
+  double norm = 0.0;
+  MANTISSA_RETURN_IF_ERROR(grad_norm(grads, &norm, o.norm));
+  if (total_norm != nullptr) *total_norm = norm;
+  if (o.error_if_nonfinite && !std::isfinite(norm)) {
+    return detail::fail(StatusCode::kParamInvalid, op,
+                        "the total norm of the {} gradients is {} (not finite); nothing scaled",
+                        grads.size(), norm);
+  }
+  const std::optional<float> coef = clip_coefficient(norm, max_norm);
+  if (!coef) return {};
+  // The scaling pass is ForeachNonFiniteCheckAndUnscale's: g = g * coef, one fp32 product
+  // rounded once to the gradient's dtype, one parallel region over the list.
+  float found_inf = 0.0f;
+  float inv_scale = *coef;
+  const ForeachNonFiniteCheckAndUnscaleTensors t{.scaled_grads = grads,
+                                                 .found_inf = {&found_inf, DType::kFloat32, {1}},
+                                                 .inv_scale = {&inv_scale, DType::kFloat32, {1}}};
+  return foreach_non_finite_check_and_unscale(t, {});
+}
+
+uint32_t sr_mix32(uint32_t x) noexcept { return detail::mix32(x); }
+
+uint32_t sr_bits(uint64_t seed, uint64_t step, uint32_t tensor_index,
+                 uint64_t element_index) noexcept {
+  const uint32_t key = detail::sr_tensor_key(seed, step, tensor_index);
+  const uint32_t hi = detail::mix32(key ^ static_cast<uint32_t>(element_index >> 32));
+  return detail::mix32(hi ^ static_cast<uint32_t>(element_index));
+}
+
+uint16_t float_to_bf16_stochastic(float f, uint32_t r) noexcept {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FC0u;
+  return static_cast<uint16_t>((bits + (r & 0xFFFFu)) >> 16);
+}
+
+}  // namespace mantissa
+#endif  // HWY_ONCE
