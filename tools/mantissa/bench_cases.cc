@@ -275,6 +275,56 @@ class InspectListCall final : public PreparedCall {
   amp::AnomalyReport report_;
 };
 
+// The fused multi-tensor optimizer steps over the list (mantissa/optim.h), with the values of the
+// single-tensor cases above: AdamW at step 10, ApplyAdamD, SGD with momentum 0.9.
+class MultiStepCall final : public PreparedCall {
+ public:
+  enum class Kind { kAdamW, kAdamD, kSgd };
+  MultiStepCall(Kind kind, DType dtype, const std::vector<Shape>& shapes)
+      : kind_(kind),
+        var_(dtype, shapes, 0.0f, 2.0f),
+        m_(dtype, shapes, 0.0f, 0.1f),
+        v_(dtype, shapes, 0.75f, 0.1f),
+        g_(dtype, shapes, 0.0f, 0.4f) {
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      adamw_.push_back({var_.views[i], m_.views[i], v_.views[i], std::nullopt, g_.views[i],
+                        std::nullopt, std::nullopt});
+      adam_.push_back(
+          {var_.views[i], m_.views[i], v_.views[i], g_.views[i], std::nullopt, std::nullopt});
+      sgd_.push_back(
+          {var_.views[i], g_.views[i], m_.views[i], v_.views[i], std::nullopt, std::nullopt});
+    }
+  }
+  void run() override {
+    switch (kind_) {
+      case Kind::kAdamW: (void)multi_tensor_adam_w(adamw_, {.hyper = {}, .step = 9}); break;
+      case Kind::kAdamD:
+        (void)multi_tensor_apply_adam_d(adam_, {.beta1_power = 0.9f,
+                                                .beta2_power = 0.999f,
+                                                .lr = 0.001f,
+                                                .beta1 = 0.9f,
+                                                .beta2 = 0.999f,
+                                                .epsilon = 1e-7f,
+                                                .use_nesterov = false});
+        break;
+      case Kind::kSgd:
+        (void)multi_tensor_sgd(sgd_, {.learning_rate = 0.01f,
+                                      .momentum = 0.9f,
+                                      .dampening = 0.0f,
+                                      .weight_decay = 0.0f,
+                                      .nesterov = false});
+        break;
+    }
+  }
+
+ private:
+  Kind kind_;
+  ListBuffers var_, m_, v_, g_;
+  std::vector<AdamWParamTensors> adamw_;
+  std::vector<AdamDParamTensors> adam_;
+  std::vector<SgdParamTensors> sgd_;
+};
+
 // ForeachNorm over four tensors of about n/4 elements (the list path), one norm per tensor.
 class NormCall final : public PreparedCall {
  public:
@@ -353,10 +403,9 @@ std::unique_ptr<PreparedCall> prepare(const OpCase& c, int64_t n) {
 }
 
 std::vector<ListCase> list_cases() {
-  return {{"unscale", {1, 0}},
-          {"check-only", {0, 1}},
-          {"inspect", {0, 1}},
-          {"unscale+inspect", {1, 0}}};
+  return {
+      {"unscale", {1, 0}}, {"check-only", {0, 1}}, {"inspect", {0, 1}}, {"unscale+inspect", {1, 0}},
+      {"adamw", {3, 1}},   {"adam", {3, 1}},       {"sgd", {3, 1}}};
 }
 
 std::unique_ptr<PreparedCall> prepare_list(const std::string& op, DType dtype,
@@ -364,6 +413,11 @@ std::unique_ptr<PreparedCall> prepare_list(const std::string& op, DType dtype,
   if (op == "unscale" || op == "check-only") {
     return std::make_unique<UnscaleListCall>(dtype, shapes, op == "check-only");
   }
+  if (op == "adamw")
+    return std::make_unique<MultiStepCall>(MultiStepCall::Kind::kAdamW, dtype, shapes);
+  if (op == "adam")
+    return std::make_unique<MultiStepCall>(MultiStepCall::Kind::kAdamD, dtype, shapes);
+  if (op == "sgd") return std::make_unique<MultiStepCall>(MultiStepCall::Kind::kSgd, dtype, shapes);
   if (op == "inspect" || op == "unscale+inspect") {
     return std::make_unique<InspectListCall>(dtype, shapes, op == "unscale+inspect");
   }
