@@ -8,6 +8,7 @@ packages=(
   libhwy-dev nlohmann-json3-dev libcli11-dev libfmt-dev
   libgtest-dev googletest libbenchmark-dev
   python3 python3-torch python3-numpy
+  python3-torchvision  # model shapes for bench/lists (scripts/bench_lists.py --write-lists)
 )
 
 missing=()
