@@ -36,7 +36,19 @@ struct MANTISSA_API TensorView {
 
   // Element count, or nullopt when a dim is negative, the rank is out of range, or the count
   // overflows int64.
-  std::optional<int64_t> numel() const noexcept;
+  std::optional<int64_t> numel() const noexcept {  // inline: validation asks for it often
+    if (rank < 0 || rank > kMaxRank) return std::nullopt;
+    int64_t count = 1;
+    for (int i = 0; i < rank; ++i) {
+      if (shape[i] < 0) return std::nullopt;
+      if (shape[i] == 0) count = 0;
+    }
+    if (count == 0) return 0;
+    for (int i = 0; i < rank; ++i) {
+      if (__builtin_mul_overflow(count, shape[i], &count)) return std::nullopt;
+    }
+    return count;
+  }
   // Byte size of the elements (numel * dtype size), nullopt on overflow or a bad view.
   std::optional<int64_t> nbytes() const noexcept;
   // True when the strides are the row-major strides of the shape (dims of size 1 ignored).

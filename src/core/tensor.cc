@@ -27,20 +27,6 @@ TensorView::TensorView(void* data_ptr, DType type, std::span<const int64_t> dims
   std::copy_n(element_strides.begin(), kept, strides.begin());
 }
 
-std::optional<int64_t> TensorView::numel() const noexcept {
-  if (rank < 0 || rank > kMaxRank) return std::nullopt;
-  int64_t count = 1;
-  for (int i = 0; i < rank; ++i) {
-    if (shape[i] < 0) return std::nullopt;
-    if (shape[i] == 0) count = 0;
-  }
-  if (count == 0) return 0;
-  for (int i = 0; i < rank; ++i) {
-    if (__builtin_mul_overflow(count, shape[i], &count)) return std::nullopt;
-  }
-  return count;
-}
-
 std::optional<int64_t> TensorView::nbytes() const noexcept {
   const auto count = numel();
   const auto bits = static_cast<int64_t>(dtype_bits(dtype));

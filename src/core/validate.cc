@@ -10,8 +10,9 @@
 namespace mantissa::detail {
 
 Status check_present(std::string_view op, Arg a) {
+  if (a.t.data != nullptr) return {};
   const auto n = a.t.numel();
-  if (a.t.data == nullptr && (!n || *n != 0)) {
+  if (!n || *n != 0) {
     return fail(StatusCode::kParamNullptr, op, "{} has a null data pointer", a.name);
   }
   return {};
