@@ -240,7 +240,9 @@ TEST(AnomalyDetector, FusedWithUnscaleGivesTheSeparatePassesBits) {
     AnomalyReport r_fused, r_separate;
     ASSERT_TRUE(a.unscale_and_inspect(fused.views, d, fused.names, &r_fused).ok());
     ASSERT_TRUE(b.unscale(separate.views).ok());
-    ASSERT_TRUE(d.inspect(separate.views, separate.names, {.loss = std::nullopt, .scaler = &b}, &r_separate).ok());
+    ASSERT_TRUE(
+        d.inspect(separate.views, separate.names, {.loss = std::nullopt, .scaler = &b}, &r_separate)
+            .ok());
     EXPECT_EQ(fused.f32, separate.f32);
     EXPECT_EQ(fused.f16, separate.f16);
     EXPECT_EQ(fused.b16, separate.b16);

@@ -74,9 +74,7 @@ void set_env(const Env& e) {
 #endif
 }
 
-void reset_env() {
-  std::fesetenv(FE_DFL_ENV);
-}
+void reset_env() { std::fesetenv(FE_DFL_ENV); }
 
 TEST(FpEnv, OperatorsIgnoreAndRestoreTheCallersEnvironment) {
   mantissa::testing::ThreadCountGuard guard;

@@ -106,8 +106,8 @@ void initialize() {
       cap = bf16_base_from_name(env);  // "<base>_BF16": the base with the bf16 narrowing
     }
     const std::string usable = fmt::format(
-        "{}", fmt::join(names_of(available, cpu_has_avx512bf16() ? available & kBf16Targets : 0),
-                        " "));
+        "{}",
+        fmt::join(names_of(available, cpu_has_avx512bf16() ? available & kBf16Targets : 0), " "));
     if (cap == 0 || (available & cap) == 0 || (!plain && !cpu_has_avx512bf16())) {
       g_environment_error += fmt::format(
           "MANTISSA_SIMD_TARGET=\"{}\" is not a target this build and CPU can run (available: "

@@ -382,6 +382,23 @@ constexpr uint64_t kSixteenBit = dtype_bit(DType::kFloat16) | dtype_bit(DType::k
 // and aliasing rules), with the list form's differences: every tensor is updated in place, rank
 // 0..8 and empty tensors are allowed (as in ForeachNonFiniteCheckAndUnscale's C++ API), the
 // scalars are call values, and the optional working copy and compensation buffer.
+// The two optional buffers every parameter may carry, following its weights' shape: the fp16 or
+// bf16 working copy of fp32 master weights, and the bf16 Kahan compensation.
+constexpr ArgSpec working_copy_of(int weights) {
+  return InOut("working", "working")
+      .dtype_in({DType::kFloat16, DType::kBFloat16})
+      .shape_of(weights)
+      .rank(0, 8)
+      .optional_input();
+}
+constexpr ArgSpec compensation_of(int weights) {
+  return InOut("compensation", "compensation")
+      .dtype_in({DType::kBFloat16})
+      .shape_of(weights)
+      .rank(0, 8)
+      .optional_input();
+}
+
 struct SgdParamOp {
   using Tensors = SgdParamTensors;
   using Params = ParamRules;
@@ -392,16 +409,8 @@ struct SgdParamOp {
       In("gradient", "gradient").training_float().shape_of(kParameters).rank(0, 8),
       InOut("accum", "accum").like(kParameters).rank(0, 8),
       InOut("stat", "stat").like(kParameters).rank(0, 8),
-      InOut("working", "working")
-          .dtype_in({DType::kFloat16, DType::kBFloat16})
-          .shape_of(kParameters)
-          .rank(0, 8)
-          .optional_input(),
-      InOut("compensation", "compensation")
-          .dtype_in({DType::kBFloat16})
-          .shape_of(kParameters)
-          .rank(0, 8)
-          .optional_input(),
+      working_copy_of(kParameters),
+      compensation_of(kParameters),
   };
   static constexpr std::tuple kTensorMembers{&Tensors::parameters, &Tensors::gradient,
                                              &Tensors::accum,      &Tensors::stat,
@@ -424,16 +433,8 @@ struct AdamDParamOp {
       InOut("m", "m").like(kVar).rank(0, 8),
       InOut("v", "v").like(kVar).rank(0, 8),
       In("grad", "grad").training_float().shape_of(kVar).rank(0, 8),
-      InOut("working", "working")
-          .dtype_in({DType::kFloat16, DType::kBFloat16})
-          .shape_of(kVar)
-          .rank(0, 8)
-          .optional_input(),
-      InOut("compensation", "compensation")
-          .dtype_in({DType::kBFloat16})
-          .shape_of(kVar)
-          .rank(0, 8)
-          .optional_input(),
+      working_copy_of(kVar),
+      compensation_of(kVar),
   };
   static constexpr std::tuple kTensorMembers{&Tensors::var,     &Tensors::m,
                                              &Tensors::v,       &Tensors::grad,
@@ -457,16 +458,8 @@ struct AdamWParamOp {
       InOut("v", "v").like(kVar).rank(0, 8),
       InOut("max_grad_norm", "max_grad_norm").like(kVar).rank(0, 8).optional_input(),
       In("grad", "grad").training_float().shape_of(kVar).rank(0, 8),
-      InOut("working", "working")
-          .dtype_in({DType::kFloat16, DType::kBFloat16})
-          .shape_of(kVar)
-          .rank(0, 8)
-          .optional_input(),
-      InOut("compensation", "compensation")
-          .dtype_in({DType::kBFloat16})
-          .shape_of(kVar)
-          .rank(0, 8)
-          .optional_input(),
+      working_copy_of(kVar),
+      compensation_of(kVar),
   };
   static constexpr std::tuple kTensorMembers{
       &Tensors::var,  &Tensors::m,       &Tensors::v,           &Tensors::max_grad_norm,
