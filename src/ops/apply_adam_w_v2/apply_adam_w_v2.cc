@@ -75,7 +75,8 @@ void ApplyAdamWV2Impl(const detail::ApplyAdamWV2KernelArgs& a) {
   } else if (a.state_dtype == DType::kFloat16) {
     ApplyAdamWV2Formats<Fp16, Fp16>(a);
   } else if (a.state_dtype == DType::kBFloat16) {
-    ApplyAdamWV2Formats<Bf16, Bf16>(a);
+    // The runtime's bf16 narrowing (AVX512-BF16 where chosen: the same bits).
+    VisitBf16([&](auto bf16) { ApplyAdamWV2Formats<decltype(bf16), decltype(bf16)>(a); });
   } else {
     ApplyAdamWV2Formats<Fp32, Fp32>(a);
   }
