@@ -25,23 +25,13 @@
 #include "core/rows.h"
 #include "core/simd-inl.h"
 #include "hwy/highway.h"
+#include "ops/softmax/softmax-inl.h"
 #include "ops/softmax/softmax_kernel.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace mantissa::HWY_NAMESPACE {
 
-constexpr auto kSumMethod = detail::ReduceMethod::kKahan;
-
-// exp(x - max) of the elements [i, i + Lanes(d)) of one contiguous row.
-template <class Format>
-struct ExpShiftedTerm {
-  const typename Format::Storage* x;
-  float max;
-  template <class D>
-  HWY_INLINE hn::Vec<D> operator()(D d, int64_t i) const {
-    return Exp(d, hn::Sub(LoadF32<Format>(d, x + i), hn::Set(d, max)));
-  }
-};
+constexpr auto kSumMethod = kSoftmaxSumMethod;
 
 // The outputs of a row from x - max: (x - max) - log(sum), or exp(x - max) / sum.
 template <bool kLog, class D>
@@ -72,8 +62,7 @@ void LastAxisRows(const detail::SoftmaxKernelArgs& a, int64_t begin, int64_t end
   for (int64_t r = begin; r < end; ++r) {
     const S* x = static_cast<const S*>(a.x) + r * n;
     S* y = static_cast<S*>(a.y) + r * n;
-    const float max = MaxRow(MaxTerm<Format, false>{x}, n, -std::numeric_limits<float>::infinity());
-    const float sum = ReduceRow<kSumMethod, float>(ExpShiftedTerm<Format>{x, max}, n);
+    const auto [max, sum] = RowStats<Format>(x, n);
     const float sum_or_log = SumOrLog<kLog>(sum);
     // In place is safe: element i is read before it is written, and never read again.
     ForEachVector(0, n, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {

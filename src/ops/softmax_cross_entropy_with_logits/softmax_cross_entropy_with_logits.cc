@@ -25,21 +25,11 @@
 #include "core/rows.h"
 #include "core/simd-inl.h"
 #include "hwy/highway.h"
+#include "ops/softmax/softmax-inl.h"
 #include "ops/softmax_cross_entropy_with_logits/softmax_cross_entropy_with_logits_kernel.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace mantissa::HWY_NAMESPACE {
-
-// exp(x - m) of one contiguous row.
-template <class Format>
-struct ShiftedExpTerm {
-  const typename Format::Storage* x;
-  float max;
-  template <class D>
-  HWY_INLINE hn::Vec<D> operator()(D d, int64_t i) const {
-    return Exp(d, hn::Sub(LoadF32<Format>(d, x + i), hn::Set(d, max)));
-  }
-};
 
 // The output pass as the terms of the loss sum: stores backprop_i, returns y_i * (l - (x_i - m))
 // in fp64. The naive fp64 sum calls it once per element.
@@ -71,9 +61,7 @@ void CrossEntropyRows(const detail::CrossEntropyKernelArgs& a, int64_t begin, in
     const S* x = static_cast<const S*>(a.features) + r * n;
     const S* y = static_cast<const S*>(a.labels) + r * n;
     S* backprop = static_cast<S*>(a.backprop) + r * n;
-    const float max = MaxRow(MaxTerm<Format, false>{x}, n, -std::numeric_limits<float>::infinity());
-    const float sum =
-        ReduceRow<detail::ReduceMethod::kKahan, float>(ShiftedExpTerm<Format>{x, max}, n);
+    const auto [max, sum] = RowStats<Format>(x, n);  // Softmax's, bit for bit
     const float log_sum = hn::GetLane(Log(d1, hn::Set(d1, sum)));
     const double loss = ReduceRow<detail::ReduceMethod::kNaive, double>(
         OutputTerm<Format>{x, y, backprop, max, sum, log_sum}, n);
