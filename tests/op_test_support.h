@@ -7,12 +7,16 @@
 
 #include <cstdint>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "acl/acl.h"
+#include "aclnn/acl_meta.h"
 #include "mantissa/dtype.h"
 #include "mantissa/tensor.h"
 #include "ops/all_ops.h"
+#include "precision/fp.h"
 #include "precision/kit.h"
 #include "precision/op_schema.h"
 #include "target_sweep.h"
@@ -88,6 +92,52 @@ void apply_golden32(const typename Op::Tensors& t, const typename Op::Params& p)
     if (!out[j].bytes.empty())
       std::memcpy(destinations[j].data, out[j].data(), out[j].bytes.size());
   }
+}
+
+// ---- Host tensors for a call ----------------------------------------------------------------
+
+// The byte every output starts as, so that "nothing written" can be checked.
+inline constexpr uint8_t kSentinel = 0xA7;
+
+// A tensor filled with mean + spread * N(0, 1), each value rounded once to its dtype.
+inline precision::HostTensor filled(DType d, std::vector<int64_t> shape, double mean, double spread,
+                                    uint32_t seed) {
+  precision::HostTensor h(d, std::move(shape));
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> nd(0.0, 1.0);
+  for (int64_t i = 0; i < h.numel(); ++i) {
+    h.set_bits(i, precision::round_to_bits(mean + spread * nd(rng), d));
+  }
+  return h;
+}
+
+inline precision::HostTensor sentinel(DType d, std::vector<int64_t> shape) {
+  precision::HostTensor h(d, std::move(shape));
+  std::fill(h.bytes.begin(), h.bytes.end(), kSentinel);
+  return h;
+}
+
+inline TensorView view(precision::HostTensor& h) { return precision::view_of(h); }
+
+inline bool untouched(const precision::HostTensor& h) {
+  for (uint8_t b : h.bytes) {
+    if (b != kSentinel) return false;
+  }
+  return true;
+}
+
+// An aclTensor over a view's memory with the given strides (default: row-major) and storage
+// shape (default: the view's).
+inline aclTensor* acl(const TensorView& v, std::vector<int64_t> strides = {},
+                      std::vector<int64_t> storage = {}) {
+  std::vector<int64_t> dims(v.shape.begin(), v.shape.begin() + v.rank);
+  if (strides.empty()) {
+    strides.assign(dims.size(), 1);
+    for (std::size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * dims[i];
+  }
+  if (storage.empty()) storage = dims;
+  return aclCreateTensor(dims.data(), dims.size(), static_cast<aclDataType>(v.dtype),
+                         strides.data(), 0, ACL_FORMAT_ND, storage.data(), storage.size(), v.data);
 }
 
 // ---- Sweeps ---------------------------------------------------------------------------------

@@ -30,34 +30,11 @@ using mantissa::detail::RmsNormGradOp;
 using mantissa::detail::RmsNormOp;
 using mantissa::precision::HostTensor;
 namespace mt = mantissa::testing;
-
-constexpr uint8_t kSentinel = 0xA7;
-
-// A tensor filled with mean + spread * N(0, 1) rounded to its dtype.
-HostTensor filled(DType d, std::vector<int64_t> shape, double mean, double spread, uint32_t seed) {
-  HostTensor h(d, std::move(shape));
-  std::mt19937 rng(seed);
-  std::normal_distribution<double> nd(0.0, 1.0);
-  for (int64_t i = 0; i < h.numel(); ++i) {
-    h.set_bits(i, mantissa::precision::round_to_bits(mean + spread * nd(rng), d));
-  }
-  return h;
-}
-
-HostTensor sentinel(DType d, std::vector<int64_t> shape) {
-  HostTensor h(d, std::move(shape));
-  std::fill(h.bytes.begin(), h.bytes.end(), kSentinel);
-  return h;
-}
-
-TensorView view(HostTensor& h) { return mantissa::precision::view_of(h); }
-
-bool untouched(const HostTensor& h) {
-  for (uint8_t b : h.bytes) {
-    if (b != kSentinel) return false;
-  }
-  return true;
-}
+using mt::acl;
+using mt::filled;
+using mt::sentinel;
+using mt::untouched;
+using mt::view;
 
 std::vector<int64_t> reduced(std::vector<int64_t> shape, int dims, bool drop) {
   if (drop) {
@@ -304,19 +281,6 @@ TEST(RmsNormValidation, RowsThroughTheCppApi) {
     }
     EXPECT_TRUE(untouched(c.rstd));
   }
-}
-
-// An aclTensor over a tensor view's memory with the given strides.
-aclTensor* acl(const TensorView& v, std::vector<int64_t> strides = {},
-               std::vector<int64_t> storage = {}) {
-  std::vector<int64_t> dims(v.shape.begin(), v.shape.begin() + v.rank);
-  if (strides.empty()) {
-    strides.assign(dims.size(), 1);
-    for (std::size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * dims[i];
-  }
-  if (storage.empty()) storage = dims;
-  return aclCreateTensor(dims.data(), dims.size(), static_cast<aclDataType>(v.dtype),
-                         strides.data(), 0, ACL_FORMAT_ND, storage.data(), storage.size(), v.data);
 }
 
 TEST(RmsNormValidation, RowsThroughAclnn) {

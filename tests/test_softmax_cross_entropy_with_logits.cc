@@ -29,18 +29,11 @@ using mantissa::TensorView;
 using mantissa::detail::SoftmaxCrossEntropyWithLogitsOp;
 using mantissa::precision::HostTensor;
 namespace mt = mantissa::testing;
-
-constexpr uint8_t kSentinel = 0xA7;
-
-HostTensor filled(DType d, std::vector<int64_t> shape, double mean, double spread, uint32_t seed) {
-  HostTensor h(d, std::move(shape));
-  std::mt19937 rng(seed);
-  std::normal_distribution<double> nd(0.0, 1.0);
-  for (int64_t i = 0; i < h.numel(); ++i) {
-    h.set_bits(i, mantissa::precision::round_to_bits(mean + spread * nd(rng), d));
-  }
-  return h;
-}
+using mt::acl;
+using mt::filled;
+using mt::sentinel;
+using mt::untouched;
+using mt::view;
 
 // One-hot rows (class r * 7 % C), or a soft distribution (uniform weights, normalised in double).
 HostTensor labels(DType d, int64_t rows, int64_t classes, bool soft, uint32_t seed) {
@@ -57,21 +50,6 @@ HostTensor labels(DType d, int64_t rows, int64_t classes, bool soft, uint32_t se
     }
   }
   return h;
-}
-
-HostTensor sentinel(DType d, std::vector<int64_t> shape) {
-  HostTensor h(d, std::move(shape));
-  std::fill(h.bytes.begin(), h.bytes.end(), kSentinel);
-  return h;
-}
-
-TensorView view(HostTensor& h) { return mantissa::precision::view_of(h); }
-
-bool untouched(const HostTensor& h) {
-  for (uint8_t b : h.bytes) {
-    if (b != kSentinel) return false;
-  }
-  return true;
 }
 
 void expect_same_bits(const HostTensor& a, const HostTensor& b, const char* what) {
@@ -299,18 +277,6 @@ TEST(SoftmaxCrossEntropyWithLogitsValidation, RowsThroughTheCppApi) {
       EXPECT_TRUE(untouched(c.bp));
     }
   }
-}
-
-aclTensor* acl(const TensorView& v, std::vector<int64_t> strides = {},
-               std::vector<int64_t> storage = {}) {
-  std::vector<int64_t> dims(v.shape.begin(), v.shape.begin() + v.rank);
-  if (strides.empty()) {
-    strides.assign(dims.size(), 1);
-    for (std::size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * dims[i];
-  }
-  if (storage.empty()) storage = dims;
-  return aclCreateTensor(dims.data(), dims.size(), static_cast<aclDataType>(v.dtype),
-                         strides.data(), 0, ACL_FORMAT_ND, storage.data(), storage.size(), v.data);
 }
 
 TEST(SoftmaxCrossEntropyWithLogitsValidation, RowsThroughAclnn) {
