@@ -175,63 +175,89 @@ class AdamW(_FusedOptimizer):
             group.setdefault("amsgrad", False)
             group.setdefault("maximize", False)
 
-    def _state_for(self, group, p):
-        state = self.state[p]
-        if len(state) == 0 or "exp_avg" not in state:
-            like = self._master(group, p) if self._uses_master(group, p) else p
-            state["step"] = torch.tensor(0.0)
-            state["exp_avg"] = torch.zeros_like(like, memory_format=torch.preserve_format)
-            state["exp_avg_sq"] = torch.zeros_like(like, memory_format=torch.preserve_format)
-            if group["amsgrad"]:
-                state["max_exp_avg_sq"] = torch.zeros_like(like,
-                                                           memory_format=torch.preserve_format)
-        return state
-
     def _group_step(self, group, grad_scale, found_inf):
         name = type(self).__name__
         beta1, beta2 = group["betas"]
         wd = group["weight_decay"]
         maximize = group["maximize"]
-        # Parameters are batched by their step count (normally one batch: one call).
-        batches = defaultdict(lambda: defaultdict(list))
+        amsgrad = group["amsgrad"]
+        l2 = not self._decoupled and wd != 0
+        any_master = group["master_weights"]
+        kahan = group["rounding"] == "kahan"
+        var, m, v, grads, maxs, working, comps, steps = [], [], [], [], [], [], [], []
         for p in group["params"]:
-            if p.grad is None:
+            grad = p.grad
+            if grad is None:
                 continue
-            state = self._state_for(group, p)
-            grad = _grad_for(p, name)
-            master = self._uses_master(group, p)
-            var = self._master(group, p) if master else p
-            ams = state.get("max_exp_avg_sq") if group["amsgrad"] else None
-            _param_layout(var, [state["exp_avg"], state["exp_avg_sq"], ams], name)
-            if not self._decoupled and wd != 0:
+            state = self.state[p]
+            if "exp_avg" not in state:
+                self._init_state(group, p, state)
+            master = any_master and p.dtype in _LOW
+            x = state["master_param"] if master else p
+            ams = state["max_exp_avg_sq"] if amsgrad else None
+            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+            if grad.is_sparse:
+                raise RuntimeError(f"{name} does not support sparse gradients")
+            if not (x.is_contiguous() and grad.is_contiguous()):
+                # Dense tensors in another memory order (e.g. channels_last) go as 1-D views
+                # of their memory; the C++ API refuses anything else (161002).
+                _param_layout(x, [exp_avg, exp_avg_sq, ams], name)
+                grad = _grad_for(p, name)
+                x, exp_avg, exp_avg_sq, grad = _flat(x), _flat(exp_avg), _flat(exp_avg_sq), \
+                    _flat(grad)
+                ams = _flat(ams) if ams is not None else None
+                p_work = _flat(p)
+            else:
+                p_work = p
+            if l2:
                 # torch.optim.Adam's L2 decay: grad + wd * param, in torch's own arithmetic and
                 # grouping (a staged gradient; maximize is applied first, as torch does).
                 if maximize:
                     grad = -grad
-                grad = grad.to(var.dtype).add(var, alpha=wd)
-            step = int(state["step"].item())
-            b = batches[step]
-            b["var"].append(_flat(var))
-            b["m"].append(_flat(state["exp_avg"]))
-            b["v"].append(_flat(state["exp_avg_sq"]))
-            b["grad"].append(_flat(grad))
-            b["max"].append(_flat(ams) if ams is not None else None)
-            b["working"].append(_flat(p) if master else None)
-            comp = self._compensation(group, p)
-            b["comp"].append(_flat(comp) if comp is not None else None)
-            b["state"].append(state)
-        for step, b in batches.items():
+                grad = grad.to(x.dtype).add(x, alpha=wd)
+            var.append(x)
+            m.append(exp_avg)
+            v.append(exp_avg_sq)
+            grads.append(grad)
+            maxs.append(ams)
+            working.append(p_work if master else None)
+            comp = self._compensation(group, p) if kahan else None
+            comps.append(_flat(comp) if comp is not None else None)
+            steps.append(state["step"])
+        if not var:
+            return
+        counts = torch.stack(steps).tolist() if len(steps) > 1 else [steps[0].item()]
+        first = counts[0]
+        if all(c == first for c in counts):
+            batches = {first: range(len(var))}
+        else:  # parameters with different step counts (e.g. added later): one call per count
+            batches = defaultdict(list)
+            for i, c in enumerate(counts):
+                batches[c].append(i)
+
+        def pick(lst, idx):
+            return lst if len(idx) == len(lst) else [lst[i] for i in idx]
+
+        for count, idx in batches.items():
+            step = int(count)
             _m.multi_tensor_adam_w(
-                b["var"], b["m"], b["v"], b["grad"],
-                max_grad_norm=b["max"] if group["amsgrad"] else None,
-                working=b["working"], compensation=b["comp"], step=step, lr=group["lr"],
+                pick(var, idx), pick(m, idx), pick(v, idx), pick(grads, idx),
+                max_grad_norm=pick(maxs, idx) if amsgrad else None,
+                working=pick(working, idx) if any_master else None,
+                compensation=pick(comps, idx) if kahan else None, step=step, lr=group["lr"],
                 beta1=beta1, beta2=beta2, weight_decay=wd if self._decoupled else 0.0,
-                eps=group["eps"], amsgrad=group["amsgrad"],
-                maximize=maximize and (self._decoupled or wd == 0),
+                eps=group["eps"], amsgrad=amsgrad, maximize=maximize and not l2,
                 grad_scale=grad_scale, found_inf=found_inf, rounding=group["rounding"],
                 seed=group["seed"], rng_step=step)
-            for state in b["state"]:
-                state["step"] += 1
+            torch._foreach_add_(pick(steps, idx), 1)
+
+    def _init_state(self, group, p, state):
+        like = self._master(group, p) if self._uses_master(group, p) else p
+        state["step"] = torch.tensor(0.0)
+        state["exp_avg"] = torch.zeros_like(like, memory_format=torch.preserve_format)
+        state["exp_avg_sq"] = torch.zeros_like(like, memory_format=torch.preserve_format)
+        if group["amsgrad"]:
+            state["max_exp_avg_sq"] = torch.zeros_like(like, memory_format=torch.preserve_format)
 
 
 class Adam(AdamW):
@@ -293,65 +319,73 @@ class SGD(_FusedOptimizer):
     def _zeros(self, key, like_list):
         """Disjoint zero-filled views, one per tensor of like_list, carved from one cached
         buffer per dtype (the kernel writes +0.0 into the flags only where they are not +0.0
-        already, so the buffer stays zero between steps)."""
+        already, so the buffer stays zero between steps). The views are cached too."""
+        layout = tuple((t.dtype, t.shape) for t in like_list)
+        cached = self._scratch.get(key)
+        if cached is not None and cached[0] == layout:
+            return list(cached[1])
         out = [None] * len(like_list)
         by_dtype = defaultdict(list)
         for i, t in enumerate(like_list):
             by_dtype[t.dtype].append(i)
         for dtype, idx in by_dtype.items():
-            total = sum(like_list[i].numel() for i in idx)
-            buf = self._scratch.get((key, dtype))
-            if buf is None or buf.numel() < total:
-                buf = torch.zeros(total, dtype=dtype)
-                self._scratch[(key, dtype)] = buf
+            buf = torch.zeros(sum(like_list[i].numel() for i in idx), dtype=dtype)
             offset = 0
             for i in idx:
                 n = like_list[i].numel()
                 out[i] = buf[offset:offset + n].view(like_list[i].shape)
                 offset += n
-        return out
+        self._scratch[key] = (layout, out)
+        return list(out)
 
     def _group_step(self, group, grad_scale, found_inf):
         momentum = group["momentum"]
-        params, grads, accums, stats, working, comps, states = [], [], [], [], [], [], []
+        any_master = group["master_weights"]
+        kahan = group["rounding"] == "kahan"
+        params, grads, accums, working, comps = [], [], [], [], []
         fresh = []
         for p in group["params"]:
-            if p.grad is None:
+            grad = p.grad
+            if grad is None:
                 continue
             state = self.state[p]
-            master = self._uses_master(group, p)
+            master = any_master and p.dtype in _LOW
             var = self._master(group, p) if master else p
-            grad = _grad_for(p, "SGD")
+            buf = state.get("momentum_buffer")
+            if momentum != 0 and buf is None:
+                buf = torch.zeros_like(var, memory_format=torch.preserve_format)
+                state["momentum_buffer"] = buf
+                fresh.append(len(params))
+            if grad.is_sparse:
+                raise RuntimeError("SGD does not support sparse gradients")
+            p_work = p
+            if not (var.is_contiguous() and grad.is_contiguous()):
+                _param_layout(var, [buf], "SGD")
+                grad = _flat(_grad_for(p, "SGD"))
+                var, buf, p_work = _flat(var), _flat(buf) if buf is not None else None, _flat(p)
             if group["maximize"]:
                 grad = -grad
-            buf = state.get("momentum_buffer")
-            _param_layout(var, [buf], "SGD")
             if momentum != 0:
-                if buf is None:
-                    buf = torch.zeros_like(var, memory_format=torch.preserve_format)
-                    state["momentum_buffer"] = buf
-                    fresh.append(len(params))
-                accums.append(_flat(buf))
-            params.append(_flat(var))
-            grads.append(_flat(grad))
-            working.append(_flat(p) if master else None)
-            comp = self._compensation(group, p)
+                accums.append(buf)
+            params.append(var)
+            grads.append(grad)
+            working.append(p_work if master else None)
+            comp = self._compensation(group, p) if kahan else None
             comps.append(_flat(comp) if comp is not None else None)
-            states.append(state)
         if not params:
             return
-        flat_like = params
-        stats = self._zeros("stat", flat_like)
+        stats = self._zeros(("stat", id(group)), params)
         if momentum == 0:
             # Momentum 0: CANN's SGD reads accum (accum * 0) but writes neither accum nor stat.
-            accums = self._zeros("accum", flat_like)
+            accums = self._zeros(("accum", id(group)), params)
         else:
             for i in fresh:  # torch's first step: buffer = grad, CANN's stat = 1
                 stats[i] = torch.ones_like(params[i])
         self._rng_step += 1
         _m.multi_tensor_sgd(
-            params, grads, accums, stats, working=working, compensation=comps,
-            learning_rate=group["lr"], momentum=momentum, dampening=group["dampening"],
+            params, grads, accums, stats, working=working if any_master else None,
+            compensation=comps if kahan else None, learning_rate=group["lr"],
+            momentum=momentum, dampening=group["dampening"],
             weight_decay=group["weight_decay"], nesterov=group["nesterov"],
             grad_scale=grad_scale, found_inf=found_inf, rounding=group["rounding"],
             seed=group["seed"], rng_step=self._rng_step)

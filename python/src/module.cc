@@ -105,20 +105,41 @@ void set_dims(TensorView& v, const std::vector<int64_t>& shape,
   }
 }
 
+// An interned attribute name (looked up once; the optimizers pass hundreds of tensors a step).
+py::handle interned(const char* text) {
+  PyObject* name = PyUnicode_InternFromString(text);
+  if (name == nullptr) throw py::error_already_set();
+  return name;  // kept for the life of the process
+}
+
+// A tuple of ints (torch.Size or stride()'s tuple) as int64 values.
+std::vector<int64_t> int_tuple(const py::object& tuple) {
+  if (!PyTuple_Check(tuple.ptr())) return tuple.cast<std::vector<int64_t>>();
+  const Py_ssize_t n = PyTuple_GET_SIZE(tuple.ptr());
+  std::vector<int64_t> out(static_cast<std::size_t>(n));
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    out[static_cast<std::size_t>(i)] = PyLong_AsLongLong(PyTuple_GET_ITEM(tuple.ptr(), i));
+  }
+  if (PyErr_Occurred()) throw py::error_already_set();
+  return out;
+}
+
 TensorView torch_view(py::handle obj, const TorchTypes& torch, const char* name) {
-  const py::object device_type = obj.attr("device").attr("type");
-  if (!device_type.equal(py::str("cpu"))) {
+  static const py::handle kIsCpu = interned("is_cpu"), kLayout = interned("layout"),
+                          kDtype = interned("dtype"), kDataPtr = interned("data_ptr"),
+                          kShape = interned("shape"), kStride = interned("stride");
+  if (!obj.attr(kIsCpu).cast<bool>()) {
     raise_error(StatusCode::kParamInvalid, std::string(name) + ": a torch tensor on device '" +
                                                py::str(obj.attr("device")).cast<std::string>() +
                                                "'; only CPU tensors are accepted");
   }
-  const py::object layout = obj.attr("layout");
+  const py::object layout = obj.attr(kLayout);
   if (!layout.is(torch.strided)) {
     raise_error(StatusCode::kParamInvalid, std::string(name) + ": a torch tensor with layout " +
                                                py::str(layout).cast<std::string>() +
                                                "; only strided (dense) tensors are accepted");
   }
-  const py::object dtype = obj.attr("dtype");
+  const py::object dtype = obj.attr(kDtype);
   DType type = DType::kUndefined;
   for (const auto& [object, d] : torch.dtypes) {
     if (dtype.is(object)) type = d;
@@ -130,9 +151,10 @@ TensorView torch_view(py::handle obj, const TorchTypes& torch, const char* name)
   }
   TensorView v;
   v.dtype = type;
-  v.data = reinterpret_cast<void*>(obj.attr("data_ptr")().cast<uintptr_t>());
-  set_dims(v, obj.attr("shape").cast<std::vector<int64_t>>(),
-           obj.attr("stride")().cast<std::vector<int64_t>>());
+  const py::object ptr = obj.attr(kDataPtr)();
+  v.data = PyLong_AsVoidPtr(ptr.ptr());
+  if (PyErr_Occurred()) throw py::error_already_set();
+  set_dims(v, int_tuple(obj.attr(kShape)), int_tuple(obj.attr(kStride)()));
   return v;
 }
 
