@@ -2,8 +2,8 @@
 """mantissa.torch's optimizers against torch.optim on real models' parameters, in one run; and
 short training loops whose loss curves are compared.
 
-    /usr/bin/python3 scripts/bench_torch_optim.py [--build build] [--what step,train]
-        [--models resnet50,transformer] [--dtypes fp32,bf16] [--threads 1,2]
+    /usr/bin/python3 scripts/bench_torch_optim.py [--build build]
+        [--what step,bits,train] [--models resnet50,transformer] [--dtypes fp32,bf16] [--threads 1,2]
         [--optims adamw,sgd] [--reps 5] [--out DIR]
 
 step   optimizer.step() time on the parameter list of torchvision's resnet50 (161 tensors,
@@ -17,6 +17,11 @@ train  an MLP (64-128-128-10) on scikit-learn's digits (1797 images, 8x8) with f
        the largest loss difference over the run next to torch default vs torch foreach (the
        rounding-level spread of two torch forms); then the same with bf16 autocast and
        mantissa.torch.GradScaler, and with bf16 parameters and fp32 master weights.
+bits   where the bits differ from torch.optim: each configuration run 10 steps from the same
+       parameters with the same gradients (independent of the parameters) on 200K elements:
+       the share of parameter elements that differ, the largest difference in ulp of the
+       parameter, and the largest difference in units of the bound the tests check,
+       T * ulp(p) + 2^-24 * sum_t |p_t - p_(t-1)| (docs/python.md).
 Writes torch_optim.md (tables) and torch_optim.json (records) into --out.
 """
 import argparse
@@ -108,6 +113,52 @@ def bench_step(args, mantissa):
                           f"{row['torch foreach']:8.1f} ms  mantissa {row['mantissa']:7.1f} ms  "
                           f"x{row['speedup vs default']:.1f} / x{row['speedup vs foreach']:.1f}",
                           flush=True)
+    return records
+
+
+BIT_CASES = {
+    "AdamW": ("AdamW", dict(lr=1e-3, weight_decay=1e-2)),
+    "AdamW amsgrad maximize": ("AdamW", dict(lr=1e-3, amsgrad=True, maximize=True)),
+    "Adam": ("Adam", dict(lr=1e-3)),
+    "Adam L2": ("Adam", dict(lr=1e-3, weight_decay=1e-2)),
+    "SGD": ("SGD", dict(lr=1e-2)),
+    "SGD momentum": ("SGD", dict(lr=1e-2, momentum=0.9)),
+    "SGD momentum wd": ("SGD", dict(lr=1e-2, momentum=0.9, weight_decay=1e-4)),
+    "SGD nesterov": ("SGD", dict(lr=1e-2, momentum=0.9, nesterov=True)),
+    "SGD dampening": ("SGD", dict(lr=1e-2, momentum=0.9, dampening=0.5)),
+}
+
+
+def bench_bits(args, mantissa):
+    import numpy as np
+
+    records = []
+    n, steps = 200_000, 10
+    for name, (cls, kw) in BIT_CASES.items():
+        gen = torch.Generator().manual_seed(0)
+        p_t = torch.nn.Parameter(torch.randn(n, generator=gen))
+        p_m = torch.nn.Parameter(p_t.detach().clone())
+        o_t = getattr(torch.optim, cls)([p_t], **kw)
+        o_m = getattr(mantissa.torch, cls)([p_m], **kw)
+        path = torch.zeros(n, dtype=torch.float64)
+        for step in range(steps):
+            g = torch.randn(n, generator=gen) * 10.0**-(step % 3)
+            p_t.grad, p_m.grad = g.clone(), g.clone()
+            before = p_t.detach().double()
+            o_t.step()
+            o_m.step()
+            path += (p_t.detach().double() - before).abs()
+        a, b = p_t.detach(), p_m.detach()
+        ulp = torch.from_numpy(np.spacing(np.abs(a.numpy()))).double()
+        diff = (a.double() - b.double()).abs()
+        rec = {"case": name, "differ": (diff > 0).double().mean().item(),
+               "max_ulp": (diff / ulp).max().item(),
+               "max_in_bound_units": (diff / (steps * ulp + 2.0**-24 * path)).max().item(),
+               "max_rel": (diff / a.double().abs()).max().item()}
+        records.append(rec)
+        print(f"{name:24s} differ {rec['differ']:6.1%}  max {rec['max_ulp']:9.1f} ulp  "
+              f"max {rec['max_in_bound_units']:.3f} bound units  max rel {rec['max_rel']:.1e}",
+              flush=True)
     return records
 
 
@@ -209,14 +260,15 @@ def bench_train(args, mantissa):
     return summary
 
 
-def write_report(args, step_records, train_summary, mantissa):
+def write_report(args, step_records, train_summary, mantissa, bit_records=None):
     os.makedirs(args.out, exist_ok=True)
     info = mantissa.info()
     meta = {"cpu": platform.processor() or platform.machine(), "torch": torch.__version__,
             "mantissa": info["version"], "simd_target": info["simd_target"],
             "cpu_features": info["cpu_features"]}
     with open(os.path.join(args.out, "torch_optim.json"), "w") as f:
-        json.dump({"meta": meta, "step": step_records, "train": train_summary}, f, indent=1)
+        json.dump({"meta": meta, "step": step_records, "train": train_summary,
+                   "bits": bit_records}, f, indent=1)
     lines = [f"mantissa.torch vs torch.optim ({meta['mantissa']}, torch {meta['torch']}, "
              f"{meta['simd_target']}); step times in ms, median of {args.reps}", ""]
     if step_records:
@@ -229,6 +281,15 @@ def write_report(args, step_records, train_summary, mantissa):
                          f"{r['torch default']:.1f} | {r['torch foreach']:.1f} | "
                          f"{r['mantissa']:.1f} | {r['speedup vs default']:.1f}x | "
                          f"{r['speedup vs foreach']:.1f}x |")
+        lines.append("")
+    if bit_records:
+        lines += ["Bits against torch.optim after 10 steps, same start and gradients (200K "
+                  "elements)", "",
+                  "| case | elements differing | max diff (ulp of p) | max diff / bound | "
+                  "max rel. diff |", "|---|---|---|---|---|"]
+        for r in bit_records:
+            lines.append(f"| {r['case']} | {r['differ']:.1%} | {r['max_ulp']:.0f} | "
+                         f"{r['max_in_bound_units']:.3f} | {r['max_rel']:.1e} |")
         lines.append("")
     if train_summary:
         lines += [f"Training: MLP on digits, {train_summary['steps']} full-batch steps",
@@ -248,7 +309,7 @@ def write_report(args, step_records, train_summary, mantissa):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default="build")
-    ap.add_argument("--what", default="step,train")
+    ap.add_argument("--what", default="step,bits,train")
     ap.add_argument("--models", default="resnet50,transformer")
     ap.add_argument("--dtypes", default="fp32,bf16")
     ap.add_argument("--threads", default="1,2")
@@ -265,7 +326,8 @@ def main():
     mantissa = import_mantissa(args.build)
     step_records = bench_step(args, mantissa) if "step" in what else []
     train_summary = bench_train(args, mantissa) if "train" in what else None
-    write_report(args, step_records, train_summary, mantissa)
+    bit_records = bench_bits(args, mantissa) if "bits" in what else None
+    write_report(args, step_records, train_summary, mantissa, bit_records)
 
 
 if __name__ == "__main__":
