@@ -212,9 +212,15 @@ class AdamW(_FusedOptimizer):
             if l2:
                 # torch.optim.Adam's L2 decay: grad + wd * param, in torch's own arithmetic and
                 # grouping (a staged gradient; maximize is applied first, as torch does).
+                # With a loss scale the staged gradient is unscaled first (the fused pass's
+                # own fp32 division, done here) and the pass gets no grad_scale: the decay
+                # term must not be divided by the scale.
                 if maximize:
                     grad = -grad
-                grad = grad.to(x.dtype).add(x, alpha=wd)
+                grad = grad.to(x.dtype)
+                if grad_scale is not None:
+                    grad = grad / grad_scale
+                grad = grad.add(x, alpha=wd)
             var.append(x)
             m.append(exp_avg)
             v.append(exp_avg_sq)
@@ -247,8 +253,8 @@ class AdamW(_FusedOptimizer):
                 compensation=pick(comps, idx) if kahan else None, step=step, lr=group["lr"],
                 beta1=beta1, beta2=beta2, weight_decay=wd if self._decoupled else 0.0,
                 eps=group["eps"], amsgrad=amsgrad, maximize=maximize and not l2,
-                grad_scale=grad_scale, found_inf=found_inf, rounding=group["rounding"],
-                seed=group["seed"], rng_step=step)
+                grad_scale=None if l2 else grad_scale, found_inf=found_inf,
+                rounding=group["rounding"], seed=group["seed"], rng_step=step)
             torch._foreach_add_(pick(steps, idx), 1)
 
     def _init_state(self, group, p, state):

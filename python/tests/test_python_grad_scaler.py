@@ -50,10 +50,15 @@ def test_scale_sequence_and_skipped_steps(fused):
     assert opt.state[p]["step"].item() == found_pattern.count(0)
 
 
-def test_fused_path_equals_unscale_path_bitwise():
+@pytest.mark.parametrize("cls,kw", [
+    (mt.AdamW, dict(lr=1e-2)),
+    (mt.Adam, dict(lr=1e-2, weight_decay=0.1)),  # L2: the staged grad is unscaled first
+    (mt.SGD, dict(lr=1e-2, momentum=0.9, maximize=True)),
+])
+def test_fused_path_equals_unscale_path_bitwise(cls, kw):
     p_f, gen = make(seed=1)
     p_u = torch.nn.Parameter(p_f.detach().clone())
-    o_f, o_u = mt.AdamW([p_f], lr=1e-2), mt.AdamW([p_u], lr=1e-2)
+    o_f, o_u = cls([p_f], **kw), cls([p_u], **kw)
     s_f, s_u = mt.GradScaler(init_scale=2.0**12), mt.GradScaler(init_scale=2.0**12)
     for _ in range(4):
         x = torch.randn(64, generator=gen)
