@@ -99,6 +99,24 @@ class _FusedOptimizer(Optimizer):
             group.setdefault("rounding", "nearest")
             group.setdefault("seed", 0)
 
+    def load_state_dict(self, state_dict):
+        """torch's load_state_dict, except that the fp32 state of master-weight parameters
+        (master_param and the moments or momentum buffer) stays fp32: torch casts every
+        floating state tensor to its parameter's dtype, which would round the masters to
+        16 bits."""
+        saved_groups = state_dict["param_groups"]
+        saved_state = state_dict["state"]
+        super().load_state_dict(state_dict)
+        ids = [i for g in saved_groups for i in g["params"]]
+        params = [p for g in self.param_groups for p in g["params"]]
+        for old_id, p in zip(ids, params):
+            saved = saved_state.get(old_id)
+            if saved is None or "master_param" not in saved:
+                continue
+            for key, value in saved.items():
+                if key != "step" and torch.is_tensor(value) and value.dtype == torch.float32:
+                    self.state[p][key] = value.clone()
+
     @staticmethod
     def _uses_master(group, p):
         return group["master_weights"] and p.dtype in _LOW

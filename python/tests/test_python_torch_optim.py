@@ -146,6 +146,29 @@ def test_bf16_master_weights_equal_fp32_run_with_widened_grads():
     assert p16.data_ptr() == ptr
 
 
+@pytest.mark.parametrize("cls,kw", [(mt.AdamW, dict(lr=1e-2)),
+                                    (mt.SGD, dict(lr=1e-2, momentum=0.9))])
+def test_master_weights_state_dict_round_trip_keeps_fp32(cls, kw):
+    gen = torch.Generator().manual_seed(8)
+    p = torch.nn.Parameter(torch.randn(200, generator=gen).to(torch.bfloat16))
+    opt = cls([p], master_weights=True, **kw)
+    grads = [torch.randn(200, generator=gen).to(torch.bfloat16) for _ in range(6)]
+    for g in grads[:3]:
+        p.grad = g
+        opt.step()
+    saved = copy.deepcopy(opt.state_dict())
+    q = torch.nn.Parameter(p.detach().clone())
+    opt_q = cls([q], master_weights=True, **kw)
+    opt_q.load_state_dict(saved)
+    assert opt_q.state[q]["master_param"].dtype == torch.float32
+    for g in grads[3:]:
+        p.grad, q.grad = g, g.clone()
+        opt.step()
+        opt_q.step()
+    assert torch.equal(opt.state[p]["master_param"], opt_q.state[q]["master_param"])
+    assert torch.equal(p, q)
+
+
 def test_sgd_master_weights_fp16():
     p16 = torch.nn.Parameter(torch.linspace(-1, 1, 301).to(torch.float16))
     p32 = torch.nn.Parameter(p16.detach().float())
