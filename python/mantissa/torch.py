@@ -247,7 +247,10 @@ class AdamW(_FusedOptimizer):
             working.append(p_work if master else None)
             comp = self._compensation(group, p) if kahan else None
             comps.append(_flat(comp) if comp is not None else None)
-            steps.append(state["step"])
+            step_t = state["step"]
+            if not torch.is_tensor(step_t):  # a state_dict from a torch that kept a number
+                step_t = state["step"] = torch.tensor(float(step_t))
+            steps.append(step_t)
         if not var:
             return
         counts = torch.stack(steps).tolist() if len(steps) > 1 else [steps[0].item()]
