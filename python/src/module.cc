@@ -790,6 +790,10 @@ PYBIND11_MODULE(_mantissa, m) {
       "symbol; nothing was written.",
       PyExc_ValueError, nullptr);
   if (g_error_type == nullptr) throw py::error_already_set();
+  // Class-level defaults, so an Error raised by Python code without them still has both.
+  py::handle error_class(g_error_type);
+  error_class.attr("code") = py::none();
+  error_class.attr("code_name") = py::none();
   m.add_object("Error", py::reinterpret_borrow<py::object>(g_error_type));
   bind_ops(m);
   bind_optim(m);
