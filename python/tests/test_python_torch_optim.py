@@ -121,21 +121,25 @@ def test_state_dict_matches_torch_and_round_trips(name):
         assert all(st["step"].item() == 4.0 for st in o_old.state.values())
 
 
-def test_one_library_call_per_param_group(monkeypatch):
+@pytest.mark.parametrize("cls,fn,kw", [(mt.AdamW, "multi_tensor_adam_w", {}),
+                                       (mt.Adam, "multi_tensor_adam_w", {}),
+                                       (mt.SGD, "multi_tensor_sgd", dict(lr=0.1, momentum=0.9))])
+def test_one_library_call_per_param_group(monkeypatch, cls, fn, kw):
     calls = []
-    real = mantissa._mantissa.multi_tensor_adam_w
+    real = getattr(mantissa._mantissa, fn)
 
     def counting(*args, **kwargs):
         calls.append(len(args[0]))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(mt._m, "multi_tensor_adam_w", counting)
+    monkeypatch.setattr(mt._m, fn, counting)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
-    opt = mt.AdamW([{"params": model[0].parameters()},
-                    {"params": model[2].parameters(), "lr": 1e-2}])
-    model(torch.randn(5, 8)).sum().backward()
-    opt.step()
-    assert calls == [2, 2]
+    opt = cls([{"params": model[0].parameters()},
+               {"params": model[2].parameters(), "lr": 1e-2}], **kw)
+    for _ in range(2):
+        model(torch.randn(5, 8)).sum().backward()
+        opt.step()
+    assert calls == [2, 2, 2, 2]
 
 
 def test_bf16_master_weights_equal_fp32_run_with_widened_grads():
