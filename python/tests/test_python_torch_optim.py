@@ -198,6 +198,23 @@ def test_sgd_master_weights_fp16():
     assert torch.equal(p16.detach(), p32.detach().to(torch.float16))
 
 
+def test_bf16_sgd_reads_momentum_rounded_to_bf16():
+    # CANN's SGD reads momentum as a tensor of the parameters' dtype (docs/python.md): for bf16
+    # parameters without a master, 0.9 is 0.8984375.
+    gen = torch.Generator().manual_seed(6)
+    p = torch.nn.Parameter(torch.randn(4096, generator=gen).to(torch.bfloat16))
+    opt = mt.SGD([p], lr=0.1, momentum=0.9)
+    g1, g2 = (torch.randn(4096, generator=gen).to(torch.bfloat16) for _ in range(2))
+    for g in (g1, g2):
+        p.grad = g
+        opt.step()
+    m16 = torch.tensor(0.9).to(torch.bfloat16).float()
+    want = ((g1.float() * m16) + g2.float()).to(torch.bfloat16)
+    with_fp32_momentum = ((g1.float() * 0.9) + g2.float()).to(torch.bfloat16)
+    assert torch.equal(opt.state[p]["momentum_buffer"], want)
+    assert not torch.equal(want, with_fp32_momentum)
+
+
 def test_bf16_kahan_and_stochastic_keep_small_updates():
     # Updates of 2^-12 on weights of 1.0 (bf16 ulp 2^-7): nearest rounding loses all of them.
     n, steps, lr = 4096, 64, 2.0**-12
