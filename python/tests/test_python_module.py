@@ -311,3 +311,22 @@ def test_info_and_check():
     assert all(c["verdict"] == "PASS" for c in report["cases"])
     empty = mantissa.check(os.path.join(SOURCE_DIR, "cases"), op="NoSuchOp")
     assert empty["summary"]["passed"] == 0
+
+
+def test_every_operator_of_the_cpp_api_is_bound():
+    # Every `Status op(...)` of include/mantissa/ops/*.h (and of optim.h) has a function of the
+    # same name here: a new operator without a binding fails this test.
+    import re
+
+    names = set()
+    for header in ("ops", "optim.h"):
+        path = os.path.join(SOURCE_DIR, "include", "mantissa", header)
+        files = [os.path.join(path, f) for f in sorted(os.listdir(path))] \
+            if os.path.isdir(path) else [path]
+        for f in files:
+            with open(f) as text:
+                names.update(re.findall(r"MANTISSA_API Status\s+(\w+)\s*\(", text.read()))
+    names = {n for n in names if not n.endswith("_validate")}
+    assert len(names) >= 18
+    missing = sorted(n for n in names if not hasattr(mantissa, n))
+    assert not missing, f"operators without a Python binding: {missing}"
