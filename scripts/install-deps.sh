@@ -9,6 +9,7 @@ packages=(
   libgtest-dev googletest libbenchmark-dev
   python3 python3-torch python3-numpy
   python3-torchvision  # model shapes for bench/lists (scripts/bench_lists.py --write-lists)
+  pybind11-dev python3-pybind11 python3-pytest python3-dev  # the Python module (python/)
 )
 
 missing=()
