@@ -421,6 +421,52 @@ void bind_ops(py::module_& m) {
       "ForeachNorm: out[i] = ||x[i]||_p, p = 2, 1 or inf.");
 
   m.def(
+      "layer_norm",
+      [](py::handle input, std::vector<int64_t> normalized_shape, py::handle out, py::handle weight,
+         py::handle bias, py::handle mean, py::handle rstd, double eps) {
+        Buffers b;
+        LayerNormTensors t;
+        t.input = view_of(input, Access::kRead, b, "input");
+        t.out = view_of(out, Access::kWrite, b, "out");
+        t.weight = optional_view(weight, Access::kRead, b, "weight");
+        t.bias = optional_view(bias, Access::kRead, b, "bias");
+        t.mean = optional_view(mean, Access::kWrite, b, "mean");
+        t.rstd = optional_view(rstd, Access::kWrite, b, "rstd");
+        const LayerNormParams p{.normalized_shape = Dims(normalized_shape), .eps = eps};
+        run([&] { return layer_norm(t, p); });
+      },
+      py::arg("input"), py::arg("normalized_shape"), py::arg("out"), py::kw_only(),
+      py::arg("weight") = py::none(), py::arg("bias") = py::none(), py::arg("mean") = py::none(),
+      py::arg("rstd") = py::none(), py::arg("eps") = 1e-5,
+      "LayerNorm over the trailing normalized_shape dims: out = (x - mean) * rstd * weight + "
+      "bias; mean and rstd (one per row) written when given.");
+
+  m.def(
+      "layer_norm_grad",
+      [](py::handle dy, py::handle input, std::vector<int64_t> normalized_shape, py::handle mean,
+         py::handle rstd, py::handle weight, py::handle dx, py::handle dweight, py::handle dbias) {
+        Buffers b;
+        LayerNormGradTensors t;
+        t.dy = view_of(dy, Access::kRead, b, "dy");
+        t.input = view_of(input, Access::kRead, b, "input");
+        t.mean = view_of(mean, Access::kRead, b, "mean");
+        t.rstd = view_of(rstd, Access::kRead, b, "rstd");
+        t.weight = optional_view(weight, Access::kRead, b, "weight");
+        t.dx = optional_view(dx, Access::kWrite, b, "dx");
+        t.dweight = optional_view(dweight, Access::kWrite, b, "dweight");
+        t.dbias = optional_view(dbias, Access::kWrite, b, "dbias");
+        // The outputs given are the ones computed (the output mask).
+        const LayerNormGradParams p{
+            .normalized_shape = Dims(normalized_shape),
+            .output_mask = {t.dx.has_value(), t.dweight.has_value(), t.dbias.has_value()}};
+        run([&] { return layer_norm_grad(t, p); });
+      },
+      py::arg("dy"), py::arg("input"), py::arg("normalized_shape"), py::arg("mean"),
+      py::arg("rstd"), py::kw_only(), py::arg("weight") = py::none(), py::arg("dx") = py::none(),
+      py::arg("dweight") = py::none(), py::arg("dbias") = py::none(),
+      "LayerNormGrad: dx, dweight and dbias, each computed when given.");
+
+  m.def(
       "rms_norm",
       [](py::handle x, py::handle gamma, py::handle y, py::handle rstd, double epsilon) {
         Buffers b;

@@ -167,6 +167,40 @@ def test_rms_norm_forward_and_backward_against_fp64():
     np.testing.assert_allclose(dgamma, (x * r * dy).sum(axis=0), rtol=1e-5, atol=1e-5)
 
 
+def test_layer_norm_against_torch_and_fp64():
+    rng = np.random.default_rng(3)
+    x = torch.from_numpy(rng.standard_normal((5, 4, 48)).astype(f32) * 3 + 1e3)
+    w = torch.from_numpy(rng.standard_normal(48).astype(f32))
+    b = torch.from_numpy(rng.standard_normal(48).astype(f32))
+    out, mean, rstd = torch.empty_like(x), torch.empty(5, 4, 1), torch.empty(5, 4, 1)
+    mantissa.layer_norm(x, [48], out, weight=w, bias=b, mean=mean, rstd=rstd, eps=1e-5)
+    x64 = x.double()
+    m64 = x64.mean(-1, keepdim=True)
+    r64 = 1 / torch.sqrt(((x64 - m64) ** 2).mean(-1, keepdim=True) + 1e-5)
+    want = ((x64 - m64) * r64 * w.double() + b.double()).float()
+    # fp64 statistics and arithmetic, one rounding: at most one ulp from the fp64 result.
+    assert ((out - want).abs() <= torch.finfo(torch.float32).eps * want.abs().clamp(min=1)).all()
+    assert torch.equal(mean, m64.float()) and torch.allclose(rstd, r64.float(), rtol=1e-7)
+    dy = torch.from_numpy(rng.standard_normal((5, 4, 48)).astype(f32))
+    dx, dw = torch.empty_like(x), torch.empty(48)
+    mantissa.layer_norm_grad(dy, x, [48], mean, rstd, weight=w, dx=dx, dweight=dw)
+    xr = x.clone().requires_grad_(True)
+    wr, br = w.clone().requires_grad_(True), b.clone().requires_grad_(True)
+    torch.nn.functional.layer_norm(xr, (48,), wr, br, 1e-5).backward(dy)
+    assert torch.allclose(dx, xr.grad, rtol=1e-3, atol=1e-4)
+    # dweight against fp64 from the same (stored fp32) mean and rstd; torch's fp32 xhat loses
+    # ~1e-4 here, the rows' mean being 1e3.
+    dw64 = (dy.double() * (x64 - mean.double()) * rstd.double()).sum(dim=(0, 1))
+    assert torch.allclose(dw.double(), dw64, rtol=1e-6, atol=1e-6)
+    assert torch.allclose(dw, wr.grad, rtol=1e-3, atol=1e-3)
+    # normalized_shape that is not x's trailing dims: mantissa.Error with 161002, nothing written.
+    before = out.clone()
+    with pytest.raises(mantissa.Error) as e:
+        mantissa.layer_norm(x, [4], out)
+    assert e.value.code == 161002 and "normalized_shape" in str(e.value)
+    assert torch.equal(out, before)
+
+
 def test_zero_copy_in_place_numpy_and_torch():
     a = np.ones(1000, f32)
     ptr = a.ctypes.data
