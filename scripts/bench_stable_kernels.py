@@ -14,7 +14,7 @@ libdnnl-dev is installed), on inputs this script writes; PyTorch runs here with
 torch.set_num_threads. oneDNN has no RMSNorm and PyTorch 1.13 none either (its row is the usual
 composite x * rsqrt(mean(x^2) + eps) * g, with autograd for the backward pass). PyTorch's
 LayerNorm takes weight and bias in the input's dtype (it has no fp32 weight with bf16 input), so
-its bf16 rows use bf16 weight and bias; mantissa's and oneDNN's use fp32 ones.
+its bf16 rows use bf16 weight and bias; mantissa's and oneDNN's are fp32 holding the same values.
 """
 import argparse
 import json
@@ -90,6 +90,10 @@ def make_inputs(op, shape, dim, dtype, seed=0):
         return inp, {"forward": y64, "backward": dx64}
     g = (1.0 + 0.25 * rng.standard_normal(n)).astype(np.float32)
     b = (0.5 * rng.standard_normal(n)).astype(np.float32)
+    # bf16 values held in fp32 for a bf16 run, so that PyTorch's bf16 weight and bias (it takes
+    # no other) hold the same values as mantissa's and oneDNN's fp32 ones.
+    if dtype == "bf16":
+        g, b = bf16_round(g.astype(np.float64)), bf16_round(b.astype(np.float64))
     inp["g"], inp["b"] = g, b
     if op == "layer_norm":
         m = x64.mean(axis=-1, keepdims=True)
