@@ -348,12 +348,25 @@ TEST(AclopExecute, EngineAndCompileTypes) {
 }
 
 TEST(AclopExecute, FormatMustBeND) {
-  for (aclFormat f : {ACL_FORMAT_NCHW, ACL_FORMAT_NHWC, ACL_FORMAT_UNDEFINED}) {
+  // Upstream's formats beyond the first three (FRACTAL_NZ is 29) are held as the integers given
+  // (no enum-typed field holds them) and refused with their number.
+  for (aclFormat f : {ACL_FORMAT_NCHW, ACL_FORMAT_NHWC, ACL_FORMAT_UNDEFINED, ACL_FORMAT_FRACTAL_NZ,
+                      ACL_FORMAT_NC1HWC0, ACL_FORMAT_NCL}) {
     for (int k = 0; k < 5; ++k) {
       Call c = amp_call();
       (k < 3 ? c.in(k) : c.out(k - 3)).format = f;
       expect_rejected_untouched(c, kInvalid, "format", "format is " + std::to_string(f));
     }
+  }
+}
+
+// fp32 data at an address that is not a multiple of 4 is refused (kernels read through typed
+// pointers), naming the argument, and nothing is written.
+TEST(AclopExecute, MisalignedDataRejected) {
+  for (int k = 0; k < 5; ++k) {
+    Call c = amp_call();
+    (k < 3 ? c.in(k) : c.out(k - 3)).alias_offset = 2;  // 4-byte elements at an odd multiple of 2
+    expect_rejected_untouched(c, kInvalid, "misaligned", "is not aligned to its 4-byte elements");
   }
 }
 

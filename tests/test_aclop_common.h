@@ -34,6 +34,7 @@ struct Arg {
   std::vector<int64_t> dims;
   aclFormat format = ACL_FORMAT_ND;
   int alias_input = -1;  // use input k's memory (from alias_offset bytes on)
+  // alias_offset without alias_input: the data starts that many bytes into its own memory.
   size_t alias_offset = 0;
   std::optional<size_t> buffer_size;  // bytes reported by the data buffer (default: all of mem)
   bool null_data = false;             // the data buffer holds a null address
@@ -130,12 +131,12 @@ class Call {
   void* data_of(const Arg& a) {
     if (a.null_data) return nullptr;
     if (a.alias_input >= 0) return ins_.at(a.alias_input).mem.data() + a.alias_offset;
-    return const_cast<uint8_t*>(a.mem.data());
+    return const_cast<uint8_t*>(a.mem.data()) + a.alias_offset;
   }
   size_t size_of(const Arg& a) {
     if (a.buffer_size) return *a.buffer_size;
     if (a.alias_input >= 0) return ins_.at(a.alias_input).mem.size() - a.alias_offset;
-    return a.mem.size();
+    return a.mem.size() - a.alias_offset;
   }
 
   aclError run(aclopEngineType engine = ACL_ENGINE_SYS, aclopCompileType compile = ACL_COMPILE_SYS,

@@ -313,6 +313,9 @@ TEST(LayerNormValidation, RowsThroughTheCppApi) {
       {"input missing", [](Call&, auto& t) { t.input.data = nullptr; }, StatusCode::kParamNullptr,
        "input"},
       {"rank 9", [](Call&, auto& t) { t.input.rank = 9; }, StatusCode::kParamInvalid, "input"},
+      {"misaligned weight",
+       [](Call&, auto& t) { t.weight->data = static_cast<char*>(t.weight->data) + 2; },
+       StatusCode::kParamInvalid, "weight data address"},
   };
   for (const Row& r : rows) {
     SCOPED_TRACE(r.what);
@@ -459,6 +462,26 @@ TEST(LayerNormAclnn, StridedInputNullStatisticsAndHandles) {
   EXPECT_NE(std::string(aclGetRecentErrMsg()).find("implMode 2"), std::string::npos);
   EXPECT_TRUE(untouched(c.out));
   for (aclTensor* t : {x, w, b, o, m}) aclDestroyTensor(t);
+  // A weight at an address that is not a multiple of 4 goes through the workspace (the C++ API
+  // refuses it): the same bits.
+  std::vector<uint8_t> block(8 * 4 + 2);
+  std::memcpy(block.data() + 2, c.w.data(), 8 * 4);
+  TensorView wv = view(c.w);
+  wv.data = block.data() + 2;
+  aclTensor* wm = acl(wv);
+  aclTensor* x2 = acl(view(c.x));
+  aclTensor* b2 = acl(view(c.b));
+  HostTensor out3 = sentinel(DType::kFloat16, {2, 3, 8});
+  aclTensor* o3 = acl(view(out3));
+  const aclnnStatus s3 = run(
+      [&](uint64_t* sz, aclOpExecutor** ex) {
+        return aclnnLayerNormGetWorkspaceSize(x2, shape, wm, b2, 1e-5, o3, nullptr, nullptr, sz,
+                                              ex);
+      },
+      [](void* ws, uint64_t sz, aclOpExecutor* ex) { return aclnnLayerNorm(ws, sz, ex, nullptr); });
+  ASSERT_EQ(s3, ACLNN_SUCCESS) << aclGetRecentErrMsg();
+  expect_same_bits(out3, ref.out, "out with a misaligned weight");
+  for (aclTensor* t : {wm, x2, b2, o3}) aclDestroyTensor(t);
   aclDestroyIntArray(shape);
 }
 

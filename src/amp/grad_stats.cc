@@ -105,6 +105,7 @@ void GradStatsImpl(const detail::GradStatsArgs& a, const std::vector<detail::Gra
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include "core/fpenv.h"
 #include "core/runtime_internal.h"
 
 namespace mantissa::detail {
@@ -112,6 +113,7 @@ namespace mantissa::detail {
 HWY_EXPORT(GradStatsImpl);
 
 std::vector<GradTensorStats> grad_stats(const GradStatsArgs& a) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   std::vector<GradStatsItem> items;
   for (std::size_t t = 0; t < a.grads.size(); ++t) {
     const int64_t n = a.grads[t].numel().value_or(0);

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "calib/int8.h"
+#include "core/fpenv.h"
 #include "core/validate.h"
 
 namespace mantissa::calib {
@@ -84,6 +85,7 @@ float element(const TensorView& x, int64_t i) {
 
 Status quantize_int8(const TensorView& x, std::span<const float> scales, const TensorView& q,
                      const Int8Options& o) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   detail::Int8KernelArgs a;
   MANTISSA_RETURN_IF_ERROR(int8_geometry(kQuantize, x, q, scales, o, &a));
   if (*x.numel() == 0) return {};
@@ -95,6 +97,7 @@ Status quantize_int8(const TensorView& x, std::span<const float> scales, const T
 
 Status dequantize_int8(const TensorView& q, std::span<const float> scales, const TensorView& x,
                        const Int8Options& o) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   detail::Int8KernelArgs a;
   MANTISSA_RETURN_IF_ERROR(int8_geometry("dequantize_int8", x, q, scales, o, &a));
   if (*x.numel() == 0) return {};
@@ -289,6 +292,7 @@ Status choose_threshold(const Histogram& h, Method method, double percentile, Th
 Status calibrate_tensor(const std::string& name, std::span<const TensorView> batches,
                         const CalibrateOptions& o, TensorReport* report,
                         void (*progress)(std::size_t, std::size_t)) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   if (report == nullptr) return fail(StatusCode::kParamNullptr, kCalibrate, "report is null");
   if (batches.empty()) {
     return fail(StatusCode::kParamInvalid, kCalibrate, "{}: no batches", name);
@@ -395,6 +399,7 @@ Status calibrate_tensor(const std::string& name, std::span<const TensorView> bat
 
 Status correct_bias(const TensorView& w, std::span<const float> scales, const TensorView& inputs,
                     std::span<const float> bias, std::vector<float>* corrected) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   constexpr std::string_view op = "correct_bias";
   if (corrected == nullptr) return fail(StatusCode::kParamNullptr, op, "corrected is null");
   if (w.dtype != DType::kFloat32 || w.rank != 2 || inputs.dtype != DType::kFloat32 ||

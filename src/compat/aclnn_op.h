@@ -83,7 +83,8 @@ class AclnnPlan {
     // output is in place).
     for (std::size_t k = 0; k < kN; ++k) {
       const detail::ArgSpec& a = Op::kArgs[k];
-      if (a.role == detail::Role::kOut || a.is_list || !present_[k] || user_[k].is_contiguous()) {
+      if (a.role == detail::Role::kOut || a.is_list || !present_[k] ||
+          computable_in_place(user_[k])) {
         continue;
       }
       bool written = a.role == detail::Role::kInOut;
@@ -96,7 +97,7 @@ class AclnnPlan {
       if (Op::kArgs[k].role != detail::Role::kOut || Op::kArgs[k].is_list) continue;
       if (in_place_[k]) {
         slot_of_[k] = slot_of_[static_cast<std::size_t>(Op::kArgs[k].paired)];
-      } else if (!user_[k].is_contiguous()) {
+      } else if (!computable_in_place(user_[k])) {
         MANTISSA_RETURN_IF_ERROR(add_slot(k, false, true));
       }
     }
@@ -169,6 +170,13 @@ class AclnnPlan {
   };
 
   static const char* name(std::size_t k) { return Op::kArgs[k].acl_name.data(); }
+
+  // Contiguous and aligned to its element size: the operator computes on the caller's memory.
+  // Otherwise the tensor goes through a (64-byte aligned) slot of the workspace.
+  static bool computable_in_place(const TensorView& v) {
+    const std::size_t size = dtype_size(v.dtype);
+    return v.is_contiguous() && (size <= 1 || reinterpret_cast<uintptr_t>(v.data) % size == 0);
+  }
 
   Status invalid(const std::string& message) const {
     return Status(StatusCode::kParamInvalid, fmt::format("{}: {}", phase_one(), message));

@@ -18,10 +18,14 @@
 
 // The C handles are plain structs in the global namespace (their tags are declared there by the
 // C headers).
+// dtype and format are kept as the integers the caller passed: a C caller may pass any int (an
+// upstream format this library does not know, such as 29 for FRACTAL_NZ), which an enum-typed
+// field could not hold without undefined behaviour in C++. They are checked when the operator
+// runs.
 struct aclTensorDesc {
-  aclDataType dtype;
+  int32_t dtype;
   std::vector<int64_t> dims;  // any rank; empty means a scalar with one element
-  aclFormat format;
+  int32_t format;
 };
 
 struct aclDataBuffer {

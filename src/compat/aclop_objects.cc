@@ -2,6 +2,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <new>
 #include <string>
 
@@ -51,6 +53,11 @@ extern "C" {
 
 aclTensorDesc* aclCreateTensorDesc(aclDataType dataType, int numDims, const int64_t* dims,
                                    aclFormat format) {
+  // Read the enums as integers: a C caller may pass any int (see aclTensorDesc).
+  static_assert(sizeof(aclDataType) == sizeof(int32_t) && sizeof(aclFormat) == sizeof(int32_t));
+  int32_t dtype = 0, layout = 0;
+  std::memcpy(&dtype, &dataType, sizeof dtype);
+  std::memcpy(&layout, &format, sizeof layout);
   if (numDims < 0) {
     set_recent_error(fmt::format("aclCreateTensorDesc: numDims {} is negative", numDims));
     return nullptr;
@@ -67,7 +74,7 @@ aclTensorDesc* aclCreateTensorDesc(aclDataType dataType, int numDims, const int6
     }
   }
   try {
-    return new aclTensorDesc{dataType, std::vector<int64_t>(dims, dims + numDims), format};
+    return new aclTensorDesc{dtype, std::vector<int64_t>(dims, dims + numDims), layout};
   } catch (const std::bad_alloc&) {
     set_recent_error(fmt::format("aclCreateTensorDesc: out of memory ({} dims)", numDims));
     return nullptr;

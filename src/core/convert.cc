@@ -44,6 +44,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 #include <string>
 
+#include "core/fpenv.h"
 #include "core/runtime_internal.h"
 #include "mantissa/convert.h"
 #include "mantissa/runtime.h"
@@ -57,18 +58,22 @@ HWY_EXPORT(Bf16ToF32Impl);
 HWY_EXPORT(ConversionPathsImpl);
 
 void convert_fp32_to_fp16(const float* src, uint16_t* dst, std::size_t n) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   detail::ensure_runtime_initialized();
   HWY_DYNAMIC_DISPATCH(F32ToF16Impl)(src, dst, static_cast<int64_t>(n));
 }
 void convert_fp32_to_bf16(const float* src, uint16_t* dst, std::size_t n) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   detail::ensure_runtime_initialized();
   HWY_DYNAMIC_DISPATCH(F32ToBf16Impl)(src, dst, static_cast<int64_t>(n));
 }
 void convert_fp16_to_fp32(const uint16_t* src, float* dst, std::size_t n) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   detail::ensure_runtime_initialized();
   HWY_DYNAMIC_DISPATCH(F16ToF32Impl)(src, dst, static_cast<int64_t>(n));
 }
 void convert_bf16_to_fp32(const uint16_t* src, float* dst, std::size_t n) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   detail::ensure_runtime_initialized();
   HWY_DYNAMIC_DISPATCH(Bf16ToF32Impl)(src, dst, static_cast<int64_t>(n));
 }

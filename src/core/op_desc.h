@@ -652,7 +652,8 @@ int normalized_dims_of(const typename Op::Tensors& t, const typename Op::Params&
 //     the length of each output list against its input list (161002), then the attributes that
 //     shape the other rules (Op::check_shape_params, where declared)
 //   2 dtypes   3 ranks   4 empty dimensions   5 sizes that fit   6 shapes
-//   7 one-element tensors   8 the operator's own rules (Op::check_params)   9 contiguity
+//   7 one-element tensors   8 the operator's own rules (Op::check_params)   9 contiguity and
+//   alignment to the element size
 //   10 aliasing
 // Steps 2-10 return 161002 unless the descriptor names another code. An optional output left
 // unset takes part as its paired input; an optional input or in/out argument left out takes no

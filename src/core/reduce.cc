@@ -115,6 +115,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 #include <string_view>
 
+#include "core/fpenv.h"
 #include "core/runtime_internal.h"
 #include "core/validate.h"
 #include "mantissa/reduce.h"
@@ -187,18 +188,22 @@ Status reduce_unary(std::string_view op, detail::ReduceOp kind, const TensorView
 }  // namespace
 
 Status sum(const TensorView& x, double* result, const ReduceOptions& options) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   return reduce_unary("Sum", detail::ReduceOp::kSum, x, result, options);
 }
 
 Status l2_norm(const TensorView& x, double* result, const ReduceOptions& options) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   return reduce_unary("L2Norm", detail::ReduceOp::kL2Norm, x, result, options);
 }
 
 Status max_abs(const TensorView& x, double* result) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   return reduce_unary("MaxAbs", detail::ReduceOp::kMaxAbs, x, result, ReduceOptions{});
 }
 
 Status dot(const TensorView& x, const TensorView& y, double* result, const ReduceOptions& options) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   constexpr std::string_view kOp = "Dot";
   const detail::Arg xa{"x", x}, ya{"y", y};
   MANTISSA_RETURN_IF_ERROR(check_input(kOp, xa));

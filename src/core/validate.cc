@@ -160,6 +160,16 @@ Status check_contiguous(std::string_view op, Arg a) {
     return fail(StatusCode::kParamInvalid, op, "{} is not contiguous (shape {}, strides {}])",
                 a.name, a.t.shape_string(), strides);
   }
+  // Kernels read elements through typed pointers: the data must be aligned to the element size
+  // (a misaligned float pointer is undefined behaviour, and on some CPUs a fault). Empty tensors
+  // are never read.
+  const std::size_t size = dtype_size(a.t.dtype);
+  const auto address = reinterpret_cast<uintptr_t>(a.t.data);
+  if (size > 1 && address % size != 0 && a.t.numel().value_or(0) != 0) {
+    return fail(StatusCode::kParamInvalid, op,
+                "{} data address {} is not aligned to its {}-byte elements ({})", a.name,
+                static_cast<const void*>(a.t.data), size, dtype_name(a.t.dtype));
+  }
   return {};
 }
 

@@ -59,7 +59,7 @@ Status check_trailing_shape(std::string_view op, Arg a, Arg ref);
 Status check_reduced_shape(std::string_view op, Arg a, Arg ref, int dims);
 // Holds exactly one element (rank 0, [1], [1,1], ...): else `code`.
 Status check_one_element(std::string_view op, Arg a, StatusCode code = StatusCode::kParamInvalid);
-// Row-major contiguous: else 161002.
+// Row-major contiguous, and the data aligned to the element size: else 161002.
 Status check_contiguous(std::string_view op, Arg a);
 // An output is either the very same view as `in` or shares no byte with it: else 161002.
 Status check_alias_or_disjoint(std::string_view op, Arg out, Arg in);

@@ -324,6 +324,7 @@ HWY_AFTER_NAMESPACE();
 #include <string_view>
 #include <tuple>
 
+#include "core/fpenv.h"
 #include "core/op_desc.h"
 #include "core/reduce.h"
 #include "core/runtime_internal.h"
@@ -648,6 +649,7 @@ Status multi_tensor_sgd_validate(std::span<const SgdParamTensors> params, const 
 
 Status multi_tensor_sgd(std::span<const SgdParamTensors> params, const MultiSgdParams& p,
                         const FusedStepOptions& o) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   MANTISSA_RETURN_IF_ERROR(multi_tensor_sgd_validate(params, p, o));
   if (detail::skipped(o)) return {};
   std::vector<detail::MtTensor> tensors;
@@ -689,6 +691,7 @@ Status multi_tensor_apply_adam_d_validate(std::span<const AdamDParamTensors> par
 
 Status multi_tensor_apply_adam_d(std::span<const AdamDParamTensors> params,
                                  const MultiAdamDParams& p, const FusedStepOptions& o) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   MANTISSA_RETURN_IF_ERROR(multi_tensor_apply_adam_d_validate(params, p, o));
   if (detail::skipped(o)) return {};
   std::vector<detail::MtTensor> tensors;
@@ -741,6 +744,7 @@ Status multi_tensor_adam_w_validate(std::span<const AdamWParamTensors> params,
 
 Status multi_tensor_adam_w(std::span<const AdamWParamTensors> params, const MultiAdamWParams& p,
                            const FusedStepOptions& o) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   MANTISSA_RETURN_IF_ERROR(multi_tensor_adam_w_validate(params, p, o));
   if (detail::skipped(o)) return {};
   std::vector<detail::MtTensor> tensors;
@@ -767,6 +771,7 @@ Status multi_tensor_adam_w(std::span<const AdamWParamTensors> params, const Mult
 // ---- Norm and clipping ----------------------------------------------------------------------
 
 Status grad_norm(std::span<const TensorView> grads, double* norm, const GradNormOptions& o) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   constexpr std::string_view op = "grad_norm";
   if (norm == nullptr) return detail::fail(StatusCode::kParamNullptr, op, "norm is null");
   const auto type = static_cast<int32_t>(o.norm_type);
@@ -830,6 +835,7 @@ std::optional<float> clip_coefficient(double norm, double max_norm) noexcept {
 
 Status clip_grad_norm(std::span<const TensorView> grads, double max_norm, double* total_norm,
                       const ClipGradNormOptions& o) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   constexpr std::string_view op = "clip_grad_norm";
   double norm = 0.0;
   MANTISSA_RETURN_IF_ERROR(grad_norm(grads, &norm, o.norm));

@@ -63,11 +63,24 @@ typedef enum {
   ACL_FLOAT4_E2M1 = 40 /* packed two per byte, element 2i in the low nibble */
 } aclDataType;
 
+/* CANN's formats; the operators of this library take ACL_FORMAT_ND only (any other is refused
+ * with 161002 when an operator runs). */
 typedef enum {
   ACL_FORMAT_UNDEFINED = -1,
   ACL_FORMAT_NCHW = 0,
   ACL_FORMAT_NHWC = 1,
-  ACL_FORMAT_ND = 2
+  ACL_FORMAT_ND = 2,
+  ACL_FORMAT_NC1HWC0 = 3,
+  ACL_FORMAT_FRACTAL_Z = 4,
+  ACL_FORMAT_NC1HWC0_C04 = 12,
+  ACL_FORMAT_HWCN = 16,
+  ACL_FORMAT_NDHWC = 27,
+  ACL_FORMAT_FRACTAL_NZ = 29,
+  ACL_FORMAT_NCDHW = 30,
+  ACL_FORMAT_NDC1HWC0 = 32,
+  ACL_FRACTAL_Z_3D = 33,
+  ACL_FORMAT_NC = 35,
+  ACL_FORMAT_NCL = 47
 } aclFormat;
 
 /* Opaque handles of op-by-name execution. */

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/fpenv.h"
 #include "ops/amp_update_scale/amp_update_scale_desc.h"
 
 namespace mantissa {
@@ -25,6 +26,7 @@ Status amp_update_scale_validate(const AmpUpdateScaleTensors& t, const AmpUpdate
 }
 
 Status amp_update_scale(const AmpUpdateScaleTensors& t, const AmpUpdateScaleParams& p) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   MANTISSA_RETURN_IF_ERROR(amp_update_scale_validate(t, p));
   const DType dtype = t.current_scale.dtype;
 

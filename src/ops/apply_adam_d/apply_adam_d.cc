@@ -67,6 +67,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 #include <cmath>
 
+#include "core/fpenv.h"
 #include "core/runtime_internal.h"
 #include "mantissa/ops/apply_adam_d.h"
 #include "ops/apply_adam_d/apply_adam_d_desc.h"
@@ -84,6 +85,7 @@ Status apply_adam_d_validate(const ApplyAdamDTensors& t, const ApplyAdamDParams&
 }
 
 Status apply_adam_d(const ApplyAdamDTensors& t, const ApplyAdamDParams& p) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   MANTISSA_RETURN_IF_ERROR(apply_adam_d_validate(t, p));
   const int64_t n = *t.var.numel();
   if (n == 0) return {};  // empty var: nothing to read or write

@@ -89,6 +89,7 @@ HWY_AFTER_NAMESPACE();
 #include <cmath>
 #include <cstring>
 
+#include "core/fpenv.h"
 #include "core/runtime_internal.h"
 #include "mantissa/ops/apply_adam_w_v2.h"
 #include "ops/apply_adam_w_v2/apply_adam_w_v2_desc.h"
@@ -120,6 +121,7 @@ Status apply_adam_w_v2_validate(const ApplyAdamWV2Tensors& t, const ApplyAdamWV2
 }
 
 Status apply_adam_w_v2(const ApplyAdamWV2Tensors& t, const ApplyAdamWV2Params& p) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   MANTISSA_RETURN_IF_ERROR(apply_adam_w_v2_validate(t, p));
   const int64_t n = *t.var.numel();
   if (n == 0) return {};  // empty var: nothing to read or write

@@ -79,6 +79,7 @@ HWY_AFTER_NAMESPACE();
 #include <cstring>
 #include <vector>
 
+#include "core/fpenv.h"
 #include "core/runtime_internal.h"
 #include "mantissa/ops/foreach_non_finite_check_and_unscale.h"
 #include "ops/foreach_non_finite_check_and_unscale/foreach_non_finite_check_and_unscale_desc.h"
@@ -131,6 +132,7 @@ Status foreach_non_finite_check_and_unscale_validate(
 
 Status foreach_non_finite_check_and_unscale(const ForeachNonFiniteCheckAndUnscaleTensors& t,
                                             const ForeachNonFiniteCheckAndUnscaleParams& p) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   MANTISSA_RETURN_IF_ERROR(foreach_non_finite_check_and_unscale_validate(t, p));
   detail::ensure_runtime_initialized();
   std::vector<int64_t> offsets(t.scaled_grads.size() + 1, 0);

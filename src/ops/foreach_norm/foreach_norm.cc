@@ -86,6 +86,7 @@ HWY_AFTER_NAMESPACE();
 #include <cstring>
 #include <vector>
 
+#include "core/fpenv.h"
 #include "core/reduce.h"
 #include "core/runtime_internal.h"
 #include "ops/foreach_norm/foreach_norm_desc.h"
@@ -177,6 +178,7 @@ Status foreach_norm_validate(const ForeachNormTensors& t, const ForeachNormParam
 }
 
 Status foreach_norm(const ForeachNormTensors& t, const ForeachNormParams& p, Workspace ws) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   MANTISSA_RETURN_IF_ERROR(foreach_norm_validate(t, p));
   detail::ensure_runtime_initialized();
   const std::size_t n = t.x.size();

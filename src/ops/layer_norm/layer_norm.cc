@@ -121,6 +121,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 #include <algorithm>
 
+#include "core/fpenv.h"
 #include "core/runtime_internal.h"
 #include "mantissa/ops/layer_norm.h"
 #include "ops/layer_norm/layer_norm_desc.h"
@@ -194,6 +195,7 @@ Status layer_norm_validate(const LayerNormTensors& t, const LayerNormParams& p) 
 }
 
 Status layer_norm(const LayerNormTensors& t, const LayerNormParams& p, Workspace /*ws*/) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   MANTISSA_RETURN_IF_ERROR(layer_norm_validate(t, p));
   int64_t n = 1;
   for (int64_t d : p.normalized_shape.span()) n *= d;  // fits: x's size was validated

@@ -218,6 +218,7 @@ HWY_AFTER_NAMESPACE();
 #include <cstdint>
 #include <memory>
 
+#include "core/fpenv.h"
 #include "core/runtime_internal.h"
 #include "mantissa/ops/layer_norm_grad.h"
 #include "ops/layer_norm_grad/layer_norm_grad_desc.h"
@@ -290,6 +291,7 @@ Status layer_norm_grad_validate(const LayerNormGradTensors& t, const LayerNormGr
 }
 
 Status layer_norm_grad(const LayerNormGradTensors& t, const LayerNormGradParams& p, Workspace ws) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   MANTISSA_RETURN_IF_ERROR(layer_norm_grad_validate(t, p));
   int64_t rows = 0, n = 0;
   rows_and_length(t, p, rows, n);

@@ -10,6 +10,7 @@
 #include <bit>
 #include <cmath>
 
+#include "core/fpenv.h"
 #include "core/parallel.h"
 #include "core/runtime_internal.h"
 #include "core/validate.h"
@@ -90,6 +91,7 @@ int64_t mx_scale_count(int64_t rows, int64_t cols) noexcept {
 
 Status mx_quantize(MxFormat f, const float* x, int64_t rows, int64_t cols, uint8_t* elements,
                    uint8_t* scales) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   MANTISSA_RETURN_IF_ERROR(check_args("mx_quantize", f, x, elements, scales, rows, cols));
   if (rows == 0 || cols == 0) return {};
   detail::ensure_runtime_initialized();
@@ -147,6 +149,7 @@ Status mx_quantize(MxFormat f, const float* x, int64_t rows, int64_t cols, uint8
 
 Status mx_dequantize(MxFormat f, const uint8_t* elements, const uint8_t* scales, int64_t rows,
                      int64_t cols, float* x) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   MANTISSA_RETURN_IF_ERROR(check_args("mx_dequantize", f, elements, scales, x, rows, cols));
   if (rows == 0 || cols == 0) return {};
   detail::ensure_runtime_initialized();

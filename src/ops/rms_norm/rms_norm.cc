@@ -69,6 +69,7 @@ void RmsNormImpl(const detail::RmsNormKernelArgs& a) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include "core/fpenv.h"
 #include "core/runtime_internal.h"
 #include "mantissa/ops/rms_norm.h"
 #include "ops/rms_norm/rms_norm_desc.h"
@@ -84,6 +85,7 @@ Status rms_norm_validate(const RmsNormTensors& t, const RmsNormParams& p) {
 }
 
 Status rms_norm(const RmsNormTensors& t, const RmsNormParams& p, Workspace /*ws*/) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   MANTISSA_RETURN_IF_ERROR(rms_norm_validate(t, p));
   const int64_t n = *t.gamma.numel();
   // Rows: x's leading dims (as many as rstd's elements, validated to fit). Rows of 0 elements

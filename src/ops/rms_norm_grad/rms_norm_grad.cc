@@ -158,6 +158,7 @@ HWY_AFTER_NAMESPACE();
 #include <cstdint>
 #include <memory>
 
+#include "core/fpenv.h"
 #include "core/runtime_internal.h"
 #include "mantissa/ops/rms_norm_grad.h"
 #include "ops/rms_norm_grad/rms_norm_grad_desc.h"
@@ -193,6 +194,7 @@ Status rms_norm_grad_validate(const RmsNormGradTensors& t, const RmsNormGradPara
 }
 
 Status rms_norm_grad(const RmsNormGradTensors& t, const RmsNormGradParams& p, Workspace ws) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   MANTISSA_RETURN_IF_ERROR(rms_norm_grad_validate(t, p));
   const int64_t n = *t.gamma.numel();
   const int64_t rows = *t.rstd.numel();

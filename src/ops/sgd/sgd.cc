@@ -93,6 +93,7 @@ void SgdImpl(const detail::SgdKernelArgs& args) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include "core/fpenv.h"
 #include "core/runtime_internal.h"
 #include "mantissa/ops/sgd.h"
 #include "ops/sgd/sgd_desc.h"
@@ -123,6 +124,7 @@ Status sgd_validate(const SgdTensors& t, const SgdParams& p) {
 }
 
 Status sgd(const SgdTensors& t, const SgdParams& p) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   MANTISSA_RETURN_IF_ERROR(sgd_validate(t, p));
   detail::ensure_runtime_initialized();
   const DType dtype = t.parameters.dtype;

@@ -192,6 +192,7 @@ void SoftmaxImpl(const detail::SoftmaxKernelArgs& a) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include "core/fpenv.h"
 #include "core/runtime_internal.h"
 #include "ops/softmax/softmax_desc.h"
 
@@ -224,6 +225,7 @@ Status softmax_validate(const SoftmaxTensors& t, const SoftmaxParams& p) {
 }
 
 Status softmax(const SoftmaxTensors& t, const SoftmaxParams& p) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   MANTISSA_RETURN_IF_ERROR(softmax_validate(t, p));
   return run_softmax(t, p.dim, false);
 }
@@ -233,6 +235,7 @@ Status log_softmax_validate(const SoftmaxTensors& t, const LogSoftmaxParams& p) 
 }
 
 Status log_softmax(const SoftmaxTensors& t, const LogSoftmaxParams& p) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   MANTISSA_RETURN_IF_ERROR(log_softmax_validate(t, p));
   return run_softmax(t, p.dim, true);
 }

@@ -81,6 +81,7 @@ void CrossEntropyImpl(const detail::CrossEntropyKernelArgs& a) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include "core/fpenv.h"
 #include "core/runtime_internal.h"
 #include "ops/softmax_cross_entropy_with_logits/softmax_cross_entropy_with_logits_desc.h"
 
@@ -97,6 +98,7 @@ Status softmax_cross_entropy_with_logits_validate(const SoftmaxCrossEntropyWithL
 
 Status softmax_cross_entropy_with_logits(const SoftmaxCrossEntropyWithLogitsTensors& t,
                                          const SoftmaxCrossEntropyWithLogitsParams& p) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   MANTISSA_RETURN_IF_ERROR(softmax_cross_entropy_with_logits_validate(t, p));
   const int64_t rows = t.features.shape[0], classes = t.features.shape[1];
   if (rows == 0) return {};

@@ -178,6 +178,7 @@ void SoftmaxGradImpl(const detail::SoftmaxGradKernelArgs& a) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include "core/fpenv.h"
 #include "core/runtime_internal.h"
 #include "ops/softmax_grad/softmax_grad_desc.h"
 
@@ -213,6 +214,7 @@ Status softmax_grad_validate(const SoftmaxGradTensors& t, const SoftmaxGradParam
 }
 
 Status softmax_grad(const SoftmaxGradTensors& t, const SoftmaxGradParams& p) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   MANTISSA_RETURN_IF_ERROR(softmax_grad_validate(t, p));
   return run_softmax_grad(t, p.dim, false);
 }
@@ -222,6 +224,7 @@ Status log_softmax_grad_validate(const SoftmaxGradTensors& t, const SoftmaxGradP
 }
 
 Status log_softmax_grad(const SoftmaxGradTensors& t, const SoftmaxGradParams& p) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   MANTISSA_RETURN_IF_ERROR(log_softmax_grad_validate(t, p));
   return run_softmax_grad(t, p.dim, true);
 }
