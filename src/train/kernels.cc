@@ -1,0 +1,181 @@
+// The trainer's GEMM and GELU, written once for every SIMD target (see kernels.h).
+//
+// GEMM order, which is normative: for each element of C, acc = +0; for k = 0 .. K-1:
+// acc = acc + (a[m, k] * b[k, n]), the product rounded to fp32, then the sum. Vectors run along
+// n (one lane per output column), so the vector width changes which columns share a register,
+// never the order of any column's sum; tiles over rows and columns and the chunks of rows given
+// to threads change nothing either. No MulAdd: targets without FMA must give the same bits.
+// clang-format off (foreach_target.h must come first: it re-includes this file once per target)
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "train/kernels.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+// clang-format on
+
+#include "core/math-inl.h"
+#include "core/parallel.h"
+#include "core/simd-inl.h"
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace mantissa::train::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+using mantissa::HWY_NAMESPACE::Exp;
+using mantissa::HWY_NAMESPACE::Fp16;
+using mantissa::HWY_NAMESPACE::Fp32;
+using mantissa::HWY_NAMESPACE::kIsBf16;
+using mantissa::HWY_NAMESPACE::LoadF32;
+
+template <class F>
+HWY_INLINE float Widen(const typename F::Storage* p, int64_t i) {
+  if constexpr (std::is_same_v<F, Fp32>) {
+    return p[i];
+  } else if constexpr (std::is_same_v<F, Fp16>) {
+    return fp16_bits_to_float(p[i]);
+  } else {
+    return bf16_bits_to_float(p[i]);
+  }
+}
+
+// kRows rows of C times kVecs vectors of columns starting at n0: every partial sum stays in a
+// register for the whole k loop, and each B vector loaded serves kRows rows.
+template <class F, int kRows, int kVecs, class D>
+HWY_INLINE void Tile(D d, const typename F::Storage* HWY_RESTRICT a, const typename F::Storage* b,
+                     float* HWY_RESTRICT c, int64_t m0, int64_t k, int64_t n, int64_t n0) {
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  hn::Vec<D> acc[kRows][kVecs];
+  for (int r = 0; r < kRows; ++r) {
+    for (int v = 0; v < kVecs; ++v) acc[r][v] = hn::Zero(d);
+  }
+  for (int64_t kk = 0; kk < k; ++kk) {
+    hn::Vec<D> bv[kVecs];
+    for (int v = 0; v < kVecs; ++v) bv[v] = LoadF32<F>(d, b + kk * n + n0 + v * lanes);
+    for (int r = 0; r < kRows; ++r) {
+      const auto av = hn::Set(d, Widen<F>(a, (m0 + r) * k + kk));
+      // It's necessary to keep the order of the operations: product rounded, then the sum.
+      for (int v = 0; v < kVecs; ++v) acc[r][v] = hn::Add(acc[r][v], hn::Mul(av, bv[v]));
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {
+    for (int v = 0; v < kVecs; ++v) hn::StoreU(acc[r][v], d, c + (m0 + r) * n + n0 + v * lanes);
+  }
+}
+
+// Rows [m0, m0 + kRows) of C, every column: full double vectors, single vectors, then one lane
+// at a time with the same lane operations.
+template <class F, int kRows>
+HWY_INLINE void RowBlock(const typename F::Storage* a, const typename F::Storage* b, float* c,
+                         int64_t m0, int64_t k, int64_t n) {
+  const hn::ScalableTag<float> d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  int64_t n0 = 0;
+  for (; n0 + 2 * lanes <= n; n0 += 2 * lanes) Tile<F, kRows, 2>(d, a, b, c, m0, k, n, n0);
+  for (; n0 + lanes <= n; n0 += lanes) Tile<F, kRows, 1>(d, a, b, c, m0, k, n, n0);
+  const hn::CappedTag<float, 1> d1;
+  for (; n0 < n; ++n0) Tile<F, kRows, 1>(d1, a, b, c, m0, k, n, n0);
+}
+
+template <class F>
+void GemmFormat(const void* av, const void* bv, float* c, int64_t m, int64_t k, int64_t n) {
+  const auto* a = static_cast<const typename F::Storage*>(av);
+  const auto* b = static_cast<const typename F::Storage*>(bv);
+  // Chunks of 8 rows (a multiple of the 4-row tile): enough work per chunk, and a fixed cut.
+  auto rows = [&](int64_t begin, int64_t end) {
+    int64_t r = begin;
+    for (; r + 4 <= end; r += 4) RowBlock<F, 4>(a, b, c, r, k, n);
+    for (; r < end; ++r) RowBlock<F, 1>(a, b, c, r, k, n);
+  };
+  mantissa::detail::parallel_for(m, 8, rows);
+}
+
+void GemmImpl(DType dtype, const void* a, const void* b, float* c, int64_t m, int64_t k,
+              int64_t n) {
+  // Operands are only widened, so the bf16 narrowing choice does not matter here.
+  switch (dtype) {
+    case DType::kFloat16: GemmFormat<Fp16>(a, b, c, m, k, n); return;
+    case DType::kBFloat16: GemmFormat<mantissa::HWY_NAMESPACE::Bf16>(a, b, c, m, k, n); return;
+    default: GemmFormat<Fp32>(a, b, c, m, k, n); return;
+  }
+}
+
+// tanh(u) = 1 - 2 / (1 + exp(2u)): exp overflows to inf for large u (tanh = 1) and underflows to
+// 0 for very negative u (tanh = -1), so no clamping is needed.
+template <class D>
+HWY_INLINE hn::Vec<D> Tanh(D d, hn::Vec<D> u) {
+  const auto one = hn::Set(d, 1.0f);
+  const auto e = Exp(d, hn::Add(u, u));
+  return hn::Sub(one, hn::Div(hn::Set(d, 2.0f), hn::Add(one, e)));
+}
+
+constexpr float kSqrt2OverPi = 0.7978845608028654f;
+constexpr float kGeluCubic = 0.044715f;
+
+template <class D>
+HWY_INLINE hn::Vec<D> GeluInner(D d, hn::Vec<D> x) {
+  const auto x3 = hn::Mul(hn::Mul(x, x), x);
+  return hn::Mul(hn::Set(d, kSqrt2OverPi), hn::Add(x, hn::Mul(hn::Set(d, kGeluCubic), x3)));
+}
+
+void GeluForwardImpl(const float* x, float* y, int64_t n) {
+  auto chunk = [&](int64_t begin, int64_t end) {
+    mantissa::HWY_NAMESPACE::ForEachVector(begin, end, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
+      const auto xv = hn::LoadU(d, x + i);
+      const auto t = Tanh(d, GeluInner(d, xv));
+      const auto half_x = hn::Mul(hn::Set(d, 0.5f), xv);
+      hn::StoreU(hn::Mul(half_x, hn::Add(hn::Set(d, 1.0f), t)), d, y + i);
+    });
+  };
+  mantissa::detail::parallel_for(n, mantissa::detail::kDefaultGrain, chunk);
+}
+
+// d/dx gelu = 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2).
+void GeluBackwardImpl(const float* x, const float* dy, float* dx, int64_t n) {
+  auto chunk = [&](int64_t begin, int64_t end) {
+    mantissa::HWY_NAMESPACE::ForEachVector(begin, end, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
+      const auto xv = hn::LoadU(d, x + i);
+      const auto one = hn::Set(d, 1.0f);
+      const auto half = hn::Set(d, 0.5f);
+      const auto t = Tanh(d, GeluInner(d, xv));
+      const auto du =
+          hn::Mul(hn::Set(d, kSqrt2OverPi),
+                  hn::Add(one, hn::Mul(hn::Set(d, 3.0f * kGeluCubic), hn::Mul(xv, xv))));
+      const auto left = hn::Mul(half, hn::Add(one, t));
+      const auto right = hn::Mul(hn::Mul(hn::Mul(half, xv), hn::Sub(one, hn::Mul(t, t))), du);
+      hn::StoreU(hn::Mul(hn::LoadU(d, dy + i), hn::Add(left, right)), d, dx + i);
+    });
+  };
+  mantissa::detail::parallel_for(n, mantissa::detail::kDefaultGrain, chunk);
+}
+
+}  // namespace mantissa::train::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include "core/runtime_internal.h"
+#include "train/kernels.h"
+
+namespace mantissa::train::detail {
+
+HWY_EXPORT(GemmImpl);
+HWY_EXPORT(GeluForwardImpl);
+HWY_EXPORT(GeluBackwardImpl);
+
+void gemm(DType dtype, const void* a, const void* b, float* c, int64_t m, int64_t k, int64_t n) {
+  if (m <= 0 || n <= 0) return;
+  mantissa::detail::ensure_runtime_initialized();
+  HWY_DYNAMIC_DISPATCH(GemmImpl)(dtype, a, b, c, m, k, n);
+}
+
+void gelu_forward(const float* x, float* y, int64_t n) {
+  if (n <= 0) return;
+  mantissa::detail::ensure_runtime_initialized();
+  HWY_DYNAMIC_DISPATCH(GeluForwardImpl)(x, y, n);
+}
+
+void gelu_backward(const float* x, const float* dy, float* dx, int64_t n) {
+  if (n <= 0) return;
+  mantissa::detail::ensure_runtime_initialized();
+  HWY_DYNAMIC_DISPATCH(GeluBackwardImpl)(x, dy, dx, n);
+}
+
+}  // namespace mantissa::train::detail
+#endif  // HWY_ONCE

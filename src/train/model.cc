@@ -1,0 +1,419 @@
+// The MLP's forward pass, loss and backward pass (see model.h). Products go through the
+// trainer's deterministic GEMM (kernels.h); LayerNorm and the loss through the library's
+// operators; bias, ReLU and the gradient column sums are small scalar loops here.
+#include "train/model.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "core/validate.h"
+#include "mantissa/ops/softmax_cross_entropy_with_logits.h"
+#include "train/kernels.h"
+#include "train/rng.h"
+
+namespace mantissa::train::detail {
+
+// ---- Buffer ---------------------------------------------------------------------------------
+
+void Buffer::reset(DType dtype, std::vector<int64_t> shape) {
+  dtype_ = dtype;
+  shape_ = std::move(shape);
+  numel_ = 1;
+  for (int64_t s : shape_) numel_ *= s;
+  words_.assign(static_cast<std::size_t>((bytes() + 3) / 4), 0u);
+}
+
+void Buffer::ensure(DType dtype, std::vector<int64_t> shape) {
+  if (dtype == dtype_ && shape == shape_) return;
+  reset(dtype, std::move(shape));
+}
+
+TensorView Buffer::view() const {
+  return TensorView(const_cast<uint32_t*>(words_.data()), dtype_,
+                    std::span<const int64_t>(shape_.data(), shape_.size()));
+}
+
+Precision precision_of(Mode mode) {
+  switch (mode) {
+    case Mode::kFp32: return {};
+    case Mode::kFp16Amp: return {DType::kFloat16, true, WeightRounding::kNearest, true};
+    case Mode::kBf16Amp: return {DType::kBFloat16, true, WeightRounding::kNearest, false};
+    case Mode::kBf16Pure: return {DType::kBFloat16, false, WeightRounding::kNearest, false};
+    case Mode::kBf16Kahan: return {DType::kBFloat16, false, WeightRounding::kKahan, false};
+    case Mode::kBf16Sr: return {DType::kBFloat16, false, WeightRounding::kStochastic, false};
+    case Mode::kFp16NoScale: return {DType::kFloat16, true, WeightRounding::kNearest, false};
+  }
+  return {};
+}
+
+void transpose(const void* src, void* dst, int64_t rows, int64_t cols, std::size_t elem_size) {
+  if (elem_size == 4) {
+    const auto* s = static_cast<const uint32_t*>(src);
+    auto* d = static_cast<uint32_t*>(dst);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) d[c * rows + r] = s[r * cols + c];
+    }
+  } else {
+    const auto* s = static_cast<const uint16_t*>(src);
+    auto* d = static_cast<uint16_t*>(dst);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) d[c * rows + r] = s[r * cols + c];
+    }
+  }
+}
+
+namespace {
+
+// ---- LayerNorm ------------------------------------------------------------------------------
+// The model calls LayerNorm through these two functions only, with the tensors of the library's
+// LayerNorm operator. Per row of n: mean and variance in fp64 (two passes), rstd =
+// fp32(1 / sqrt(var + eps)); y = ((x - mean) * rstd) * gamma + beta in fp32, rounded once.
+// Backward: xhat = (x - mean) * rstd; g = dy * gamma; dx = rstd * (g - mean(g) - xhat *
+// mean(g * xhat)) with the means in fp64; dgamma = sum over rows of dy * xhat, dbeta = sum of
+// dy, fp64 in row order, rounded once.
+
+struct LayerNormArgs {
+  TensorView input, weight, bias, out, mean, rstd;
+};
+struct LayerNormGradArgs {
+  TensorView dy, input, mean, rstd, weight, dx, dweight, dbias;
+};
+constexpr double kLayerNormEps = 1e-5;
+
+float at(const TensorView& t, int64_t i) {
+  return load_as_float(t.dtype, t.data, static_cast<std::size_t>(i));
+}
+void put(const TensorView& t, int64_t i, float f) {
+  store_from_float(t.dtype, t.data, static_cast<std::size_t>(i), f);
+}
+
+Status layer_norm_forward(const LayerNormArgs& a, int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) sum += at(a.input, r * n + i);
+    const double mean = sum / static_cast<double>(n);
+    double ss = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double c = at(a.input, r * n + i) - mean;
+      ss += c * c;
+    }
+    const float rstd =
+        static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + kLayerNormEps));
+    const float mean32 = static_cast<float>(mean);
+    put(a.mean, r, mean32);
+    put(a.rstd, r, rstd);
+    for (int64_t i = 0; i < n; ++i) {
+      const float xhat = (at(a.input, r * n + i) - mean32) * rstd;
+      put(a.out, r * n + i, xhat * at(a.weight, i) + at(a.bias, i));
+    }
+  }
+  return {};
+}
+
+Status layer_norm_backward(const LayerNormGradArgs& a, int64_t rows, int64_t n) {
+  std::vector<double> dgamma(n, 0.0), dbeta(n, 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float mean = at(a.mean, r), rstd = at(a.rstd, r);
+    double sum_g = 0.0, sum_gx = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      const float dy = at(a.dy, r * n + i);
+      const float xhat = (at(a.input, r * n + i) - mean) * rstd;
+      const double g = static_cast<double>(dy) * at(a.weight, i);
+      sum_g += g;
+      sum_gx += g * xhat;
+      dgamma[i] += static_cast<double>(dy) * xhat;
+      dbeta[i] += dy;
+    }
+    const double mg = sum_g / static_cast<double>(n), mgx = sum_gx / static_cast<double>(n);
+    for (int64_t i = 0; i < n; ++i) {
+      const float xhat = (at(a.input, r * n + i) - mean) * rstd;
+      const double g = static_cast<double>(at(a.dy, r * n + i)) * at(a.weight, i);
+      put(a.dx, r * n + i, static_cast<float>(rstd * (g - mg - xhat * mgx)));
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    put(a.dweight, i, static_cast<float>(dgamma[i]));
+    put(a.dbias, i, static_cast<float>(dbeta[i]));
+  }
+  return {};
+}
+
+// Rounds an fp32 buffer into a compute-dtype buffer of the same size.
+void narrow(const float* src, Buffer* dst) {
+  const int64_t n = dst->numel();
+  for (int64_t i = 0; i < n; ++i) store_from_float(dst->dtype(), dst->data(), i, src[i]);
+}
+void widen(const Buffer& src, float* dst) {
+  const int64_t n = src.numel();
+  for (int64_t i = 0; i < n; ++i) dst[i] = load_as_float(src.dtype(), src.data(), i);
+}
+
+}  // namespace
+
+// ---- Mlp ------------------------------------------------------------------------------------
+
+Mlp::Mlp(std::span<const int64_t> widths, Activation activation, Precision precision,
+         Optimizer optimizer, uint64_t seed)
+    : precision_(precision) {
+  const DType var_dtype = precision.master ? DType::kFloat32 : precision.compute;
+  Rng rng(stream_seed(seed, 4));
+  auto add_param = [&](std::string name, std::vector<int64_t> shape, float lo, float hi,
+                       bool uniform) {
+    Parameter p;
+    p.name = std::move(name);
+    p.var.reset(var_dtype, shape);
+    for (int64_t i = 0; i < p.var.numel(); ++i) {
+      const float f = uniform ? static_cast<float>(lo + (hi - lo) * rng.uniform()) : lo;
+      store_from_float(var_dtype, p.var.data(), i, f);
+    }
+    if (precision.master) {
+      p.working.reset(precision.compute, shape);
+      narrow(p.var.f32(), &p.working);
+    }
+    p.grad.reset(precision.compute, shape);
+    p.m.reset(var_dtype, shape);
+    p.v.reset(var_dtype, shape);
+    if (optimizer == Optimizer::kSgd) {  // stat = 1: every element's first step
+      for (int64_t i = 0; i < p.v.numel(); ++i) store_from_float(var_dtype, p.v.data(), i, 1.0f);
+    }
+    if (!precision.master && precision.rounding == WeightRounding::kKahan &&
+        var_dtype == DType::kBFloat16) {
+      p.compensation.reset(DType::kBFloat16, shape);
+    }
+    params_.push_back(std::move(p));
+    return static_cast<int>(params_.size()) - 1;
+  };
+  for (std::size_t l = 0; l + 1 < widths.size(); ++l) {
+    const int64_t in = widths[l], out = widths[l + 1];
+    const float bound = 1.0f / std::sqrt(static_cast<float>(in));
+    Layer lin;
+    lin.kind = LayerKind::kLinear;
+    lin.name = "linear" + std::to_string(l);
+    lin.in = in;
+    lin.out = out;
+    lin.weight = add_param(lin.name + ".weight", {in, out}, -bound, bound, true);
+    lin.bias = add_param(lin.name + ".bias", {out}, -bound, bound, true);
+    layers_.push_back(std::move(lin));
+    if (l + 2 == widths.size()) break;  // the classifier has no norm or activation
+    Layer norm;
+    norm.kind = LayerKind::kLayerNorm;
+    norm.name = "layernorm" + std::to_string(l);
+    norm.in = norm.out = out;
+    norm.weight = add_param(norm.name + ".weight", {out}, 1.0f, 1.0f, false);
+    norm.bias = add_param(norm.name + ".bias", {out}, 0.0f, 0.0f, false);
+    layers_.push_back(std::move(norm));
+    Layer act;
+    act.kind = LayerKind::kActivation;
+    act.name = std::string(activation_name(activation)) + std::to_string(l);
+    act.in = act.out = out;
+    act.activation = activation;
+    layers_.push_back(std::move(act));
+  }
+}
+
+Status Mlp::forward(const float* x, int64_t rows) {
+  const DType cd = precision_.compute;
+  rows_ = rows;
+  input_.ensure(cd, {rows, layers_.front().in});
+  for (int64_t i = 0; i < input_.numel(); ++i) store_from_float(cd, input_.data(), i, x[i]);
+  for (std::size_t li = 0; li < layers_.size(); ++li) {
+    Layer& L = layers_[li];
+    const Buffer& in = layer_input(li);
+    L.output.ensure(cd, {rows, L.out});
+    switch (L.kind) {
+      case LayerKind::kLinear: {
+        scratch32_.ensure(DType::kFloat32, {rows, L.out});
+        const Parameter& w = params_[L.weight];
+        const Parameter& b = params_[L.bias];
+        gemm(cd, in.data(), w.weights().data(), scratch32_.f32(), rows, L.in, L.out);
+        // y = fp32(product) + b in fp32, rounded once to the compute dtype.
+        float* acc = scratch32_.f32();
+        const Buffer& bias = b.weights();
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t j = 0; j < L.out; ++j) {
+            acc[r * L.out + j] += load_as_float(bias.dtype(), bias.data(), j);
+          }
+        }
+        narrow(acc, &L.output);
+        break;
+      }
+      case LayerKind::kLayerNorm: {
+        L.mean.ensure(DType::kFloat32, {rows, 1});
+        L.rstd.ensure(DType::kFloat32, {rows, 1});
+        const LayerNormArgs a{.input = in.view(),
+                              .weight = params_[L.weight].weights().view(),
+                              .bias = params_[L.bias].weights().view(),
+                              .out = L.output.view(),
+                              .mean = L.mean.view(),
+                              .rstd = L.rstd.view()};
+        MANTISSA_RETURN_IF_ERROR(layer_norm_forward(a, rows, L.out));
+        break;
+      }
+      case LayerKind::kActivation: {
+        if (L.activation == Activation::kRelu) {
+          // max(x, 0) keeps NaN (x <= 0 is false for NaN), as torch.relu does.
+          for (int64_t i = 0; i < in.numel(); ++i) {
+            const float v = load_as_float(cd, in.data(), i);
+            store_from_float(cd, L.output.data(), i, v <= 0.0f ? 0.0f : v);
+          }
+        } else {
+          scratch32_.ensure(DType::kFloat32, {rows, L.out});
+          scratch32b_.ensure(DType::kFloat32, {rows, L.out});
+          widen(in, scratch32_.f32());
+          gelu_forward(scratch32_.f32(), scratch32b_.f32(), in.numel());
+          narrow(scratch32b_.f32(), &L.output);
+        }
+        break;
+      }
+    }
+  }
+  return {};
+}
+
+Status Mlp::loss(const int32_t* labels, int64_t rows, float loss_scale, bool want_grad,
+                 double* mean_loss, int64_t* correct) {
+  const int64_t c = classes();
+  const Buffer& logits = layers_.back().output;
+  // The loss runs in fp32 on the exactly widened logits; its gradient is rounded once.
+  logits32_.ensure(DType::kFloat32, {rows, c});
+  onehot_.ensure(DType::kFloat32, {rows, c});
+  loss32_.ensure(DType::kFloat32, {rows});
+  backprop32_.ensure(DType::kFloat32, {rows, c});
+  widen(logits, logits32_.f32());
+  std::fill(onehot_.f32(), onehot_.f32() + rows * c, 0.0f);
+  for (int64_t r = 0; r < rows; ++r) onehot_.f32()[r * c + labels[r]] = 1.0f;
+  MANTISSA_RETURN_IF_ERROR(softmax_cross_entropy_with_logits({.features = logits32_.view(),
+                                                              .labels = onehot_.view(),
+                                                              .loss = loss32_.view(),
+                                                              .backprop = backprop32_.view()}));
+  double sum = 0.0;
+  int64_t right = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    sum += loss32_.f32()[r];
+    const float* z = logits32_.f32() + r * c;
+    int64_t best = 0;
+    for (int64_t j = 1; j < c; ++j) {
+      if (z[j] > z[best]) best = j;
+    }
+    right += best == labels[r] ? 1 : 0;
+  }
+  *mean_loss = sum / static_cast<double>(rows);
+  *correct = right;
+  if (want_grad) {
+    // d(mean loss * scale)/dz = (softmax - y) * (scale / rows): the factor in fp64, rounded to
+    // fp32, one fp32 product, rounded once to the compute dtype.
+    const float factor = static_cast<float>(static_cast<double>(loss_scale) / rows);
+    dy_.ensure(precision_.compute, {rows, c});
+    for (int64_t i = 0; i < rows * c; ++i) {
+      store_from_float(precision_.compute, dy_.data(), i, backprop32_.f32()[i] * factor);
+    }
+  }
+  return {};
+}
+
+Status Mlp::backward() {
+  const DType cd = precision_.compute;
+  const std::size_t es = dtype_size(cd);
+  const int64_t rows = rows_;
+  for (std::size_t li = layers_.size(); li-- > 0;) {
+    Layer& L = layers_[li];
+    const Buffer& in = layer_input(li);
+    switch (L.kind) {
+      case LayerKind::kLinear: {
+        Parameter& w = params_[L.weight];
+        Parameter& b = params_[L.bias];
+        // dW [in, out] = X^T [in, rows] * dY [rows, out].
+        transposed_.ensure(cd, {L.in, rows});
+        transpose(in.data(), transposed_.data(), rows, L.in, es);
+        scratch32_.ensure(DType::kFloat32, {L.in, L.out});
+        gemm(cd, transposed_.data(), dy_.data(), scratch32_.f32(), L.in, rows, L.out);
+        narrow(scratch32_.f32(), &w.grad);
+        // db = column sums of dY, fp64 in row order, rounded once.
+        for (int64_t j = 0; j < L.out; ++j) {
+          double s = 0.0;
+          for (int64_t r = 0; r < rows; ++r) s += load_as_float(cd, dy_.data(), r * L.out + j);
+          store_from_float(cd, b.grad.data(), j, static_cast<float>(s));
+        }
+        if (li == 0) break;  // no gradient for the data
+        // dX [rows, in] = dY [rows, out] * W^T [out, in].
+        transposed_.ensure(cd, {L.out, L.in});
+        transpose(w.weights().data(), transposed_.data(), L.in, L.out, es);
+        scratch32_.ensure(DType::kFloat32, {rows, L.in});
+        gemm(cd, dy_.data(), transposed_.data(), scratch32_.f32(), rows, L.out, L.in);
+        dx_.ensure(cd, {rows, L.in});
+        narrow(scratch32_.f32(), &dx_);
+        std::swap(dx_, dy_);
+        break;
+      }
+      case LayerKind::kLayerNorm: {
+        dx_.ensure(cd, {rows, L.in});
+        const LayerNormGradArgs a{.dy = dy_.view(),
+                                  .input = in.view(),
+                                  .mean = L.mean.view(),
+                                  .rstd = L.rstd.view(),
+                                  .weight = params_[L.weight].weights().view(),
+                                  .dx = dx_.view(),
+                                  .dweight = params_[L.weight].grad.view(),
+                                  .dbias = params_[L.bias].grad.view()};
+        MANTISSA_RETURN_IF_ERROR(layer_norm_backward(a, rows, L.in));
+        std::swap(dx_, dy_);
+        break;
+      }
+      case LayerKind::kActivation: {
+        dx_.ensure(cd, {rows, L.in});
+        if (L.activation == Activation::kRelu) {
+          for (int64_t i = 0; i < dy_.numel(); ++i) {
+            const float x = load_as_float(cd, in.data(), i);
+            const float g = load_as_float(cd, dy_.data(), i);
+            store_from_float(cd, dx_.data(), i, x > 0.0f ? g : 0.0f);
+          }
+        } else {
+          scratch32_.ensure(DType::kFloat32, {rows, L.in});
+          scratch32b_.ensure(DType::kFloat32, {rows, L.in});
+          widen(in, scratch32_.f32());
+          widen(dy_, scratch32b_.f32());
+          gelu_backward(scratch32_.f32(), scratch32b_.f32(), scratch32b_.f32(), dy_.numel());
+          narrow(scratch32b_.f32(), &dx_);
+        }
+        std::swap(dx_, dy_);
+        break;
+      }
+    }
+  }
+  return {};
+}
+
+std::vector<TensorView> Mlp::grad_views() const {
+  std::vector<TensorView> v;
+  for (const Parameter& p : params_) v.push_back(p.grad.view());
+  return v;
+}
+
+std::vector<std::string> Mlp::param_names() const {
+  std::vector<std::string> v;
+  for (const Parameter& p : params_) v.push_back(p.name);
+  return v;
+}
+
+int64_t Mlp::state_bytes() const {
+  int64_t b = 0;
+  for (const Parameter& p : params_) b += p.state_bytes();
+  return b;
+}
+
+std::string weights_digest(const Mlp& model) {
+  uint64_t h = 0xCBF29CE484222325ull;  // FNV-1a 64 offset basis
+  for (const Parameter& p : model.params()) {
+    const auto* bytes = static_cast<const unsigned char*>(p.var.data());
+    for (int64_t i = 0; i < p.var.bytes(); ++i) {
+      h ^= bytes[i];
+      h *= 0x100000001B3ull;  // FNV prime
+    }
+  }
+  char out[17];
+  std::snprintf(out, sizeof(out), "%016llx", static_cast<unsigned long long>(h));
+  return out;
+}
+
+}  // namespace mantissa::train::detail
