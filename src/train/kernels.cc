@@ -11,6 +11,8 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 // clang-format on
 
+#include <vector>
+
 #include "core/math-inl.h"
 #include "core/parallel.h"
 #include "core/simd-inl.h"
@@ -22,24 +24,12 @@ namespace hn = hwy::HWY_NAMESPACE;
 using mantissa::HWY_NAMESPACE::Exp;
 using mantissa::HWY_NAMESPACE::Fp16;
 using mantissa::HWY_NAMESPACE::Fp32;
-using mantissa::HWY_NAMESPACE::kIsBf16;
 using mantissa::HWY_NAMESPACE::LoadF32;
-
-template <class F>
-HWY_INLINE float Widen(const typename F::Storage* p, int64_t i) {
-  if constexpr (std::is_same_v<F, Fp32>) {
-    return p[i];
-  } else if constexpr (std::is_same_v<F, Fp16>) {
-    return fp16_bits_to_float(p[i]);
-  } else {
-    return bf16_bits_to_float(p[i]);
-  }
-}
 
 // kRows rows of C times kVecs vectors of columns starting at n0: every partial sum stays in a
 // register for the whole k loop, and each B vector loaded serves kRows rows.
 template <class F, int kRows, int kVecs, class D>
-HWY_INLINE void Tile(D d, const typename F::Storage* HWY_RESTRICT a, const typename F::Storage* b,
+HWY_INLINE void Tile(D d, const float* HWY_RESTRICT a, const typename F::Storage* b,
                      float* HWY_RESTRICT c, int64_t m0, int64_t k, int64_t n, int64_t n0) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   hn::Vec<D> acc[kRows][kVecs];
@@ -50,7 +40,7 @@ HWY_INLINE void Tile(D d, const typename F::Storage* HWY_RESTRICT a, const typen
     hn::Vec<D> bv[kVecs];
     for (int v = 0; v < kVecs; ++v) bv[v] = LoadF32<F>(d, b + kk * n + n0 + v * lanes);
     for (int r = 0; r < kRows; ++r) {
-      const auto av = hn::Set(d, Widen<F>(a, (m0 + r) * k + kk));
+      const auto av = hn::Set(d, a[(m0 + r) * k + kk]);
       // It's necessary to keep the order of the operations: product rounded, then the sum.
       for (int v = 0; v < kVecs; ++v) acc[r][v] = hn::Add(acc[r][v], hn::Mul(av, bv[v]));
     }
@@ -63,8 +53,8 @@ HWY_INLINE void Tile(D d, const typename F::Storage* HWY_RESTRICT a, const typen
 // Rows [m0, m0 + kRows) of C, every column: full double vectors, single vectors, then one lane
 // at a time with the same lane operations.
 template <class F, int kRows>
-HWY_INLINE void RowBlock(const typename F::Storage* a, const typename F::Storage* b, float* c,
-                         int64_t m0, int64_t k, int64_t n) {
+HWY_INLINE void RowBlock(const float* a, const typename F::Storage* b, float* c, int64_t m0,
+                         int64_t k, int64_t n) {
   const hn::ScalableTag<float> d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   int64_t n0 = 0;
@@ -74,10 +64,21 @@ HWY_INLINE void RowBlock(const typename F::Storage* a, const typename F::Storage
   for (; n0 < n; ++n0) Tile<F, kRows, 1>(d1, a, b, c, m0, k, n, n0);
 }
 
+// A is widened to fp32 once (exact), so the inner loop broadcasts plain floats; B is widened
+// vector by vector as it is loaded.
 template <class F>
 void GemmFormat(const void* av, const void* bv, float* c, int64_t m, int64_t k, int64_t n) {
-  const auto* a = static_cast<const typename F::Storage*>(av);
   const auto* b = static_cast<const typename F::Storage*>(bv);
+  std::vector<float> widened;
+  const float* a = static_cast<const float*>(av);
+  if constexpr (!std::is_same_v<F, Fp32>) {
+    widened.resize(static_cast<std::size_t>(m * k));
+    const auto* a16 = static_cast<const typename F::Storage*>(av);
+    mantissa::HWY_NAMESPACE::ForEachVector(0, m * k, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
+      hn::StoreU(LoadF32<F>(d, a16 + i), d, widened.data() + i);
+    });
+    a = widened.data();
+  }
   // Chunks of 8 rows (a multiple of the 4-row tile): enough work per chunk, and a fixed cut.
   auto rows = [&](int64_t begin, int64_t end) {
     int64_t r = begin;

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "core/validate.h"
+#include "mantissa/convert.h"
 #include "mantissa/ops/softmax_cross_entropy_with_logits.h"
 #include "train/kernels.h"
 #include "train/rng.h"
@@ -139,14 +140,27 @@ Status layer_norm_backward(const LayerNormGradArgs& a, int64_t rows, int64_t n) 
   return {};
 }
 
-// Rounds an fp32 buffer into a compute-dtype buffer of the same size.
+// fp32 <-> compute dtype with the library's bulk conversions (RNE, the same bits as
+// store_from_float and load_as_float on every target).
 void narrow(const float* src, Buffer* dst) {
-  const int64_t n = dst->numel();
-  for (int64_t i = 0; i < n; ++i) store_from_float(dst->dtype(), dst->data(), i, src[i]);
+  const auto n = static_cast<std::size_t>(dst->numel());
+  switch (dst->dtype()) {
+    case DType::kFloat16: convert_fp32_to_fp16(src, static_cast<uint16_t*>(dst->data()), n); break;
+    case DType::kBFloat16: convert_fp32_to_bf16(src, static_cast<uint16_t*>(dst->data()), n); break;
+    default: std::memcpy(dst->data(), src, n * sizeof(float)); break;
+  }
 }
 void widen(const Buffer& src, float* dst) {
-  const int64_t n = src.numel();
-  for (int64_t i = 0; i < n; ++i) dst[i] = load_as_float(src.dtype(), src.data(), i);
+  const auto n = static_cast<std::size_t>(src.numel());
+  switch (src.dtype()) {
+    case DType::kFloat16:
+      convert_fp16_to_fp32(static_cast<const uint16_t*>(src.data()), dst, n);
+      break;
+    case DType::kBFloat16:
+      convert_bf16_to_fp32(static_cast<const uint16_t*>(src.data()), dst, n);
+      break;
+    default: std::memcpy(dst, src.data(), n * sizeof(float)); break;
+  }
 }
 
 }  // namespace
@@ -216,7 +230,7 @@ Status Mlp::forward(const float* x, int64_t rows) {
   const DType cd = precision_.compute;
   rows_ = rows;
   input_.ensure(cd, {rows, layers_.front().in});
-  for (int64_t i = 0; i < input_.numel(); ++i) store_from_float(cd, input_.data(), i, x[i]);
+  narrow(x, &input_);
   for (std::size_t li = 0; li < layers_.size(); ++li) {
     Layer& L = layers_[li];
     const Buffer& in = layer_input(li);
@@ -229,11 +243,11 @@ Status Mlp::forward(const float* x, int64_t rows) {
         gemm(cd, in.data(), w.weights().data(), scratch32_.f32(), rows, L.in, L.out);
         // y = fp32(product) + b in fp32, rounded once to the compute dtype.
         float* acc = scratch32_.f32();
-        const Buffer& bias = b.weights();
+        bias32_.ensure(DType::kFloat32, {L.out});
+        widen(b.weights(), bias32_.f32());
+        const float* bias = bias32_.f32();
         for (int64_t r = 0; r < rows; ++r) {
-          for (int64_t j = 0; j < L.out; ++j) {
-            acc[r * L.out + j] += load_as_float(bias.dtype(), bias.data(), j);
-          }
+          for (int64_t j = 0; j < L.out; ++j) acc[r * L.out + j] += bias[j];
         }
         narrow(acc, &L.output);
         break;
@@ -252,11 +266,13 @@ Status Mlp::forward(const float* x, int64_t rows) {
       }
       case LayerKind::kActivation: {
         if (L.activation == Activation::kRelu) {
-          // max(x, 0) keeps NaN (x <= 0 is false for NaN), as torch.relu does.
-          for (int64_t i = 0; i < in.numel(); ++i) {
-            const float v = load_as_float(cd, in.data(), i);
-            store_from_float(cd, L.output.data(), i, v <= 0.0f ? 0.0f : v);
-          }
+          // max(x, 0) keeps NaN (x <= 0 is false for NaN), as torch.relu does; exact in
+          // every dtype.
+          scratch32_.ensure(DType::kFloat32, {rows, L.out});
+          float* v = scratch32_.f32();
+          widen(in, v);
+          for (int64_t i = 0; i < in.numel(); ++i) v[i] = v[i] <= 0.0f ? 0.0f : v[i];
+          narrow(v, &L.output);
         } else {
           scratch32_.ensure(DType::kFloat32, {rows, L.out});
           scratch32b_.ensure(DType::kFloat32, {rows, L.out});
@@ -305,9 +321,9 @@ Status Mlp::loss(const int32_t* labels, int64_t rows, float loss_scale, bool wan
     // fp32, one fp32 product, rounded once to the compute dtype.
     const float factor = static_cast<float>(static_cast<double>(loss_scale) / rows);
     dy_.ensure(precision_.compute, {rows, c});
-    for (int64_t i = 0; i < rows * c; ++i) {
-      store_from_float(precision_.compute, dy_.data(), i, backprop32_.f32()[i] * factor);
-    }
+    float* g = backprop32_.f32();
+    for (int64_t i = 0; i < rows * c; ++i) g[i] = g[i] * factor;
+    narrow(g, &dy_);
   }
   return {};
 }
@@ -330,11 +346,15 @@ Status Mlp::backward() {
         gemm(cd, transposed_.data(), dy_.data(), scratch32_.f32(), L.in, rows, L.out);
         narrow(scratch32_.f32(), &w.grad);
         // db = column sums of dY, fp64 in row order, rounded once.
+        scratch32_.ensure(DType::kFloat32, {rows, L.out});
+        widen(dy_, scratch32_.f32());
+        bias32_.ensure(DType::kFloat32, {L.out});
         for (int64_t j = 0; j < L.out; ++j) {
-          double s = 0.0;
-          for (int64_t r = 0; r < rows; ++r) s += load_as_float(cd, dy_.data(), r * L.out + j);
-          store_from_float(cd, b.grad.data(), j, static_cast<float>(s));
+          double sum = 0.0;
+          for (int64_t r = 0; r < rows; ++r) sum += scratch32_.f32()[r * L.out + j];
+          bias32_.f32()[j] = static_cast<float>(sum);
         }
+        narrow(bias32_.f32(), &b.grad);
         if (li == 0) break;  // no gradient for the data
         // dX [rows, in] = dY [rows, out] * W^T [out, in].
         transposed_.ensure(cd, {L.out, L.in});
@@ -363,11 +383,14 @@ Status Mlp::backward() {
       case LayerKind::kActivation: {
         dx_.ensure(cd, {rows, L.in});
         if (L.activation == Activation::kRelu) {
-          for (int64_t i = 0; i < dy_.numel(); ++i) {
-            const float x = load_as_float(cd, in.data(), i);
-            const float g = load_as_float(cd, dy_.data(), i);
-            store_from_float(cd, dx_.data(), i, x > 0.0f ? g : 0.0f);
-          }
+          scratch32_.ensure(DType::kFloat32, {rows, L.in});
+          scratch32b_.ensure(DType::kFloat32, {rows, L.in});
+          float* x = scratch32_.f32();
+          float* g = scratch32b_.f32();
+          widen(in, x);
+          widen(dy_, g);
+          for (int64_t i = 0; i < dy_.numel(); ++i) g[i] = x[i] > 0.0f ? g[i] : 0.0f;
+          narrow(g, &dx_);
         } else {
           scratch32_.ensure(DType::kFloat32, {rows, L.in});
           scratch32b_.ensure(DType::kFloat32, {rows, L.in});

@@ -115,9 +115,9 @@ class Mlp {
   std::vector<Parameter> params_;
   int64_t rows_ = 0;
   Buffer input_;
-  Buffer onehot_, logits32_, loss32_, backprop32_;  // the loss, in fp32
-  Buffer dy_, dx_;                                  // gradients flowing back, compute dtype
-  Buffer scratch32_, scratch32b_, transposed_;      // products and fp32 staging
+  Buffer onehot_, logits32_, loss32_, backprop32_;       // the loss, in fp32
+  Buffer dy_, dx_;                                       // gradients flowing back, compute dtype
+  Buffer scratch32_, scratch32b_, bias32_, transposed_;  // products and fp32 staging
 };
 
 // Transposes a [rows, cols] row-major matrix of 2- or 4-byte elements into [cols, rows].
