@@ -26,42 +26,98 @@ using mantissa::HWY_NAMESPACE::Fp16;
 using mantissa::HWY_NAMESPACE::Fp32;
 using mantissa::HWY_NAMESPACE::LoadF32;
 
-// kRows rows of C times kVecs vectors of columns starting at n0: every partial sum stays in a
-// register for the whole k loop, and each B vector loaded serves kRows rows.
-template <class F, int kRows, int kVecs, class D>
-HWY_INLINE void Tile(D d, const float* HWY_RESTRICT a, const typename F::Storage* b,
-                     float* HWY_RESTRICT c, int64_t m0, int64_t k, int64_t n, int64_t n0) {
+// Four rows of C times two vectors of columns starting at n0: the eight partial sums stay in
+// registers for the whole k loop (written out by hand: GCC keeps an array of vectors in
+// memory), and each B vector loaded serves four rows.
+template <class F, class D>
+HWY_INLINE void Tile4x2(D d, const float* HWY_RESTRICT a, const typename F::Storage* b,
+                        float* HWY_RESTRICT c, int64_t m0, int64_t k, int64_t n, int64_t n0) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-  hn::Vec<D> acc[kRows][kVecs];
-  for (int r = 0; r < kRows; ++r) {
-    for (int v = 0; v < kVecs; ++v) acc[r][v] = hn::Zero(d);
+  const float* a0 = a + m0 * k;
+  const float* a1 = a0 + k;
+  const float* a2 = a1 + k;
+  const float* a3 = a2 + k;
+  auto c00 = hn::Zero(d), c01 = hn::Zero(d), c10 = hn::Zero(d), c11 = hn::Zero(d);
+  auto c20 = hn::Zero(d), c21 = hn::Zero(d), c30 = hn::Zero(d), c31 = hn::Zero(d);
+  const typename F::Storage* bp = b + n0;
+  for (int64_t kk = 0; kk < k; ++kk, bp += n) {
+    const auto b0 = LoadF32<F>(d, bp);
+    const auto b1 = LoadF32<F>(d, bp + lanes);
+    // It's necessary to keep the order of the operations: product rounded, then the sum.
+    auto x = hn::Set(d, a0[kk]);
+    c00 = hn::Add(c00, hn::Mul(x, b0));
+    c01 = hn::Add(c01, hn::Mul(x, b1));
+    x = hn::Set(d, a1[kk]);
+    c10 = hn::Add(c10, hn::Mul(x, b0));
+    c11 = hn::Add(c11, hn::Mul(x, b1));
+    x = hn::Set(d, a2[kk]);
+    c20 = hn::Add(c20, hn::Mul(x, b0));
+    c21 = hn::Add(c21, hn::Mul(x, b1));
+    x = hn::Set(d, a3[kk]);
+    c30 = hn::Add(c30, hn::Mul(x, b0));
+    c31 = hn::Add(c31, hn::Mul(x, b1));
   }
-  for (int64_t kk = 0; kk < k; ++kk) {
-    hn::Vec<D> bv[kVecs];
-    for (int v = 0; v < kVecs; ++v) bv[v] = LoadF32<F>(d, b + kk * n + n0 + v * lanes);
-    for (int r = 0; r < kRows; ++r) {
-      const auto av = hn::Set(d, a[(m0 + r) * k + kk]);
-      // It's necessary to keep the order of the operations: product rounded, then the sum.
-      for (int v = 0; v < kVecs; ++v) acc[r][v] = hn::Add(acc[r][v], hn::Mul(av, bv[v]));
+  float* c0 = c + m0 * n + n0;
+  hn::StoreU(c00, d, c0);
+  hn::StoreU(c01, d, c0 + lanes);
+  hn::StoreU(c10, d, c0 + n);
+  hn::StoreU(c11, d, c0 + n + lanes);
+  hn::StoreU(c20, d, c0 + 2 * n);
+  hn::StoreU(c21, d, c0 + 2 * n + lanes);
+  hn::StoreU(c30, d, c0 + 3 * n);
+  hn::StoreU(c31, d, c0 + 3 * n + lanes);
+}
+
+// kRows (1 or 4) rows times one vector of columns (any vector size, partial ones included).
+template <class F, int kRows, class D>
+HWY_INLINE void TileRx1(D d, const float* HWY_RESTRICT a, const typename F::Storage* b,
+                        float* HWY_RESTRICT c, int64_t m0, int64_t k, int64_t n, int64_t n0) {
+  const float* a0 = a + m0 * k;
+  auto c0 = hn::Zero(d), c1 = hn::Zero(d), c2 = hn::Zero(d), c3 = hn::Zero(d);
+  const typename F::Storage* bp = b + n0;
+  for (int64_t kk = 0; kk < k; ++kk, bp += n) {
+    const auto b0 = LoadF32<F>(d, bp);
+    c0 = hn::Add(c0, hn::Mul(hn::Set(d, a0[kk]), b0));
+    if constexpr (kRows == 4) {
+      c1 = hn::Add(c1, hn::Mul(hn::Set(d, a0[k + kk]), b0));
+      c2 = hn::Add(c2, hn::Mul(hn::Set(d, a0[2 * k + kk]), b0));
+      c3 = hn::Add(c3, hn::Mul(hn::Set(d, a0[3 * k + kk]), b0));
     }
   }
-  for (int r = 0; r < kRows; ++r) {
-    for (int v = 0; v < kVecs; ++v) hn::StoreU(acc[r][v], d, c + (m0 + r) * n + n0 + v * lanes);
+  float* out = c + m0 * n + n0;
+  hn::StoreU(c0, d, out);
+  if constexpr (kRows == 4) {
+    hn::StoreU(c1, d, out + n);
+    hn::StoreU(c2, d, out + 2 * n);
+    hn::StoreU(c3, d, out + 3 * n);
   }
 }
 
-// Rows [m0, m0 + kRows) of C, every column: full double vectors, single vectors, then one lane
-// at a time with the same lane operations.
+// The last columns (fewer than a full vector): partial vectors of 8, 4, 2 and 1 lanes, each
+// lane computed by the same operations as in a full vector.
+template <class F, int kRows, size_t kCap>
+HWY_INLINE void TailColumns(const float* a, const typename F::Storage* b, float* c, int64_t m0,
+                            int64_t k, int64_t n, int64_t& n0) {
+  const hn::CappedTag<float, kCap> dc;
+  if (n - n0 >= static_cast<int64_t>(hn::Lanes(dc))) {
+    TileRx1<F, kRows>(dc, a, b, c, m0, k, n, n0);
+    n0 += static_cast<int64_t>(hn::Lanes(dc));
+  }
+  if constexpr (kCap > 1) TailColumns<F, kRows, kCap / 2>(a, b, c, m0, k, n, n0);
+}
+
+// Rows [m0, m0 + kRows) of C, every column.
 template <class F, int kRows>
 HWY_INLINE void RowBlock(const float* a, const typename F::Storage* b, float* c, int64_t m0,
                          int64_t k, int64_t n) {
   const hn::ScalableTag<float> d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   int64_t n0 = 0;
-  for (; n0 + 2 * lanes <= n; n0 += 2 * lanes) Tile<F, kRows, 2>(d, a, b, c, m0, k, n, n0);
-  for (; n0 + lanes <= n; n0 += lanes) Tile<F, kRows, 1>(d, a, b, c, m0, k, n, n0);
-  const hn::CappedTag<float, 1> d1;
-  for (; n0 < n; ++n0) Tile<F, kRows, 1>(d1, a, b, c, m0, k, n, n0);
+  if constexpr (kRows == 4) {
+    for (; n0 + 2 * lanes <= n; n0 += 2 * lanes) Tile4x2<F>(d, a, b, c, m0, k, n, n0);
+  }
+  for (; n0 + lanes <= n; n0 += lanes) TileRx1<F, kRows>(d, a, b, c, m0, k, n, n0);
+  TailColumns<F, kRows, 8>(a, b, c, m0, k, n, n0);
 }
 
 // A is widened to fp32 once (exact), so the inner loop broadcasts plain floats; B is widened
