@@ -102,6 +102,10 @@ struct EpochRecord {
   int64_t skipped_steps = 0, overflow_steps = 0;  // since the start
   int64_t findings = 0;                           // anomaly findings since the start
   double seconds = 0.0;                           // training time of this epoch
+  // This epoch: the fraction of gradient values that were nonzero in fp32 and rounded to zero
+  // in the compute dtype (underflow), and the fraction of weights (the optimizer's var: master
+  // weights where there are some) that an applied step left bit for bit unchanged.
+  double grad_underflow = 0.0, stalled_updates = 0.0;
 };
 
 struct ModeResult {
@@ -111,6 +115,7 @@ struct ModeResult {
   int64_t skipped_steps = 0;   // steps the loss scaler skipped (Inf/NaN gradients)
   int64_t overflow_steps = 0;  // steps whose gradients held Inf or NaN
   int64_t findings = 0;
+  double grad_underflow = 0.0, stalled_updates = 0.0;  // over the whole run (see EpochRecord)
   double seconds_per_epoch = 0.0;
   int64_t state_bytes = 0;  // weights, master copies, working copies, optimizer state
   std::string digest;       // FNV-1a 64 of the final weights (docs/training.md), 16 hex digits

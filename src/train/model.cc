@@ -323,7 +323,7 @@ Status Mlp::loss(const int32_t* labels, int64_t rows, float loss_scale, bool wan
     dy_.ensure(precision_.compute, {rows, c});
     float* g = backprop32_.f32();
     for (int64_t i = 0; i < rows * c; ++i) g[i] = g[i] * factor;
-    narrow(g, &dy_);
+    narrow_grad(g, &dy_);
   }
   return {};
 }
@@ -344,7 +344,7 @@ Status Mlp::backward() {
         transpose(in.data(), transposed_.data(), rows, L.in, es);
         scratch32_.ensure(DType::kFloat32, {L.in, L.out});
         gemm(cd, transposed_.data(), dy_.data(), scratch32_.f32(), L.in, rows, L.out);
-        narrow(scratch32_.f32(), &w.grad);
+        narrow_grad(scratch32_.f32(), &w.grad);
         // db = column sums of dY, fp64 in row order, rounded once.
         scratch32_.ensure(DType::kFloat32, {rows, L.out});
         widen(dy_, scratch32_.f32());
@@ -354,7 +354,7 @@ Status Mlp::backward() {
           for (int64_t r = 0; r < rows; ++r) sum += scratch32_.f32()[r * L.out + j];
           bias32_.f32()[j] = static_cast<float>(sum);
         }
-        narrow(bias32_.f32(), &b.grad);
+        narrow_grad(bias32_.f32(), &b.grad);
         if (li == 0) break;  // no gradient for the data
         // dX [rows, in] = dY [rows, out] * W^T [out, in].
         transposed_.ensure(cd, {L.out, L.in});
@@ -362,7 +362,7 @@ Status Mlp::backward() {
         scratch32_.ensure(DType::kFloat32, {rows, L.in});
         gemm(cd, dy_.data(), transposed_.data(), scratch32_.f32(), rows, L.out, L.in);
         dx_.ensure(cd, {rows, L.in});
-        narrow(scratch32_.f32(), &dx_);
+        narrow_grad(scratch32_.f32(), &dx_);
         std::swap(dx_, dy_);
         break;
       }
@@ -390,14 +390,14 @@ Status Mlp::backward() {
           widen(in, x);
           widen(dy_, g);
           for (int64_t i = 0; i < dy_.numel(); ++i) g[i] = x[i] > 0.0f ? g[i] : 0.0f;
-          narrow(g, &dx_);
+          narrow_grad(g, &dx_);
         } else {
           scratch32_.ensure(DType::kFloat32, {rows, L.in});
           scratch32b_.ensure(DType::kFloat32, {rows, L.in});
           widen(in, scratch32_.f32());
           widen(dy_, scratch32b_.f32());
           gelu_backward(scratch32_.f32(), scratch32b_.f32(), scratch32b_.f32(), dy_.numel());
-          narrow(scratch32b_.f32(), &dx_);
+          narrow_grad(scratch32b_.f32(), &dx_);
         }
         std::swap(dx_, dy_);
         break;
@@ -405,6 +405,18 @@ Status Mlp::backward() {
     }
   }
   return {};
+}
+
+void Mlp::narrow_grad(const float* src, Buffer* dst) {
+  narrow(src, dst);
+  const int64_t n = dst->numel();
+  grad_values_ += n;
+  if (dst->dtype() == DType::kFloat32) return;
+  // A nonzero fp32 gradient whose 16-bit rounding is +-0 (both formats: magnitude bits 0).
+  const auto* bits = static_cast<const uint16_t*>(dst->data());
+  int64_t lost = 0;
+  for (int64_t i = 0; i < n; ++i) lost += (src[i] != 0.0f && (bits[i] & 0x7FFF) == 0) ? 1 : 0;
+  grad_underflows_ += lost;
 }
 
 std::vector<TensorView> Mlp::grad_views() const {

@@ -104,16 +104,23 @@ class Mlp {
   Status backward();
 
   std::vector<TensorView> grad_views() const;
+  // Gradient values the backward passes rounded to the compute dtype (the loss gradient,
+  // products, bias sums, activation gradients; not LayerNorm's, which rounds inside its
+  // operator), and how many of them were nonzero in fp32 but became zero: underflow.
+  int64_t grad_values() const { return grad_values_; }
+  int64_t grad_underflows() const { return grad_underflows_; }
   std::vector<std::string> param_names() const;
   int64_t state_bytes() const;
 
  private:
   const Buffer& layer_input(std::size_t i) const { return i == 0 ? input_ : layers_[i - 1].output; }
+  void narrow_grad(const float* src, Buffer* dst);  // narrow() and the underflow count
 
   Precision precision_;
   std::vector<Layer> layers_;
   std::vector<Parameter> params_;
   int64_t rows_ = 0;
+  int64_t grad_values_ = 0, grad_underflows_ = 0;
   Buffer input_;
   Buffer onehot_, logits32_, loss32_, backprop32_;       // the loss, in fp32
   Buffer dy_, dx_;                                       // gradients flowing back, compute dtype

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 #include "core/validate.h"
@@ -219,6 +220,8 @@ Status train_model(const Dataset& data, Mode mode, const TrainOptions& o, const 
   std::vector<float> bx(o.batch_size * data.features);
   std::vector<int32_t> by(o.batch_size);
   double total_seconds = 0.0;
+  int64_t total_stalled = 0, total_weights = 0;
+  std::vector<unsigned char> snapshot;
   for (int epoch = 1; epoch <= o.epochs; ++epoch) {
     const auto t0 = std::chrono::steady_clock::now();
     std::iota(order.begin(), order.end(), 0);
@@ -226,6 +229,8 @@ Status train_model(const Dataset& data, Mode mode, const TrainOptions& o, const 
     for (int64_t i = rows - 1; i > 0; --i) std::swap(order[i], order[rng.below(i + 1)]);
     double loss_sum = 0.0;
     int64_t correct_sum = 0, seen = 0;
+    int64_t epoch_stalled = 0, epoch_weights = 0;
+    const int64_t values_before = model.grad_values(), underflows_before = model.grad_underflows();
     for (int64_t step = 0; step < steps_per_epoch; ++step) {
       const int64_t b0 = step * o.batch_size;
       const int64_t n = std::min(o.batch_size, rows - b0);
@@ -271,8 +276,27 @@ Status train_model(const Dataset& data, Mode mode, const TrainOptions& o, const 
         MANTISSA_RETURN_IF_ERROR(grad_norm(grads, &norm, no));
         clip_coef = clip_coefficient(norm, o.clip);
       }
+      // Snapshot of the weights the step updates, to count the ones it leaves unchanged.
+      snapshot.clear();
+      for (const detail::Parameter& p : model.params()) {
+        const auto* bytes = static_cast<const unsigned char*>(p.var.data());
+        snapshot.insert(snapshot.end(), bytes, bytes + p.var.bytes());
+      }
+      const int64_t taken_before = optimizer.steps_taken();
       MANTISSA_RETURN_IF_ERROR(scaler.step_fused(
           grads, [&](const amp::StepScaling& s) { return optimizer.run(s, clip_coef); }));
+      if (optimizer.steps_taken() != taken_before) {
+        std::size_t at = 0;
+        for (const detail::Parameter& p : model.params()) {
+          const auto* bytes = static_cast<const unsigned char*>(p.var.data());
+          const auto es = static_cast<std::size_t>(dtype_size(p.var.dtype()));
+          for (int64_t i = 0; i < p.var.numel(); ++i) {
+            epoch_stalled += std::memcmp(bytes + i * es, snapshot.data() + at + i * es, es) == 0;
+          }
+          at += static_cast<std::size_t>(p.var.bytes());
+          epoch_weights += p.var.numel();
+        }
+      }
       MANTISSA_RETURN_IF_ERROR(scaler.update());
       if (cb.on_step) {
         cb.on_step(
@@ -299,6 +323,16 @@ Status train_model(const Dataset& data, Mode mode, const TrainOptions& o, const 
     e.overflow_steps = r.overflow_steps;
     e.findings = r.findings;
     e.seconds = seconds;
+    const int64_t values = model.grad_values() - values_before;
+    e.grad_underflow = values > 0
+                           ? static_cast<double>(model.grad_underflows() - underflows_before) /
+                                 static_cast<double>(values)
+                           : 0.0;
+    e.stalled_updates =
+        epoch_weights > 0 ? static_cast<double>(epoch_stalled) / static_cast<double>(epoch_weights)
+                          : 0.0;
+    total_stalled += epoch_stalled;
+    total_weights += epoch_weights;
     r.epochs.push_back(e);
     if (cb.on_epoch) cb.on_epoch(e);
   }
@@ -310,6 +344,12 @@ Status train_model(const Dataset& data, Mode mode, const TrainOptions& o, const 
     r.test_accuracy = r.epochs.back().test_accuracy;
   }
   r.skipped_steps = scaler.stats().skipped_steps;
+  r.grad_underflow = model.grad_values() > 0 ? static_cast<double>(model.grad_underflows()) /
+                                                   static_cast<double>(model.grad_values())
+                                             : 0.0;
+  r.stalled_updates = total_weights > 0
+                          ? static_cast<double>(total_stalled) / static_cast<double>(total_weights)
+                          : 0.0;
   r.seconds_per_epoch = o.epochs > 0 ? total_seconds / o.epochs : 0.0;
   r.state_bytes = model.state_bytes();
   r.digest = detail::weights_digest(model);

@@ -219,7 +219,7 @@ int run(const Options& o) {
       return 1;
     }
     csv << "mode,epoch,train_loss,train_accuracy,test_loss,test_accuracy,loss_scale,"
-           "skipped_steps,overflow_steps,findings,seconds\n";
+           "skipped_steps,overflow_steps,findings,grad_underflow,stalled_updates,seconds\n";
   }
   const bool tty = isatty(STDERR_FILENO) != 0;
 
@@ -283,14 +283,17 @@ int run(const Options& o) {
                               {"skipped_steps", e.skipped_steps},
                               {"overflow_steps", e.overflow_steps},
                               {"findings", e.findings},
+                              {"grad_underflow", e.grad_underflow},
+                              {"stalled_updates", e.stalled_updates},
                               {"seconds", e.seconds}}
                    .dump()
             << "\n";
       }
       if (csv.is_open()) {
-        csv << fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", name, e.epoch, e.train_loss,
+        csv << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", name, e.epoch, e.train_loss,
                            e.train_accuracy, e.test_loss, e.test_accuracy, e.loss_scale,
-                           e.skipped_steps, e.overflow_steps, e.findings, e.seconds);
+                           e.skipped_steps, e.overflow_steps, e.findings, e.grad_underflow,
+                           e.stalled_updates, e.seconds);
       }
     };
     cb.on_anomaly = [&](int epoch, int64_t step, const amp::AnomalyReport& report) {
@@ -343,6 +346,8 @@ int run(const Options& o) {
                             {"skipped_steps", r.skipped_steps},
                             {"overflow_steps", r.overflow_steps},
                             {"findings", r.findings},
+                            {"grad_underflow", r.grad_underflow},
+                            {"stalled_updates", r.stalled_updates},
                             {"seconds_per_epoch", r.seconds_per_epoch},
                             {"state_bytes", r.state_bytes},
                             {"digest", r.digest}}
@@ -355,13 +360,18 @@ int run(const Options& o) {
 
   // ---- Summary ------------------------------------------------------------------------------
   if (results.size() > 1) {
-    fmt::print("\n{:<13} {:>9} {:>10} {:>8} {:>9} {:>8} {:>11}  {}\n", "mode", "test acc",
-               "test loss", "skipped", "overflow", "s/epoch", "state", "digest");
+    fmt::print("\n{:<13} {:>9} {:>10} {:>8} {:>9} {:>10} {:>8} {:>8} {:>11}  {}\n", "mode",
+               "test acc", "test loss", "skipped", "overflow", "underflow", "stalled", "s/epoch",
+               "state", "digest");
     for (const auto& r : results) {
-      fmt::print("{:<13} {:>8.2f}% {:>10.4f} {:>8} {:>9} {:>8.3f} {:>11}  {}\n",
+      fmt::print("{:<13} {:>8.2f}% {:>10.4f} {:>8} {:>9} {:>9.3f}% {:>7.2f}% {:>8.3f} {:>11}  {}\n",
                  tr::mode_name(r.mode), 100 * r.test_accuracy, r.test_loss, r.skipped_steps,
-                 r.overflow_steps, r.seconds_per_epoch, human_bytes(r.state_bytes), r.digest);
+                 r.overflow_steps, 100 * r.grad_underflow, 100 * r.stalled_updates,
+                 r.seconds_per_epoch, human_bytes(r.state_bytes), r.digest);
     }
+    fmt::print(
+        "underflow: gradient values nonzero in fp32 and zero in the mode's 16-bit dtype; stalled: "
+        "weights an applied step left unchanged\n");
   }
   if (!o.plot_path.empty()) {
     std::ofstream plot(o.plot_path, std::ios::binary);
