@@ -27,7 +27,17 @@ void Buffer::reset(DType dtype, std::vector<int64_t> shape) {
 
 void Buffer::ensure(DType dtype, std::vector<int64_t> shape) {
   if (dtype == dtype_ && shape == shape_) return;
-  reset(dtype, std::move(shape));
+  int64_t count = 1;
+  for (int64_t s : shape) count *= s;
+  const int64_t need = (count * static_cast<int64_t>(dtype_size(dtype)) + 3) / 4;
+  if (need > static_cast<int64_t>(words_.size())) {
+    reset(dtype, std::move(shape));
+    return;
+  }
+  // Scratch reused with another shape: no allocation, no clearing.
+  dtype_ = dtype;
+  shape_ = std::move(shape);
+  numel_ = count;
 }
 
 TensorView Buffer::view() const {
@@ -415,7 +425,9 @@ void Mlp::narrow_grad(const float* src, Buffer* dst) {
   // A nonzero fp32 gradient whose 16-bit rounding is +-0 (both formats: magnitude bits 0).
   const auto* bits = static_cast<const uint16_t*>(dst->data());
   int64_t lost = 0;
-  for (int64_t i = 0; i < n; ++i) lost += (src[i] != 0.0f && (bits[i] & 0x7FFF) == 0) ? 1 : 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if ((bits[i] & 0x7FFF) == 0) lost += src[i] != 0.0f ? 1 : 0;  // zeros are rare
+  }
   grad_underflows_ += lost;
 }
 

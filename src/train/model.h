@@ -26,7 +26,7 @@ class Buffer {
   Buffer() = default;
   Buffer(DType dtype, std::vector<int64_t> shape) { reset(dtype, std::move(shape)); }
   void reset(DType dtype, std::vector<int64_t> shape);
-  // Keeps the storage when dtype and shape are unchanged (contents then unspecified).
+  // Keeps the storage when it is large enough (contents then unspecified).
   void ensure(DType dtype, std::vector<int64_t> shape);
   bool empty() const { return shape_.empty(); }
   DType dtype() const { return dtype_; }

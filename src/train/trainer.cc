@@ -119,6 +119,17 @@ class OptimizerStep {
   int64_t steps_ = 0;
 };
 
+// How many of n elements of two buffers have the same bits.
+template <class T>
+int64_t count_equal(const void* a, const unsigned char* b, int64_t n) {
+  std::vector<T> before(static_cast<std::size_t>(n));
+  std::memcpy(before.data(), b, static_cast<std::size_t>(n) * sizeof(T));
+  const T* now = static_cast<const T*>(a);
+  int64_t same = 0;
+  for (int64_t i = 0; i < n; ++i) same += now[i] == before[i] ? 1 : 0;
+  return same;
+}
+
 // Loss and accuracy over a whole split, in batches of the training batch size.
 Status evaluate(detail::Mlp& model, const std::vector<float>& x, const std::vector<int32_t>& y,
                 int64_t features, int64_t batch, double* loss, double* accuracy) {
@@ -288,11 +299,10 @@ Status train_model(const Dataset& data, Mode mode, const TrainOptions& o, const 
       if (optimizer.steps_taken() != taken_before) {
         std::size_t at = 0;
         for (const detail::Parameter& p : model.params()) {
-          const auto* bytes = static_cast<const unsigned char*>(p.var.data());
-          const auto es = static_cast<std::size_t>(dtype_size(p.var.dtype()));
-          for (int64_t i = 0; i < p.var.numel(); ++i) {
-            epoch_stalled += std::memcmp(bytes + i * es, snapshot.data() + at + i * es, es) == 0;
-          }
+          epoch_stalled +=
+              p.var.dtype() == DType::kFloat32
+                  ? count_equal<uint32_t>(p.var.data(), snapshot.data() + at, p.var.numel())
+                  : count_equal<uint16_t>(p.var.data(), snapshot.data() + at, p.var.numel());
           at += static_cast<std::size_t>(p.var.bytes());
           epoch_weights += p.var.numel();
         }
