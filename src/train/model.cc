@@ -92,61 +92,85 @@ struct LayerNormGradArgs {
 };
 constexpr double kLayerNormEps = 1e-5;
 
-float at(const TensorView& t, int64_t i) {
-  return load_as_float(t.dtype, t.data, static_cast<std::size_t>(i));
+// A view's elements widened to fp32 (exact), and fp32 values rounded once into a view.
+std::vector<float> widened(const TensorView& t, int64_t n) {
+  std::vector<float> out(static_cast<std::size_t>(n));
+  const auto count = static_cast<std::size_t>(n);
+  switch (t.dtype) {
+    case DType::kFloat16:
+      convert_fp16_to_fp32(static_cast<const uint16_t*>(t.data), out.data(), count);
+      break;
+    case DType::kBFloat16:
+      convert_bf16_to_fp32(static_cast<const uint16_t*>(t.data), out.data(), count);
+      break;
+    default: std::memcpy(out.data(), t.data, count * sizeof(float)); break;
+  }
+  return out;
 }
-void put(const TensorView& t, int64_t i, float f) {
-  store_from_float(t.dtype, t.data, static_cast<std::size_t>(i), f);
+void store(const std::vector<float>& v, const TensorView& t) {
+  switch (t.dtype) {
+    case DType::kFloat16:
+      convert_fp32_to_fp16(v.data(), static_cast<uint16_t*>(t.data), v.size());
+      break;
+    case DType::kBFloat16:
+      convert_fp32_to_bf16(v.data(), static_cast<uint16_t*>(t.data), v.size());
+      break;
+    default: std::memcpy(t.data, v.data(), v.size() * sizeof(float)); break;
+  }
 }
 
 Status layer_norm_forward(const LayerNormArgs& a, int64_t rows, int64_t n) {
+  const std::vector<float> x = widened(a.input, rows * n), gamma = widened(a.weight, n),
+                           beta = widened(a.bias, n);
+  std::vector<float> y(x.size()), mean32(rows), rstd32(rows);
   for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x.data() + r * n;
     double sum = 0.0;
-    for (int64_t i = 0; i < n; ++i) sum += at(a.input, r * n + i);
+    for (int64_t i = 0; i < n; ++i) sum += xr[i];
     const double mean = sum / static_cast<double>(n);
     double ss = 0.0;
-    for (int64_t i = 0; i < n; ++i) {
-      const double c = at(a.input, r * n + i) - mean;
-      ss += c * c;
-    }
+    for (int64_t i = 0; i < n; ++i) ss += (xr[i] - mean) * (xr[i] - mean);
     const float rstd =
         static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + kLayerNormEps));
-    const float mean32 = static_cast<float>(mean);
-    put(a.mean, r, mean32);
-    put(a.rstd, r, rstd);
-    for (int64_t i = 0; i < n; ++i) {
-      const float xhat = (at(a.input, r * n + i) - mean32) * rstd;
-      put(a.out, r * n + i, xhat * at(a.weight, i) + at(a.bias, i));
-    }
+    const float m = static_cast<float>(mean);
+    mean32[r] = m;
+    rstd32[r] = rstd;
+    for (int64_t i = 0; i < n; ++i) y[r * n + i] = ((xr[i] - m) * rstd) * gamma[i] + beta[i];
   }
+  store(y, a.out);
+  store(mean32, a.mean);
+  store(rstd32, a.rstd);
   return {};
 }
 
 Status layer_norm_backward(const LayerNormGradArgs& a, int64_t rows, int64_t n) {
+  const std::vector<float> x = widened(a.input, rows * n), dy = widened(a.dy, rows * n),
+                           gamma = widened(a.weight, n), mean = widened(a.mean, rows),
+                           rstd = widened(a.rstd, rows);
+  std::vector<float> dx(x.size()), xhat(static_cast<std::size_t>(n));
   std::vector<double> dgamma(n, 0.0), dbeta(n, 0.0);
   for (int64_t r = 0; r < rows; ++r) {
-    const float mean = at(a.mean, r), rstd = at(a.rstd, r);
+    const float* xr = x.data() + r * n;
+    const float* dyr = dy.data() + r * n;
     double sum_g = 0.0, sum_gx = 0.0;
     for (int64_t i = 0; i < n; ++i) {
-      const float dy = at(a.dy, r * n + i);
-      const float xhat = (at(a.input, r * n + i) - mean) * rstd;
-      const double g = static_cast<double>(dy) * at(a.weight, i);
+      xhat[i] = (xr[i] - mean[r]) * rstd[r];
+      const double g = static_cast<double>(dyr[i]) * gamma[i];
       sum_g += g;
-      sum_gx += g * xhat;
-      dgamma[i] += static_cast<double>(dy) * xhat;
-      dbeta[i] += dy;
+      sum_gx += g * xhat[i];
+      dgamma[i] += static_cast<double>(dyr[i]) * xhat[i];
+      dbeta[i] += dyr[i];
     }
     const double mg = sum_g / static_cast<double>(n), mgx = sum_gx / static_cast<double>(n);
     for (int64_t i = 0; i < n; ++i) {
-      const float xhat = (at(a.input, r * n + i) - mean) * rstd;
-      const double g = static_cast<double>(at(a.dy, r * n + i)) * at(a.weight, i);
-      put(a.dx, r * n + i, static_cast<float>(rstd * (g - mg - xhat * mgx)));
+      const double g = static_cast<double>(dyr[i]) * gamma[i];
+      dx[r * n + i] = static_cast<float>(rstd[r] * (g - mg - xhat[i] * mgx));
     }
   }
-  for (int64_t i = 0; i < n; ++i) {
-    put(a.dweight, i, static_cast<float>(dgamma[i]));
-    put(a.dbias, i, static_cast<float>(dbeta[i]));
-  }
+  store(dx, a.dx);
+  std::vector<float> dg(dgamma.begin(), dgamma.end()), db(dbeta.begin(), dbeta.end());
+  store(dg, a.dweight);
+  store(db, a.dbias);
   return {};
 }
 
