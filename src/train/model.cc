@@ -3,6 +3,7 @@
 // operators; bias, ReLU and the gradient column sums are small scalar loops here.
 #include "train/model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -58,19 +59,28 @@ Precision precision_of(Mode mode) {
   return {};
 }
 
+namespace {
+// 32x32 blocks: both the rows read and the rows written stay in cache.
+template <class T>
+void transpose_blocked(const T* s, T* d, int64_t rows, int64_t cols) {
+  constexpr int64_t kBlock = 32;
+  for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
+    const int64_t r1 = std::min(rows, r0 + kBlock);
+    for (int64_t c0 = 0; c0 < cols; c0 += kBlock) {
+      const int64_t c1 = std::min(cols, c0 + kBlock);
+      for (int64_t r = r0; r < r1; ++r) {
+        for (int64_t c = c0; c < c1; ++c) d[c * rows + r] = s[r * cols + c];
+      }
+    }
+  }
+}
+}  // namespace
+
 void transpose(const void* src, void* dst, int64_t rows, int64_t cols, std::size_t elem_size) {
   if (elem_size == 4) {
-    const auto* s = static_cast<const uint32_t*>(src);
-    auto* d = static_cast<uint32_t*>(dst);
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t c = 0; c < cols; ++c) d[c * rows + r] = s[r * cols + c];
-    }
+    transpose_blocked(static_cast<const uint32_t*>(src), static_cast<uint32_t*>(dst), rows, cols);
   } else {
-    const auto* s = static_cast<const uint16_t*>(src);
-    auto* d = static_cast<uint16_t*>(dst);
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t c = 0; c < cols; ++c) d[c * rows + r] = s[r * cols + c];
-    }
+    transpose_blocked(static_cast<const uint16_t*>(src), static_cast<uint16_t*>(dst), rows, cols);
   }
 }
 
@@ -383,11 +393,14 @@ Status Mlp::backward() {
         scratch32_.ensure(DType::kFloat32, {rows, L.out});
         widen(dy_, scratch32_.f32());
         bias32_.ensure(DType::kFloat32, {L.out});
-        for (int64_t j = 0; j < L.out; ++j) {
-          double sum = 0.0;
-          for (int64_t r = 0; r < rows; ++r) sum += scratch32_.f32()[r * L.out + j];
-          bias32_.f32()[j] = static_cast<float>(sum);
+        // Each column summed over the rows in row order (row by row, so the sums of all
+        // columns run side by side).
+        column_sums_.assign(static_cast<std::size_t>(L.out), 0.0);
+        for (int64_t r = 0; r < rows; ++r) {
+          const float* g = scratch32_.f32() + r * L.out;
+          for (int64_t j = 0; j < L.out; ++j) column_sums_[j] += g[j];
         }
+        for (int64_t j = 0; j < L.out; ++j) bias32_.f32()[j] = static_cast<float>(column_sums_[j]);
         narrow_grad(bias32_.f32(), &b.grad);
         if (li == 0) break;  // no gradient for the data
         // dX [rows, in] = dY [rows, out] * W^T [out, in].
@@ -450,7 +463,7 @@ void Mlp::narrow_grad(const float* src, Buffer* dst) {
   const auto* bits = static_cast<const uint16_t*>(dst->data());
   int64_t lost = 0;
   for (int64_t i = 0; i < n; ++i) {
-    if ((bits[i] & 0x7FFF) == 0) lost += src[i] != 0.0f ? 1 : 0;  // zeros are rare
+    lost += static_cast<int64_t>(((bits[i] & 0x7FFF) == 0) & (src[i] != 0.0f));
   }
   grad_underflows_ += lost;
 }

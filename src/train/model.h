@@ -121,6 +121,7 @@ class Mlp {
   std::vector<Parameter> params_;
   int64_t rows_ = 0;
   int64_t grad_values_ = 0, grad_underflows_ = 0;
+  std::vector<double> column_sums_;
   Buffer input_;
   Buffer onehot_, logits32_, loss32_, backprop32_;       // the loss, in fp32
   Buffer dy_, dx_;                                       // gradients flowing back, compute dtype
