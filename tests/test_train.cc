@@ -113,6 +113,31 @@ TEST(TrainGelu, MatchesFp64AndDerivative) {
   });
 }
 
+TEST(TrainUnderflowCount, MatchesScalarOnEveryTarget) {
+  // Values around the fp16 and bf16 underflow thresholds, zeros and signs, at lengths around
+  // the vector widths.
+  std::mt19937 rng(8);
+  std::uniform_real_distribution<float> exponent(-30.0f, 2.0f);
+  for (DType dtype : {DType::kFloat16, DType::kBFloat16}) {
+    for (int64_t n : {0, 1, 7, 16, 33, 1000}) {
+      std::vector<float> src(static_cast<std::size_t>(n));
+      std::vector<uint16_t> bits(src.size());
+      int64_t want = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        src[i] = (i % 5 == 0) ? 0.0f : std::exp2(exponent(rng)) * (i % 2 ? -1.0f : 1.0f);
+        store_from_float(dtype, bits.data(), i, src[i]);
+        want += (src[i] != 0.0f && load_as_float(dtype, bits.data(), i) == 0.0f) ? 1 : 0;
+      }
+      if (dtype == DType::kFloat16 && n == 1000) {
+        EXPECT_GT(want, 0);
+      }
+      for_each_target([&](const std::string&) {
+        EXPECT_EQ(detail::count_underflow(src.data(), bits.data(), n), want) << n;
+      });
+    }
+  }
+}
+
 // ---- Backward pass against an independent fp64 computation ---------------------------------
 
 // A plain fp64 MLP with the same layers, written without the model's code.

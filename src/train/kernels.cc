@@ -261,6 +261,24 @@ void GeluBackwardImpl(const float* x, const float* dy, float* dx, int64_t n) {
   mantissa::detail::parallel_for(n, mantissa::detail::kDefaultGrain, chunk);
 }
 
+// Elements nonzero in fp32 whose 16-bit rounding (fp16 or bf16 bits) is +-0.
+int64_t CountUnderflowImpl(const float* src, const uint16_t* bits, int64_t n) {
+  const hn::ScalableTag<float> d;
+  const hn::RebindToUnsigned<decltype(d)> du;
+  const hn::Rebind<uint16_t, decltype(d)> d16;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  int64_t count = 0, i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto magnitude =
+        hn::And(hn::PromoteTo(du, hn::LoadU(d16, bits + i)), hn::Set(du, 0x7FFFu));
+    const auto lost = hn::And(hn::RebindMask(d, hn::Eq(magnitude, hn::Zero(du))),
+                              hn::Ne(hn::LoadU(d, src + i), hn::Zero(d)));
+    count += static_cast<int64_t>(hn::CountTrue(d, lost));
+  }
+  for (; i < n; ++i) count += ((bits[i] & 0x7FFF) == 0 && src[i] != 0.0f) ? 1 : 0;
+  return count;
+}
+
 }  // namespace mantissa::train::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -273,6 +291,13 @@ namespace mantissa::train::detail {
 HWY_EXPORT(GemmImpl);
 HWY_EXPORT(GeluForwardImpl);
 HWY_EXPORT(GeluBackwardImpl);
+HWY_EXPORT(CountUnderflowImpl);
+
+int64_t count_underflow(const float* src, const uint16_t* bits, int64_t n) {
+  if (n <= 0) return 0;
+  mantissa::detail::ensure_runtime_initialized();
+  return HWY_DYNAMIC_DISPATCH(CountUnderflowImpl)(src, bits, n);
+}
 
 void gemm(DType dtype, const void* a, const void* b, float* c, int64_t m, int64_t k, int64_t n) {
   if (m <= 0 || n <= 0) return;

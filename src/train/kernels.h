@@ -21,4 +21,7 @@ void gemm(DType dtype, const void* a, const void* b, float* c, int64_t m, int64_
 void gelu_forward(const float* x, float* y, int64_t n);
 void gelu_backward(const float* x, const float* dy, float* dx, int64_t n);
 
+// How many of src[0, n) are nonzero while bits[i], their fp16 or bf16 rounding, is +-0.
+int64_t count_underflow(const float* src, const uint16_t* bits, int64_t n);
+
 }  // namespace mantissa::train::detail

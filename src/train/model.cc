@@ -460,12 +460,7 @@ void Mlp::narrow_grad(const float* src, Buffer* dst) {
   grad_values_ += n;
   if (dst->dtype() == DType::kFloat32) return;
   // A nonzero fp32 gradient whose 16-bit rounding is +-0 (both formats: magnitude bits 0).
-  const auto* bits = static_cast<const uint16_t*>(dst->data());
-  int64_t lost = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    lost += static_cast<int64_t>(((bits[i] & 0x7FFF) == 0) & (src[i] != 0.0f));
-  }
-  grad_underflows_ += lost;
+  grad_underflows_ += count_underflow(src, static_cast<const uint16_t*>(dst->data()), n);
 }
 
 std::vector<TensorView> Mlp::grad_views() const {
