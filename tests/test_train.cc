@@ -52,8 +52,12 @@ TEST(TrainGemm, NormativeOrderFp64BoundAndSameBitsEverywhere) {
                    " k=" + std::to_string(c.k) + " n=" + std::to_string(c.n));
       const auto a = random_matrix(dtype, c.m * c.k, rng);
       const auto b = random_matrix(dtype, c.k * c.n, rng);
+      std::vector<float> bias(static_cast<std::size_t>(c.n));
+      for (float& v : bias) v = std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng);
       std::vector<float> out(static_cast<std::size_t>(c.m * c.n), -1.0f);
-      detail::gemm(dtype, a.data(), b.data(), out.data(), c.m, c.k, c.n);
+      detail::gemm(dtype, a.data(), b.data(), nullptr, out.data(), c.m, c.k, c.n);
+      std::vector<float> with_bias(out.size(), -1.0f);
+      detail::gemm(dtype, a.data(), b.data(), bias.data(), with_bias.data(), c.m, c.k, c.n);
       for (int64_t i = 0; i < c.m; ++i) {
         for (int64_t j = 0; j < c.n; ++j) {
           // The normative order, scalar: acc = acc + a * b, k ascending, no FMA (the build
@@ -70,6 +74,9 @@ TEST(TrainGemm, NormativeOrderFp64BoundAndSameBitsEverywhere) {
           }
           const float got = out[i * c.n + j];
           ASSERT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(acc)) << i << "," << j;
+          const float biased = acc + bias[j];
+          ASSERT_EQ(std::bit_cast<uint32_t>(with_bias[i * c.n + j]),
+                    std::bit_cast<uint32_t>(biased));
           // Recursive summation bound: |error| <= gamma_k * sum |a b|, gamma_k = k u / (1 - k u).
           const double u = 0x1.0p-24, ku = static_cast<double>(c.k) * u;
           EXPECT_LE(std::fabs(got - ref), ku / (1.0 - ku) * magnitude + 1e-30);
@@ -79,9 +86,12 @@ TEST(TrainGemm, NormativeOrderFp64BoundAndSameBitsEverywhere) {
         for (int threads : {1, 2}) {
           ASSERT_TRUE(set_num_threads(threads).ok());
           std::vector<float> again(out.size(), -2.0f);
-          detail::gemm(dtype, a.data(), b.data(), again.data(), c.m, c.k, c.n);
+          detail::gemm(dtype, a.data(), b.data(), nullptr, again.data(), c.m, c.k, c.n);
           ASSERT_EQ(0, std::memcmp(again.data(), out.data(), out.size() * sizeof(float)))
               << threads << " threads";
+          detail::gemm(dtype, a.data(), b.data(), bias.data(), again.data(), c.m, c.k, c.n);
+          ASSERT_EQ(0, std::memcmp(again.data(), with_bias.data(), out.size() * sizeof(float)))
+              << threads << " threads, bias";
         }
       });
     }

@@ -26,12 +26,20 @@ using mantissa::HWY_NAMESPACE::Fp16;
 using mantissa::HWY_NAMESPACE::Fp32;
 using mantissa::HWY_NAMESPACE::LoadF32;
 
+// The finished sum of one vector of columns starting at `col`, plus the bias there (one more
+// fp32 addition) when there is one.
+template <class D>
+HWY_INLINE hn::Vec<D> WithBias(D d, hn::Vec<D> acc, const float* bias, int64_t col) {
+  return bias == nullptr ? acc : hn::Add(acc, hn::LoadU(d, bias + col));
+}
+
 // Four rows of C times two vectors of columns starting at n0: the eight partial sums stay in
 // registers for the whole k loop (written out by hand: GCC keeps an array of vectors in
 // memory), and each B vector loaded serves four rows.
 template <class F, class D>
 HWY_INLINE void Tile4x2(D d, const float* HWY_RESTRICT a, const typename F::Storage* b,
-                        float* HWY_RESTRICT c, int64_t m0, int64_t k, int64_t n, int64_t n0) {
+                        float* HWY_RESTRICT c, const float* bias, int64_t m0, int64_t k, int64_t n,
+                        int64_t n0) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   const float* a0 = a + m0 * k;
   const float* a1 = a0 + k;
@@ -58,14 +66,14 @@ HWY_INLINE void Tile4x2(D d, const float* HWY_RESTRICT a, const typename F::Stor
     c31 = hn::Add(c31, hn::Mul(x, b1));
   }
   float* c0 = c + m0 * n + n0;
-  hn::StoreU(c00, d, c0);
-  hn::StoreU(c01, d, c0 + lanes);
-  hn::StoreU(c10, d, c0 + n);
-  hn::StoreU(c11, d, c0 + n + lanes);
-  hn::StoreU(c20, d, c0 + 2 * n);
-  hn::StoreU(c21, d, c0 + 2 * n + lanes);
-  hn::StoreU(c30, d, c0 + 3 * n);
-  hn::StoreU(c31, d, c0 + 3 * n + lanes);
+  hn::StoreU(WithBias(d, c00, bias, n0), d, c0);
+  hn::StoreU(WithBias(d, c01, bias, n0 + lanes), d, c0 + lanes);
+  hn::StoreU(WithBias(d, c10, bias, n0), d, c0 + n);
+  hn::StoreU(WithBias(d, c11, bias, n0 + lanes), d, c0 + n + lanes);
+  hn::StoreU(WithBias(d, c20, bias, n0), d, c0 + 2 * n);
+  hn::StoreU(WithBias(d, c21, bias, n0 + lanes), d, c0 + 2 * n + lanes);
+  hn::StoreU(WithBias(d, c30, bias, n0), d, c0 + 3 * n);
+  hn::StoreU(WithBias(d, c31, bias, n0 + lanes), d, c0 + 3 * n + lanes);
 }
 
 // Eight rows times two vectors (16 accumulators: AVX-512 has 32 registers; on 16-register
@@ -76,14 +84,15 @@ HWY_INLINE void Tile4x2(D d, const float* HWY_RESTRICT a, const typename F::Stor
     c##i##0 = hn::Add(c##i##0, hn::Mul(x, b0)); \
     c##i##1 = hn::Add(c##i##1, hn::Mul(x, b1)); \
   } while (0)
-#define MANTISSA_TILE_STORE(i)                 \
-  do {                                         \
-    hn::StoreU(c##i##0, d, o + (i)*n);         \
-    hn::StoreU(c##i##1, d, o + (i)*n + lanes); \
+#define MANTISSA_TILE_STORE(i)                                                \
+  do {                                                                        \
+    hn::StoreU(WithBias(d, c##i##0, bias, n0), d, o + (i)*n);                 \
+    hn::StoreU(WithBias(d, c##i##1, bias, n0 + lanes), d, o + (i)*n + lanes); \
   } while (0)
 template <class F, class D>
 HWY_INLINE void Tile8x2(D d, const float* HWY_RESTRICT a, const typename F::Storage* b,
-                        float* HWY_RESTRICT c, int64_t m0, int64_t k, int64_t n, int64_t n0) {
+                        float* HWY_RESTRICT c, const float* bias, int64_t m0, int64_t k, int64_t n,
+                        int64_t n0) {
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   const float* a0 = a + m0 * k;
   auto c00 = hn::Zero(d), c01 = hn::Zero(d), c10 = hn::Zero(d), c11 = hn::Zero(d);
@@ -119,7 +128,8 @@ HWY_INLINE void Tile8x2(D d, const float* HWY_RESTRICT a, const typename F::Stor
 // kRows (1 or 4) rows times one vector of columns (any vector size, partial ones included).
 template <class F, int kRows, class D>
 HWY_INLINE void TileRx1(D d, const float* HWY_RESTRICT a, const typename F::Storage* b,
-                        float* HWY_RESTRICT c, int64_t m0, int64_t k, int64_t n, int64_t n0) {
+                        float* HWY_RESTRICT c, const float* bias, int64_t m0, int64_t k, int64_t n,
+                        int64_t n0) {
   const float* a0 = a + m0 * k;
   auto c0 = hn::Zero(d), c1 = hn::Zero(d), c2 = hn::Zero(d), c3 = hn::Zero(d);
   const typename F::Storage* bp = b + n0;
@@ -133,54 +143,55 @@ HWY_INLINE void TileRx1(D d, const float* HWY_RESTRICT a, const typename F::Stor
     }
   }
   float* out = c + m0 * n + n0;
-  hn::StoreU(c0, d, out);
+  hn::StoreU(WithBias(d, c0, bias, n0), d, out);
   if constexpr (kRows == 4) {
-    hn::StoreU(c1, d, out + n);
-    hn::StoreU(c2, d, out + 2 * n);
-    hn::StoreU(c3, d, out + 3 * n);
+    hn::StoreU(WithBias(d, c1, bias, n0), d, out + n);
+    hn::StoreU(WithBias(d, c2, bias, n0), d, out + 2 * n);
+    hn::StoreU(WithBias(d, c3, bias, n0), d, out + 3 * n);
   }
 }
 
 // The last columns (fewer than a full vector): partial vectors of 8, 4, 2 and 1 lanes, each
 // lane computed by the same operations as in a full vector.
 template <class F, int kRows, size_t kCap>
-HWY_INLINE void TailColumns(const float* a, const typename F::Storage* b, float* c, int64_t m0,
-                            int64_t k, int64_t n, int64_t& n0) {
+HWY_INLINE void TailColumns(const float* a, const typename F::Storage* b, float* c,
+                            const float* bias, int64_t m0, int64_t k, int64_t n, int64_t& n0) {
   const hn::CappedTag<float, kCap> dc;
   if (n - n0 >= static_cast<int64_t>(hn::Lanes(dc))) {
-    TileRx1<F, kRows>(dc, a, b, c, m0, k, n, n0);
+    TileRx1<F, kRows>(dc, a, b, c, bias, m0, k, n, n0);
     n0 += static_cast<int64_t>(hn::Lanes(dc));
   }
-  if constexpr (kCap > 1) TailColumns<F, kRows, kCap / 2>(a, b, c, m0, k, n, n0);
+  if constexpr (kCap > 1) TailColumns<F, kRows, kCap / 2>(a, b, c, bias, m0, k, n, n0);
 }
 
 // Rows [m0, m0 + kRows) of C (kRows 8, 4 or 1), every column.
 template <class F, int kRows>
-HWY_INLINE void RowBlock(const float* a, const typename F::Storage* b, float* c, int64_t m0,
-                         int64_t k, int64_t n) {
+HWY_INLINE void RowBlock(const float* a, const typename F::Storage* b, float* c, const float* bias,
+                         int64_t m0, int64_t k, int64_t n) {
   const hn::ScalableTag<float> d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   int64_t n0 = 0;
   if constexpr (kRows == 8) {
-    for (; n0 + 2 * lanes <= n; n0 += 2 * lanes) Tile8x2<F>(d, a, b, c, m0, k, n, n0);
+    for (; n0 + 2 * lanes <= n; n0 += 2 * lanes) Tile8x2<F>(d, a, b, c, bias, m0, k, n, n0);
     for (int64_t h = 0; h < 8; h += 4) {
       int64_t m = n0;
-      for (; m + lanes <= n; m += lanes) TileRx1<F, 4>(d, a, b, c, m0 + h, k, n, m);
-      TailColumns<F, 4, 8>(a, b, c, m0 + h, k, n, m);
+      for (; m + lanes <= n; m += lanes) TileRx1<F, 4>(d, a, b, c, bias, m0 + h, k, n, m);
+      TailColumns<F, 4, 8>(a, b, c, bias, m0 + h, k, n, m);
     }
     return;
   }
   if constexpr (kRows == 4) {
-    for (; n0 + 2 * lanes <= n; n0 += 2 * lanes) Tile4x2<F>(d, a, b, c, m0, k, n, n0);
+    for (; n0 + 2 * lanes <= n; n0 += 2 * lanes) Tile4x2<F>(d, a, b, c, bias, m0, k, n, n0);
   }
-  for (; n0 + lanes <= n; n0 += lanes) TileRx1<F, kRows>(d, a, b, c, m0, k, n, n0);
-  TailColumns<F, kRows, 8>(a, b, c, m0, k, n, n0);
+  for (; n0 + lanes <= n; n0 += lanes) TileRx1<F, kRows>(d, a, b, c, bias, m0, k, n, n0);
+  TailColumns<F, kRows, 8>(a, b, c, bias, m0, k, n, n0);
 }
 
 // A is widened to fp32 once (exact), so the inner loop broadcasts plain floats; B is widened
 // vector by vector as it is loaded.
 template <class F>
-void GemmFormat(const void* av, const void* bv, float* c, int64_t m, int64_t k, int64_t n) {
+void GemmFormat(const void* av, const void* bv, const float* bias, float* c, int64_t m, int64_t k,
+                int64_t n) {
   const auto* b = static_cast<const typename F::Storage*>(bv);
   std::vector<float> widened;
   const float* a = static_cast<const float*>(av);
@@ -195,20 +206,22 @@ void GemmFormat(const void* av, const void* bv, float* c, int64_t m, int64_t k, 
   // Chunks of 8 rows (one 8-row tile): enough work per chunk, and a fixed cut.
   auto rows = [&](int64_t begin, int64_t end) {
     int64_t r = begin;
-    for (; r + 8 <= end; r += 8) RowBlock<F, 8>(a, b, c, r, k, n);
-    for (; r + 4 <= end; r += 4) RowBlock<F, 4>(a, b, c, r, k, n);
-    for (; r < end; ++r) RowBlock<F, 1>(a, b, c, r, k, n);
+    for (; r + 8 <= end; r += 8) RowBlock<F, 8>(a, b, c, bias, r, k, n);
+    for (; r + 4 <= end; r += 4) RowBlock<F, 4>(a, b, c, bias, r, k, n);
+    for (; r < end; ++r) RowBlock<F, 1>(a, b, c, bias, r, k, n);
   };
   mantissa::detail::parallel_for(m, 8, rows);
 }
 
-void GemmImpl(DType dtype, const void* a, const void* b, float* c, int64_t m, int64_t k,
-              int64_t n) {
+void GemmImpl(DType dtype, const void* a, const void* b, const float* bias, float* c, int64_t m,
+              int64_t k, int64_t n) {
   // Operands are only widened, so the bf16 narrowing choice does not matter here.
   switch (dtype) {
-    case DType::kFloat16: GemmFormat<Fp16>(a, b, c, m, k, n); return;
-    case DType::kBFloat16: GemmFormat<mantissa::HWY_NAMESPACE::Bf16>(a, b, c, m, k, n); return;
-    default: GemmFormat<Fp32>(a, b, c, m, k, n); return;
+    case DType::kFloat16: GemmFormat<Fp16>(a, b, bias, c, m, k, n); return;
+    case DType::kBFloat16:
+      GemmFormat<mantissa::HWY_NAMESPACE::Bf16>(a, b, bias, c, m, k, n);
+      return;
+    default: GemmFormat<Fp32>(a, b, bias, c, m, k, n); return;
   }
 }
 
@@ -299,10 +312,11 @@ int64_t count_underflow(const float* src, const uint16_t* bits, int64_t n) {
   return HWY_DYNAMIC_DISPATCH(CountUnderflowImpl)(src, bits, n);
 }
 
-void gemm(DType dtype, const void* a, const void* b, float* c, int64_t m, int64_t k, int64_t n) {
+void gemm(DType dtype, const void* a, const void* b, const float* bias, float* c, int64_t m,
+          int64_t k, int64_t n) {
   if (m <= 0 || n <= 0) return;
   mantissa::detail::ensure_runtime_initialized();
-  HWY_DYNAMIC_DISPATCH(GemmImpl)(dtype, a, b, c, m, k, n);
+  HWY_DYNAMIC_DISPATCH(GemmImpl)(dtype, a, b, bias, c, m, k, n);
 }
 
 void gelu_forward(const float* x, float* y, int64_t n) {

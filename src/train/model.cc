@@ -284,16 +284,11 @@ Status Mlp::forward(const float* x, int64_t rows) {
         scratch32_.ensure(DType::kFloat32, {rows, L.out});
         const Parameter& w = params_[L.weight];
         const Parameter& b = params_[L.bias];
-        gemm(cd, in.data(), w.weights().data(), scratch32_.f32(), rows, L.in, L.out);
         // y = fp32(product) + b in fp32, rounded once to the compute dtype.
-        float* acc = scratch32_.f32();
         bias32_.ensure(DType::kFloat32, {L.out});
         widen(b.weights(), bias32_.f32());
-        const float* bias = bias32_.f32();
-        for (int64_t r = 0; r < rows; ++r) {
-          for (int64_t j = 0; j < L.out; ++j) acc[r * L.out + j] += bias[j];
-        }
-        narrow(acc, &L.output);
+        gemm(cd, in.data(), w.weights().data(), bias32_.f32(), scratch32_.f32(), rows, L.in, L.out);
+        narrow(scratch32_.f32(), &L.output);
         break;
       }
       case LayerKind::kLayerNorm: {
@@ -387,7 +382,7 @@ Status Mlp::backward() {
         transposed_.ensure(cd, {L.in, rows});
         transpose(in.data(), transposed_.data(), rows, L.in, es);
         scratch32_.ensure(DType::kFloat32, {L.in, L.out});
-        gemm(cd, transposed_.data(), dy_.data(), scratch32_.f32(), L.in, rows, L.out);
+        gemm(cd, transposed_.data(), dy_.data(), nullptr, scratch32_.f32(), L.in, rows, L.out);
         narrow_grad(scratch32_.f32(), &w.grad);
         // db = column sums of dY, fp64 in row order, rounded once.
         scratch32_.ensure(DType::kFloat32, {rows, L.out});
@@ -407,7 +402,7 @@ Status Mlp::backward() {
         transposed_.ensure(cd, {L.out, L.in});
         transpose(w.weights().data(), transposed_.data(), L.in, L.out, es);
         scratch32_.ensure(DType::kFloat32, {rows, L.in});
-        gemm(cd, dy_.data(), transposed_.data(), scratch32_.f32(), rows, L.out, L.in);
+        gemm(cd, dy_.data(), transposed_.data(), nullptr, scratch32_.f32(), rows, L.out, L.in);
         dx_.ensure(cd, {rows, L.in});
         narrow_grad(scratch32_.f32(), &dx_);
         std::swap(dx_, dy_);
