@@ -207,6 +207,56 @@ void widen(const Buffer& src, float* dst) {
   }
 }
 
+// ReLU on the stored bits (it only selects, so it is exact in every dtype): y = max(x, 0) with
+// -0 and negatives to +0 and NaN kept (x <= 0 is false for NaN), as torch.relu; dx = dy where
+// x > 0, else +0 (NaN x included). `inf` is the dtype's +inf bits: 0 < bits <= inf is x > 0.
+template <class T>
+void relu_bits(const T* x, T* y, int64_t n, T sign, T inf) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T magnitude = static_cast<T>(x[i] & ~sign);
+    y[i] = ((x[i] & sign) != 0 && magnitude <= inf) ? T{0} : x[i];
+  }
+}
+template <class T>
+void relu_grad_bits(const T* x, const T* dy, T* dx, int64_t n, T inf) {
+  for (int64_t i = 0; i < n; ++i) dx[i] = (x[i] != 0 && x[i] <= inf) ? dy[i] : T{0};
+}
+
+void relu_forward(const Buffer& x, Buffer* y) {
+  const int64_t n = x.numel();
+  switch (x.dtype()) {
+    case DType::kFloat16:
+      relu_bits<uint16_t>(static_cast<const uint16_t*>(x.data()), static_cast<uint16_t*>(y->data()),
+                          n, 0x8000, 0x7C00);
+      break;
+    case DType::kBFloat16:
+      relu_bits<uint16_t>(static_cast<const uint16_t*>(x.data()), static_cast<uint16_t*>(y->data()),
+                          n, 0x8000, 0x7F80);
+      break;
+    default:
+      relu_bits<uint32_t>(static_cast<const uint32_t*>(x.data()), static_cast<uint32_t*>(y->data()),
+                          n, 0x80000000u, 0x7F800000u);
+      break;
+  }
+}
+
+void relu_backward(const Buffer& x, const Buffer& dy, Buffer* dx) {
+  const int64_t n = x.numel();
+  switch (x.dtype()) {
+    case DType::kFloat16:
+    case DType::kBFloat16:
+      relu_grad_bits<uint16_t>(
+          static_cast<const uint16_t*>(x.data()), static_cast<const uint16_t*>(dy.data()),
+          static_cast<uint16_t*>(dx->data()), n, x.dtype() == DType::kFloat16 ? 0x7C00 : 0x7F80);
+      break;
+    default:
+      relu_grad_bits<uint32_t>(static_cast<const uint32_t*>(x.data()),
+                               static_cast<const uint32_t*>(dy.data()),
+                               static_cast<uint32_t*>(dx->data()), n, 0x7F800000u);
+      break;
+  }
+}
+
 }  // namespace
 
 // ---- Mlp ------------------------------------------------------------------------------------
@@ -305,13 +355,7 @@ Status Mlp::forward(const float* x, int64_t rows) {
       }
       case LayerKind::kActivation: {
         if (L.activation == Activation::kRelu) {
-          // max(x, 0) keeps NaN (x <= 0 is false for NaN), as torch.relu does; exact in
-          // every dtype.
-          scratch32_.ensure(DType::kFloat32, {rows, L.out});
-          float* v = scratch32_.f32();
-          widen(in, v);
-          for (int64_t i = 0; i < in.numel(); ++i) v[i] = v[i] <= 0.0f ? 0.0f : v[i];
-          narrow(v, &L.output);
+          relu_forward(in, &L.output);
         } else {
           scratch32_.ensure(DType::kFloat32, {rows, L.out});
           scratch32b_.ensure(DType::kFloat32, {rows, L.out});
@@ -425,14 +469,7 @@ Status Mlp::backward() {
       case LayerKind::kActivation: {
         dx_.ensure(cd, {rows, L.in});
         if (L.activation == Activation::kRelu) {
-          scratch32_.ensure(DType::kFloat32, {rows, L.in});
-          scratch32b_.ensure(DType::kFloat32, {rows, L.in});
-          float* x = scratch32_.f32();
-          float* g = scratch32b_.f32();
-          widen(in, x);
-          widen(dy_, g);
-          for (int64_t i = 0; i < dy_.numel(); ++i) g[i] = x[i] > 0.0f ? g[i] : 0.0f;
-          narrow_grad(g, &dx_);
+          relu_backward(in, dy_, &dx_);
         } else {
           scratch32_.ensure(DType::kFloat32, {rows, L.in});
           scratch32b_.ensure(DType::kFloat32, {rows, L.in});

@@ -105,8 +105,9 @@ class Mlp {
 
   std::vector<TensorView> grad_views() const;
   // Gradient values the backward passes rounded to the compute dtype (the loss gradient,
-  // products, bias sums, activation gradients; not LayerNorm's, which rounds inside its
-  // operator), and how many of them were nonzero in fp32 but became zero: underflow.
+  // products, bias sums, GELU's gradient; not LayerNorm's, which rounds inside its operator,
+  // nor ReLU's, which only selects), and how many of them were nonzero in fp32 but became
+  // zero: underflow.
   int64_t grad_values() const { return grad_values_; }
   int64_t grad_underflows() const { return grad_underflows_; }
   std::vector<std::string> param_names() const;
