@@ -62,6 +62,12 @@ precision::OpInputs kit_inputs(const typename Op::Tensors& t, const typename Op:
         break;
       case detail::AttrType::kFloat:
       case detail::AttrType::kScalar: a.kind = precision::AttrKind::kFloat, a.f = value; break;
+      case detail::AttrType::kIntList:
+      case detail::AttrType::kBoolList:
+        a.kind = Op::kAttrs[i].type == detail::AttrType::kIntList ? precision::AttrKind::kIntList
+                                                                  : precision::AttrKind::kBoolList;
+        a.list = detail::get_list_attr<Op>(p, i);
+        break;
     }
     in.attrs.push_back(a);
   }

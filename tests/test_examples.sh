@@ -160,6 +160,35 @@ for i, v in enumerate(dx.reshape(-1)): print("result[%d] is: %f" % (i, v))
 for i, v in enumerate(dg): print("dgamma[%d] is: %f" % (i, v))
 '
 
+# The LayerNorm and LayerNormBackward samples with upstream's published inputs. numpy, in
+# float64 then rounded to float32 (docs/ops/layer_norm.md: fp64 statistics and arithmetic, one
+# rounding): constant rows give out 0, mean 2 and rstd 1/sqrt(eps); the backward sample's mean
+# and rstd are the given ones, not the rows' own.
+check_sample test_aclnn_layer_norm '
+import numpy as np
+x = np.full((2, 32), 2.0)
+m = x.mean(axis=1)
+rstd = 1.0 / np.sqrt(((x - m[:, None]) ** 2).mean(axis=1) + 1e-5)
+out = ((x - m[:, None]) * rstd[:, None]).astype(np.float32)
+for i, v in enumerate(out.reshape(-1)): print("out result[%d] is: %f" % (i, v))
+for i, v in enumerate(m.astype(np.float32)): print("mean result[%d] is: %f" % (i, v))
+for i, v in enumerate(rstd.astype(np.float32)): print("rstd result[%d] is: %f" % (i, v))
+'
+
+check_sample test_aclnn_layer_norm_backward '
+import numpy as np
+dy = np.array([[2, 3], [4, 5]], dtype=np.float64)
+x = dy.copy()
+mean = np.array([[2], [3]], dtype=np.float64)
+rstd = np.array([[4], [5]], dtype=np.float64)
+xhat = (x - mean) * rstd
+g = dy * 1.0
+dx = (g - (g.mean(axis=1, keepdims=True) + xhat * (g * xhat).mean(axis=1, keepdims=True))) * rstd
+for i, v in enumerate(dx.astype(np.float32).reshape(-1)): print("gradInput result[%d] is: %f" % (i, v))
+for i, v in enumerate((dy * xhat).sum(axis=0).astype(np.float32)): print("gradWeight result[%d] is: %f" % (i, v))
+for i, v in enumerate(dy.sum(axis=0).astype(np.float32)): print("gradBias result[%d] is: %f" % (i, v))
+'
+
 # The ForeachNonFiniteCheckAndUnscale sample: a finite list scaled by 3.1 (values from numpy
 # float32, computed here), then a list holding an inf scaled by 0.5 with foundInf set to 1.
 unscale="$bin_dir/example_aclnn_foreach_unscale"

@@ -332,9 +332,9 @@ HostTensor scalar(DType d, double v) {
   return t;
 }
 
-AttrValue fattr(double f) { return {AttrKind::kFloat, false, 0, f}; }
-AttrValue iattr(int64_t i) { return {AttrKind::kInt, false, i, 0.0}; }
-AttrValue battr(bool b) { return {AttrKind::kBool, b, 0, 0.0}; }
+AttrValue fattr(double f) { return {AttrKind::kFloat, false, 0, f, {}}; }
+AttrValue iattr(int64_t i) { return {AttrKind::kInt, false, i, 0.0, {}}; }
+AttrValue battr(bool b) { return {AttrKind::kBool, b, 0, 0.0, {}}; }
 
 TEST(PrecisionGolden, AmpUpdateScaleWorkedExamples) {
   const OpEntry& op = *find_op("AmpUpdateScale");

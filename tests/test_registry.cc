@@ -33,19 +33,28 @@ TEST(Registry, EveryOperatorHasAnOpByNameRow) {
       if (def.type == Op::kType) row = &def;
     }
     ASSERT_NE(row, nullptr);
-    // Host-scalar attributes are inputs by name, after the tensor inputs; the others attributes.
-    const std::size_t tensor_inputs = count<Op>(Role::kIn) + count<Op>(Role::kInOut);
-    const std::size_t scalars = mantissa::detail::count_scalar_attrs<Op>();
-    EXPECT_EQ(row->inputs.size(), tensor_inputs + scalars);
+    // Attributes given as inputs by name (host scalars, int lists) sit among the inputs in the
+    // graph's order; attributes the graph lacks are absent; the others are attributes.
+    using mantissa::detail::AttrType;
+    const std::size_t tensor_inputs = mantissa::detail::count_graph_inputs<Op>();
+    std::size_t input_attrs = 0, graph_attrs = 0;
+    for (const auto& a : Op::kAttrs) {
+      if (a.graph_input_before == mantissa::detail::kNotInGraph) continue;
+      (mantissa::detail::is_input_attr(a.type) ? input_attrs : graph_attrs) += 1;
+    }
+    EXPECT_EQ(row->inputs.size(), tensor_inputs + input_attrs);
     EXPECT_EQ(row->outputs.size(), count<Op>(Role::kOut));
-    ASSERT_EQ(row->attrs.size(), Op::kAttrs.size() - scalars);
-    std::size_t attr = 0, scalar = 0;
+    ASSERT_EQ(row->attrs.size(), graph_attrs);
+    std::size_t attr = 0;
     for (std::size_t i = 0; i < Op::kAttrs.size(); ++i) {
       // Under the graph's name where it differs (SoftmaxV2's "axes" for dim).
       const std::string_view graph =
           Op::kAttrs[i].graph_name.empty() ? Op::kAttrs[i].name : Op::kAttrs[i].graph_name;
-      if (Op::kAttrs[i].type == mantissa::detail::AttrType::kScalar) {
-        EXPECT_EQ(std::string_view(row->inputs[tensor_inputs + scalar++]), graph);
+      if (Op::kAttrs[i].graph_input_before == mantissa::detail::kNotInGraph) continue;
+      if (mantissa::detail::is_input_attr(Op::kAttrs[i].type)) {
+        bool listed = false;
+        for (const char* name : row->inputs) listed |= std::string_view(name) == graph;
+        EXPECT_TRUE(listed) << graph;
         continue;
       }
       EXPECT_EQ(std::string_view(row->attrs[attr].name), graph);

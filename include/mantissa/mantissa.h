@@ -13,6 +13,8 @@
 #include "mantissa/ops/apply_adam_w_v2.h"
 #include "mantissa/ops/foreach_non_finite_check_and_unscale.h"
 #include "mantissa/ops/foreach_norm.h"
+#include "mantissa/ops/layer_norm.h"
+#include "mantissa/ops/layer_norm_grad.h"
 #include "mantissa/ops/rms_norm.h"
 #include "mantissa/ops/rms_norm_grad.h"
 #include "mantissa/ops/sgd.h"

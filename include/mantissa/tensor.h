@@ -1,6 +1,7 @@
 // Non-owning tensor views: dtype, shape (rank 0..8), strides in elements, data pointer.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +16,25 @@
 namespace mantissa {
 
 inline constexpr int kMaxRank = 8;
+
+// A short list of dimension sizes held by value, as an operator's attribute (LayerNorm's
+// normalized_shape). Like a view's rank, `size` may record more than kMaxRank values (only the
+// first kMaxRank are kept) so that the operator can reject it with a proper status.
+struct MANTISSA_API Dims {
+  std::array<int64_t, kMaxRank> values{};
+  int size = 0;
+
+  Dims() = default;
+  Dims(std::span<const int64_t> dims) noexcept;  // NOLINT: implicit, as from a braced list
+  Dims(std::initializer_list<int64_t> dims) noexcept
+      : Dims(std::span<const int64_t>(dims.begin(), dims.size())) {}
+  // The values kept (at most kMaxRank).
+  std::span<const int64_t> span() const noexcept {
+    return {values.data(), static_cast<std::size_t>(size < 0 ? 0 : std::min(size, kMaxRank))};
+  }
+  // "[4, 16]"
+  std::string to_string() const;
+};
 
 // A view of memory owned elsewhere. A view may record a rank above kMaxRank (only the first
 // kMaxRank dims are kept) so that it can be rejected by operators with a proper status.

@@ -346,17 +346,98 @@ aclnnStatus read_scalars(const char* fn, const AclnnScalars<Op>& scalars,
   return ACLNN_SUCCESS;
 }
 
+// One list attribute of an aclnn call: an aclIntArray (AttrType::kIntList) or an aclBoolArray
+// (AttrType::kBoolList).
+struct AclnnListAttr {
+  AclnnListAttr() = default;
+  AclnnListAttr(const aclIntArray* a) : ints(a) {}    // NOLINT: implicit by design
+  AclnnListAttr(const aclBoolArray* a) : bools(a) {}  // NOLINT: implicit by design
+  const aclIntArray* ints = nullptr;
+  const aclBoolArray* bools = nullptr;
+};
+
+template <class Op>
+constexpr std::size_t count_list_attrs() {
+  std::size_t n = 0;
+  for (const detail::AttrSpec& a : Op::kAttrs) n += detail::is_list_attr(a.type);
+  return n;
+}
+template <class Op>
+constexpr std::size_t list_attr_index(std::size_t j) {
+  for (std::size_t i = 0; i < detail::kNumAttrs<Op>; ++i) {
+    if (detail::is_list_attr(Op::kAttrs[i].type) && j-- == 0) return i;
+  }
+  return detail::kNumAttrs<Op>;
+}
+
+// The handles of Op's list attributes, in attribute order.
+template <class Op>
+using AclnnLists = std::array<AclnnListAttr, count_list_attrs<Op>()>;
+
+// An attribute's aclnn parameter name: its name in camelCase (normalized_shape: normalizedShape).
+inline std::string acl_attr_name(std::string_view name) {
+  std::string s;
+  bool upper = false;
+  for (char c : name) {
+    if (c == '_') {
+      upper = true;
+      continue;
+    }
+    s += upper && c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c;
+    upper = false;
+  }
+  return s;
+}
+
+// Checks the list handles (null: 161001; not live: 161002) and sets their attributes in
+// `params` (a list of the wrong length for its attribute: 161002).
+template <class Op>
+aclnnStatus read_lists(const char* fn, const AclnnLists<Op>& lists, typename Op::Params& params) {
+  for (std::size_t j = 0; j < lists.size(); ++j) {
+    const std::size_t i = list_attr_index<Op>(j);
+    const std::string name = acl_attr_name(Op::kAttrs[i].name);
+    const bool ints = Op::kAttrs[i].type == detail::AttrType::kIntList;
+    const void* handle =
+        ints ? static_cast<const void*>(lists[j].ints) : static_cast<const void*>(lists[j].bools);
+    if (handle == nullptr) {
+      set_recent_error(fmt::format("{}: {} is null", fn, name));
+      return ACLNN_ERR_PARAM_NULLPTR;
+    }
+    const bool live = ints ? int_array_is_live(lists[j].ints) : bool_array_is_live(lists[j].bools);
+    if (!live) {
+      set_recent_error(fmt::format("{}: {} ({}) is not a live {}", fn, name, handle,
+                                   ints ? "aclIntArray" : "aclBoolArray"));
+      return ACLNN_ERR_PARAM_INVALID;
+    }
+    std::vector<int64_t> values;
+    if (ints) {
+      const std::span<const int64_t> v = int_array_values(*lists[j].ints);
+      values.assign(v.begin(), v.end());
+    } else {
+      for (bool b : bool_array_values(*lists[j].bools)) values.push_back(b ? 1 : 0);
+    }
+    if (const Status s = detail::set_list_attr<Op>(params, i, values); !s.ok()) {
+      set_recent_error(fmt::format("{}: {}", fn, s.message()));
+      return ACLNN_ERR_PARAM_INVALID;
+    }
+  }
+  return ACLNN_SUCCESS;
+}
+
 // Phase one of Op's aclnn entry: tensors and tensor lists in the declaration's order (outputs
-// included), the aclScalar handles of its host-scalar attributes (whose values replace those in
-// `params`).
+// included), the aclScalar handles of its host-scalar attributes and the array handles of its
+// list attributes (whose values replace those in `params`).
 template <class Op>
 aclnnStatus aclnn_prepare(const std::array<AclnnArg, detail::kNumArgs<Op>>& handles,
                           const typename Op::Params& params_in, uint64_t* workspace_size,
-                          aclOpExecutor** executor, const AclnnScalars<Op>& scalars = {}) noexcept {
+                          aclOpExecutor** executor, const AclnnScalars<Op>& scalars = {},
+                          const AclnnLists<Op>& lists = {}) noexcept {
   using Plan = AclnnPlan<Op>;
   const char* fn = Plan::phase_one().c_str();
   try {
     typename Op::Params params = params_in;
+    // List attributes first: they decide which optional outputs are required (an output mask).
+    if (aclnnStatus s = read_lists<Op>(fn, lists, params); s != ACLNN_SUCCESS) return s;
     // A null optional input or in/out argument is absent, unless the attributes require it;
     // every other null is 161001. Lists are checked after the tensors, in the same way (null,
     // not live, an element not live or not ND).
@@ -365,7 +446,9 @@ aclnnStatus aclnn_prepare(const std::array<AclnnArg, detail::kNumArgs<Op>>& hand
     for (std::size_t k = 0; k < handles.size(); ++k) {
       const detail::ArgSpec& a = Op::kArgs[k];
       if (a.is_list) continue;
-      if (handles[k].tensor == nullptr && a.optional && a.role != detail::Role::kOut &&
+      // An optional input, or an optional output that is a result of its own (not computed).
+      const bool may_be_null = a.optional && (a.role != detail::Role::kOut || a.paired < 0);
+      if (handles[k].tensor == nullptr && may_be_null &&
           detail::required_by<Op>(params, k) == nullptr) {
         continue;
       }

@@ -93,15 +93,17 @@ Status resolve_attrs(const OpDef& def, const aclopAttr* attr,
                     known.empty() ? "none" : known);
       }
       const bool is_list = value.list_size >= 0;
-      if (value.type != spec->type || is_list != spec->int_list) {
+      const bool want_list = spec->int_list || spec->type == AttrType::kBoolList;
+      if (value.type != spec->type || is_list != want_list) {
         return fail(StatusCode::kParamInvalid, def.type,
                     "attribute \"{}\" was set as {}{} but must be {}{} (aclopSetAttr{})", name,
                     is_list ? "list of " : "", attr_type_name(value.type),
-                    spec->int_list ? "list of " : "", attr_type_name(spec->type),
-                    spec->int_list                  ? "ListInt"
-                    : spec->type == AttrType::kBool ? "Bool"
-                    : spec->type == AttrType::kInt  ? "Int"
-                                                    : "Float");
+                    want_list ? "list of " : "", attr_type_name(spec->type),
+                    spec->int_list                      ? "ListInt"
+                    : spec->type == AttrType::kBoolList ? "ListBool"
+                    : spec->type == AttrType::kBool     ? "Bool"
+                    : spec->type == AttrType::kInt      ? "Int"
+                                                        : "Float");
       }
       if (spec->int_list && value.list_size != 1) {
         return fail(StatusCode::kParamInvalid, def.type,
@@ -306,6 +308,68 @@ const AttrValue& OpCall::attr(std::string_view name, AttrType type) const {
 bool OpCall::attr_bool(std::string_view name) const { return attr(name, AttrType::kBool).b; }
 int64_t OpCall::attr_int(std::string_view name) const { return attr(name, AttrType::kInt).i; }
 float OpCall::attr_float(std::string_view name) const { return attr(name, AttrType::kFloat).f; }
+
+Status OpCall::attr_list(std::string_view name, std::vector<int64_t>& values, bool& set) const {
+  values.clear();
+  const auto it = attrs_.find(name);
+  set = it != attrs_.end() && it->second.list_size >= 0;
+  if (!set) return {};
+  const AttrValue& v = it->second;
+  if (v.list_size > kMaxListValues) {
+    return fail(StatusCode::kParamInvalid, def_.type,
+                "attribute \"{}\" holds {} values; at most {} are supported", name, v.list_size,
+                kMaxListValues);
+  }
+  values.assign(v.values.begin(), v.values.begin() + v.list_size);
+  return {};
+}
+
+Status OpCall::int_list_in(int i, std::vector<int64_t>& values) const {
+  values.clear();
+  const aclTensorDesc& d = *input_desc_[i];
+  const auto dtype = static_cast<DType>(d.dtype);
+  if (dtype != DType::kInt32 && dtype != DType::kInt64) {
+    return fail(StatusCode::kParamInvalid, def_.type,
+                "inputDesc[{}] ({}) dtype {} is not supported (INT32 or INT64)", i, input_names_[i],
+                dtype_name(dtype));
+  }
+  if (d.dims.size() > 1 || (d.dims.size() == 1 && d.dims[0] < 0)) {
+    return fail(StatusCode::kParamInvalid, def_.type,
+                "inputDesc[{}] ({}) dims {} are not a list (rank 1)", i, input_names_[i],
+                dims_string(d.dims));
+  }
+  const int64_t count = d.dims.empty() ? 1 : d.dims[0];
+  if (count > kMaxRank) {
+    return fail(StatusCode::kParamInvalid, def_.type,
+                "inputDesc[{}] ({}) holds {} values; at most {} dims can be named", i,
+                input_names_[i], count, kMaxRank);
+  }
+  const aclDataBuffer& b = *inputs_[i];
+  if (b.data == nullptr && count > 0) {
+    return fail(StatusCode::kParamNullptr, def_.type, "inputs[{}] ({}) data is null", i,
+                input_names_[i]);
+  }
+  const std::size_t size = dtype_size(dtype);
+  if (b.size < static_cast<std::size_t>(count) * size) {
+    return fail(StatusCode::kParamInvalid, def_.type,
+                "inputs[{}] ({}) holds {} bytes but its descriptor ({} {}) needs {}", i,
+                input_names_[i], b.size, dtype_name(dtype), dims_string(d.dims),
+                static_cast<std::size_t>(count) * size);
+  }
+  for (int64_t j = 0; j < count; ++j) {
+    const auto* p = static_cast<const std::byte*>(b.data) + static_cast<std::size_t>(j) * size;
+    if (dtype == DType::kInt32) {
+      int32_t v;
+      std::memcpy(&v, p, sizeof(v));
+      values.push_back(v);
+    } else {
+      int64_t v;
+      std::memcpy(&v, p, sizeof(v));
+      values.push_back(v);
+    }
+  }
+  return {};
+}
 
 Status OpCall::check_buffer_sizes() const {
   if (Status s =

@@ -2,6 +2,7 @@
 // and aclopAttr handles, the call context handed to operator handlers, and the operator table.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -33,15 +34,20 @@ namespace mantissa::compat::aclop {
 // The attribute types of the operator descriptors (core/op_desc.h).
 using AttrType = ::mantissa::detail::AttrType;
 
+inline constexpr int kMaxListValues = 8;
+
 struct AttrValue {
   AttrType type;
   bool b = false;
   int64_t i = 0;
   float f = 0.0f;
-  // A list of ints (aclopSetAttrListInt): the number of values given, `i` holding the first;
-  // -1 for a single value.
+  // A list (aclopSetAttrListInt, aclopSetAttrListBool): the number of values given, the first
+  // kMaxListValues of them in `values` (and the first in `i`); -1 for a single value, and
+  // kOperatorDefault for a list attribute left unset (the operator's Params default stands).
   int64_t list_size = -1;
+  std::array<int64_t, kMaxListValues> values{};
 };
+inline constexpr int64_t kOperatorDefault = -2;
 
 const char* attr_type_name(AttrType type) noexcept;
 
@@ -107,6 +113,12 @@ class OpCall {
   bool attr_bool(std::string_view name) const;
   int64_t attr_int(std::string_view name) const;
   float attr_float(std::string_view name) const;
+  // A list attribute's values (bools as 0/1); false when it was left unset (the operator's
+  // default stands). More than kMaxListValues values: 161002.
+  Status attr_list(std::string_view name, std::vector<int64_t>& values, bool& set) const;
+  // The values of input i as a list of ints (AttrType::kIntList): a rank-1 (or scalar) INT32 or
+  // INT64 tensor in a buffer that holds it (161002 otherwise; a null buffer: 161001).
+  Status int_list_in(int i, std::vector<int64_t>& values) const;
 
   // Runs the operator's own validation (its status codes win), then checks that every data
   // buffer holds what its descriptor needs, then runs the operator.

@@ -1,6 +1,7 @@
 // Op-by-name handles: tensor descriptors, data buffers and named operator attributes.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <new>
 #include <string>
 
@@ -15,6 +16,8 @@ const char* attr_type_name(AttrType type) noexcept {
     case AttrType::kInt: return "int";
     case AttrType::kFloat: return "float";
     case AttrType::kScalar: return "scalar input";
+    case AttrType::kIntList: return "int list input";
+    case AttrType::kBoolList: return "bool";
   }
   return "unknown";
 }
@@ -141,7 +144,26 @@ aclError aclopSetAttrListInt(aclopAttr* attr, const char* attrName, int numValue
   AttrValue v{AttrType::kInt};
   v.list_size = numValues;
   v.i = numValues > 0 ? values[0] : 0;
+  for (int j = 0; j < std::min(numValues, mantissa::compat::aclop::kMaxListValues); ++j) {
+    v.values[static_cast<std::size_t>(j)] = values[j];
+  }
   return mantissa::compat::aclop::set_attr("aclopSetAttrListInt", attr, attrName, v);
+}
+
+aclError aclopSetAttrListBool(aclopAttr* attr, const char* attrName, int numValues,
+                              const uint8_t* values) {
+  if (numValues < 0 || (numValues > 0 && values == nullptr)) {
+    set_recent_error(fmt::format(
+        "aclopSetAttrListBool: attribute \"{}\": numValues is {} and values is {}",
+        attrName == nullptr ? "(null)" : attrName, numValues, values == nullptr ? "null" : "set"));
+    return ACL_ERROR_INVALID_PARAM;
+  }
+  AttrValue v{AttrType::kBoolList};
+  v.list_size = numValues;
+  for (int j = 0; j < std::min(numValues, mantissa::compat::aclop::kMaxListValues); ++j) {
+    v.values[static_cast<std::size_t>(j)] = values[j] != 0 ? 1 : 0;
+  }
+  return mantissa::compat::aclop::set_attr("aclopSetAttrListBool", attr, attrName, v);
 }
 
 }  // extern "C"

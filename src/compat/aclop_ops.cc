@@ -18,30 +18,72 @@ using detail::kNumArgs;
 using detail::kNumAttrs;
 using detail::Role;
 
+// One op-by-name input: a tensor argument, or an attribute given as an input tensor.
+struct GraphInput {
+  bool is_attr = false;
+  std::size_t index = 0;  // into Op::kArgs or Op::kAttrs
+};
+
 template <class Op>
 struct Row {
-  static constexpr std::size_t kInputs = detail::count_inputs<Op>();
-  static constexpr std::size_t kOutputs = kNumArgs<Op> - kInputs;
-  // Host-scalar attributes are input tensors by name, after the tensor inputs.
-  static constexpr std::size_t kScalars = detail::count_scalar_attrs<Op>();
-  static constexpr std::size_t kAttrs = kNumAttrs<Op> - kScalars;
+  static constexpr std::size_t kTensorInputs = detail::count_graph_inputs<Op>();
+  static constexpr std::size_t kOutputs = kNumArgs<Op> - detail::count_inputs<Op>();
+  // Attributes given as input tensors (host scalars, int lists) and attributes the graph lacks
+  // (derived by Op::params_by_name).
+  static constexpr bool by_input(const detail::AttrSpec& a) {
+    return detail::is_input_attr(a.type) && a.graph_input_before != detail::kNotInGraph;
+  }
+  static constexpr bool by_attr(const detail::AttrSpec& a) {
+    return !detail::is_input_attr(a.type) && a.graph_input_before != detail::kNotInGraph;
+  }
+  static constexpr std::size_t kInputAttrs = [] {
+    std::size_t n = 0;
+    for (const auto& a : Op::kAttrs) n += by_input(a);
+    return n;
+  }();
+  static constexpr std::size_t kAttrs = [] {
+    std::size_t n = 0;
+    for (const auto& a : Op::kAttrs) n += by_attr(a);
+    return n;
+  }();
+  static constexpr std::size_t kInputs = kTensorInputs + kInputAttrs;
 
-  // The inputs (kIn and kInOut) in the graph definition's order (detail::graph_inputs), then
-  // the host-scalar attributes, with their graph names and whether each may be left out; the
-  // outputs in declaration order.
-  static constexpr std::array<std::size_t, kInputs> order = detail::graph_inputs<Op>();
-  static constexpr std::array<const char*, kInputs + kScalars> inputs = [] {
-    std::array<const char*, kInputs + kScalars> names{};
-    for (std::size_t i = 0; i < kInputs; ++i) names[i] = Op::kArgs[order[i]].graph_name.data();
-    for (std::size_t j = 0; j < kScalars; ++j) {
-      const detail::AttrSpec& a = Op::kAttrs[detail::scalar_attr_index<Op>(j)];
-      names[kInputs + j] = a.graph_name.empty() ? a.name.data() : a.graph_name.data();
+  // The inputs in the graph definition's order: the tensor inputs (detail::graph_inputs), each
+  // preceded by the input attributes declared to come before it, then the other input
+  // attributes; the outputs in declaration order.
+  static constexpr std::array<GraphInput, kInputs> order = [] {
+    std::array<GraphInput, kInputs> o{};
+    std::size_t n = 0;
+    for (std::size_t k : detail::graph_inputs<Op>()) {
+      for (std::size_t a = 0; a < kNumAttrs<Op>; ++a) {
+        if (by_input(Op::kAttrs[a]) && Op::kAttrs[a].graph_input_before == static_cast<int>(k)) {
+          o[n++] = {true, a};
+        }
+      }
+      o[n++] = {false, k};
+    }
+    for (std::size_t a = 0; a < kNumAttrs<Op>; ++a) {
+      if (by_input(Op::kAttrs[a]) && Op::kAttrs[a].graph_input_before < 0) o[n++] = {true, a};
+    }
+    return o;
+  }();
+  static constexpr const char* attr_graph_name(const detail::AttrSpec& a) {
+    return a.graph_name.empty() ? a.name.data() : a.graph_name.data();
+  }
+  static constexpr std::array<const char*, kInputs> inputs = [] {
+    std::array<const char*, kInputs> names{};
+    for (std::size_t i = 0; i < kInputs; ++i) {
+      names[i] = order[i].is_attr ? attr_graph_name(Op::kAttrs[order[i].index])
+                                  : Op::kArgs[order[i].index].graph_name.data();
     }
     return names;
   }();
-  static constexpr std::array<bool, kInputs + kScalars> optional_inputs = [] {
-    std::array<bool, kInputs + kScalars> optional{};
-    for (std::size_t i = 0; i < kInputs; ++i) optional[i] = Op::kArgs[order[i]].optional;
+  static constexpr std::array<bool, kInputs> optional_inputs = [] {
+    std::array<bool, kInputs> optional{};
+    for (std::size_t i = 0; i < kInputs; ++i) {
+      optional[i] = !order[i].is_attr && Op::kArgs[order[i].index].optional &&
+                    !Op::kArgs[order[i].index].graph_required;
+    }
     return optional;
   }();
   static constexpr std::array<const char*, kOutputs> outputs = [] {
@@ -52,12 +94,12 @@ struct Row {
     }
     return names;
   }();
-  // The attributes set with aclopSetAttr* (host scalars are inputs instead).
+  // The attributes set with aclopSetAttr*.
   static constexpr std::array<std::size_t, kAttrs> attr_index = [] {
     std::array<std::size_t, kAttrs> index{};
     std::size_t n = 0;
     for (std::size_t i = 0; i < kNumAttrs<Op>; ++i) {
-      if (Op::kAttrs[i].type != AttrType::kScalar) index[n++] = i;
+      if (by_attr(Op::kAttrs[i])) index[n++] = i;
     }
     return index;
   }();
@@ -71,8 +113,9 @@ struct Row {
       v.f = static_cast<float>(a.default_value);
       // Op-by-name may know the attribute under another name, as a one-element list.
       if (a.graph_int_list) v.list_size = 1;
-      specs[i] = {a.graph_name.empty() ? a.name.data() : a.graph_name.data(), a.type,
-                  a.required_by_name, v, a.graph_int_list};
+      // A list attribute left unset keeps the operator's default.
+      if (a.type == AttrType::kBoolList) v.list_size = kOperatorDefault;
+      specs[i] = {attr_graph_name(a), a.type, a.required_by_name, v, a.graph_int_list};
     }
     return specs;
   }();
@@ -87,7 +130,7 @@ struct Row {
   // whose elements are consecutive input descriptors.
   static constexpr int dynamic_input = [] {
     for (std::size_t i = 0; i < kInputs; ++i) {
-      if (Op::kArgs[order[i]].is_list) return static_cast<int>(i);
+      if (!order[i].is_attr && Op::kArgs[order[i].index].is_list) return static_cast<int>(i);
     }
     return -1;
   }();
@@ -105,15 +148,30 @@ struct Row {
   static Status handler(const OpCall& c) {
     std::array<TensorView, kNumArgs<Op>> v;
     std::array<bool, kNumArgs<Op>> present;
-    present.fill(true);
+    present.fill(false);
+    for (std::size_t k = 0; k < kNumArgs<Op>; ++k) present[k] = Op::kArgs[k].role == Role::kOut;
     std::vector<TensorView> list, out_list;  // the dynamic input's and output's elements
-    const int listed = c.num_inputs() - static_cast<int>(kInputs + kScalars) + 1;
+    const int listed = c.num_inputs() - static_cast<int>(kInputs) + 1;
     const int listed_out = c.num_outputs() - static_cast<int>(kOutputs) + 1;
+    typename Op::Params p{};
     int in = 0;
-    for (std::size_t i = 0; i < kInputs; ++i) {
-      const std::size_t k = order[i];
+    for (const GraphInput& g : order) {
+      if (g.is_attr) {
+        if (Op::kAttrs[g.index].type == AttrType::kScalar) {
+          double value = 0.0;
+          MANTISSA_RETURN_IF_ERROR(c.scalar_in(in++, value));
+          detail::set_attr<Op>(p, g.index, value);
+        } else {
+          std::vector<int64_t> values;
+          MANTISSA_RETURN_IF_ERROR(c.int_list_in(in++, values));
+          MANTISSA_RETURN_IF_ERROR(detail::set_list_attr<Op>(p, g.index, values));
+        }
+        continue;
+      }
+      const std::size_t k = g.index;
       if (Op::kArgs[k].is_list) {
         for (int e = 0; e < listed; ++e) list.push_back(c.in(in++));
+        present[k] = true;
         continue;
       }
       present[k] = !c.absent(in);
@@ -135,7 +193,6 @@ struct Row {
         detail::set_list<Op>(t, k, Op::kArgs[k].role == Role::kOut ? out_list : list);
       }
     }
-    typename Op::Params p{};
     for (std::size_t i = 0; i < kAttrs; ++i) {
       const std::size_t a = attr_index[i];
       const std::string_view name = attrs[i].name;
@@ -143,14 +200,18 @@ struct Row {
         case AttrType::kBool: detail::set_attr<Op>(p, a, c.attr_bool(name)); break;
         case AttrType::kInt: detail::set_attr<Op>(p, a, c.attr_int(name)); break;
         case AttrType::kFloat: detail::set_attr<Op>(p, a, c.attr_float(name)); break;
-        case AttrType::kScalar: break;
+        case AttrType::kBoolList: {
+          std::vector<int64_t> values;
+          bool set = false;
+          MANTISSA_RETURN_IF_ERROR(c.attr_list(name, values, set));
+          if (set) MANTISSA_RETURN_IF_ERROR(detail::set_list_attr<Op>(p, a, values));
+          break;
+        }
+        case AttrType::kScalar:
+        case AttrType::kIntList: break;  // inputs (above)
       }
     }
-    for (std::size_t j = 0; j < kScalars; ++j) {
-      double value = 0.0;
-      MANTISSA_RETURN_IF_ERROR(c.scalar_in(in + static_cast<int>(j), value));
-      detail::set_attr<Op>(p, detail::scalar_attr_index<Op>(j), value);
-    }
+    if constexpr (requires { Op::params_by_name(t, p); }) Op::params_by_name(t, p);
     return c.execute(t, p, validate, run);
   }
 

@@ -88,12 +88,15 @@ struct ArgSpec {
   int min_rank = -1, max_rank = -1;  // -1: rank not checked on its own
   bool allow_empty = true;           // a dimension of size 0 is accepted
   StatusCode one_element_code = StatusCode::kParamInvalid;
-  int paired = -1;        // kOut: the input whose buffer it may be (in place), or -1: a new
-                          // tensor that may share no byte with any other (a norm's rstd)
-  bool optional = false;  // kOut: may be left unset, meaning in place; kIn, kInOut: may be absent
+  int paired = -1;  // kOut: the input whose buffer it may be (in place), or -1: a new
+                    // tensor that may share no byte with any other (a norm's rstd)
+  // kOut paired: may be left unset, meaning in place; kOut unpaired: may be left unset, meaning
+  // not computed (a norm's mean); kIn, kInOut: may be absent.
+  bool optional = false;
   AliasRule alias = AliasRule::kPairedOrDisjoint;
-  bool is_list = false;  // a tensor list (TensorList in C++, aclTensorList* in aclnn)
-  int list_ref = -1;     // an output list: the input list it has one element per element of
+  bool graph_required = false;  // optional in aclnn, but an INPUT the graph requires by name
+  bool is_list = false;         // a tensor list (TensorList in C++, aclTensorList* in aclnn)
+  int list_ref = -1;            // an output list: the input list it has one element per element of
 
   // Builders, so a declaration reads as a sentence.
   constexpr ArgSpec training_float() const {
@@ -139,7 +142,13 @@ struct ArgSpec {
   constexpr ArgSpec in_place_of(int k) const {
     return with([k](ArgSpec& a) { a.paired = k; });
   }
+  // A paired output the caller may leave unset: the operator then writes its input in place.
   constexpr ArgSpec optional_output() const {
+    return with([](ArgSpec& a) { a.optional = true; });
+  }
+  // A new (unpaired) output the caller may leave unset: the operator then does not compute it
+  // (LayerNorm's mean and rstd; Op::required_by may say when attributes require it).
+  constexpr ArgSpec optional_result() const {
     return with([](ArgSpec& a) { a.optional = true; });
   }
   // An input or in/out argument the caller may leave out (an unset std::optional member, a null
@@ -148,6 +157,11 @@ struct ArgSpec {
   // from it.
   constexpr ArgSpec optional_input() const {
     return with([](ArgSpec& a) { a.optional = true; });
+  }
+  // An optional input that CANN's graph declares as a required INPUT (LayerNormGradV3's gamma):
+  // op-by-name refuses to leave it out.
+  constexpr ArgSpec required_by_name() const {
+    return with([](ArgSpec& a) { a.graph_required = true; });
   }
   // A list of tensors, each following the argument's rules (mixed shapes; dtype rules apply
   // per element, so a list may mix dtypes where the rule allows).
@@ -159,6 +173,10 @@ struct ArgSpec {
   // takes x[i]'s dtype).
   constexpr ArgSpec per_element_of(int k) const {
     return with([k](ArgSpec& a) { a.is_list = true, a.list_ref = k; });
+  }
+  // The op-by-name (graph) name of an input whose graph name differs from its C++ name.
+  constexpr ArgSpec graph(std::string_view name_in_graph) const {
+    return with([name_in_graph](ArgSpec& a) { a.graph_name = name_in_graph; });
   }
   constexpr ArgSpec may_alias_any_input() const {
     return with([](ArgSpec& a) { a.alias = AliasRule::kAnyInput; });
@@ -190,7 +208,19 @@ constexpr ArgSpec Out(std::string_view name, std::string_view acl_name,
 // kScalar: a host scalar held in Params as a double. aclnn passes it as an aclScalar (FLOAT,
 // DOUBLE or INT64); op-by-name as a one-element input tensor (FLOAT, DOUBLE or INT64) named
 // graph_name (or name), after the tensor inputs, as CANN's graph declares ForeachNorm's p.
-enum class AttrType : uint8_t { kBool, kInt, kFloat, kScalar };
+// kIntList: a list of int64 held in Params as Dims. aclnn passes it as an aclIntArray;
+// op-by-name as a rank-1 INT32 or INT64 input tensor (LayerNormV4's normalized_shape).
+// kBoolList: a fixed number of bools held in Params as std::array<bool, N>. aclnn passes it as
+// an aclBoolArray; op-by-name as a ListBool attribute (LayerNormGradV3's output_mask).
+enum class AttrType : uint8_t { kBool, kInt, kFloat, kScalar, kIntList, kBoolList };
+
+// Attributes given as input tensors by name (host scalars, int lists).
+constexpr bool is_input_attr(AttrType t) {
+  return t == AttrType::kScalar || t == AttrType::kIntList;
+}
+constexpr bool is_list_attr(AttrType t) {
+  return t == AttrType::kIntList || t == AttrType::kBoolList;
+}
 
 struct AttrSpec {
   std::string_view name;
@@ -202,13 +232,30 @@ struct AttrSpec {
   // as SoftmaxV2's "axes" holds softmax's dim).
   std::string_view graph_name = {};
   bool graph_int_list = false;
+  // Op-by-name only, for an attribute given as an input (is_input_attr): the argument it comes
+  // before in the graph's input order (LayerNormV4: normalized_shape before gamma), or -1: after
+  // the tensor inputs.
+  int graph_input_before = -1;
 };
+
+// AttrSpec::graph_input_before for an attribute CANN's graph does not have: op-by-name derives
+// it from the tensors (Op::params_by_name; LayerNormGradV3's normalized_shape is gamma's shape).
+inline constexpr int kNotInGraph = -2;
+
+template <class T>
+struct is_bool_array : std::false_type {};
+template <std::size_t N>
+struct is_bool_array<std::array<bool, N>> : std::true_type {};
 
 // The attribute type of a Params member.
 template <class T>
 constexpr AttrType attr_type_of() {
   if constexpr (std::is_same_v<T, bool>) {
     return AttrType::kBool;
+  } else if constexpr (std::is_same_v<T, Dims>) {
+    return AttrType::kIntList;
+  } else if constexpr (is_bool_array<T>::value) {
+    return AttrType::kBoolList;
   } else if constexpr (std::is_integral_v<T>) {
     return AttrType::kInt;
   } else {
@@ -362,9 +409,53 @@ template <class Op>
 double get_attr(const typename Op::Params& p, std::size_t index) {
   double value = 0.0;
   for_each_attr_member<Op>([&](auto i, auto member) {
-    if (i == index) value = static_cast<double>(p.*member);
+    using T = typename member_type<decltype(member)>::type;
+    if constexpr (std::is_arithmetic_v<T>) {
+      if (i == index) value = static_cast<double>(p.*member);
+    }
   });
   return value;
+}
+
+// List attribute i of `p` (kIntList, kBoolList) as int64 values (bools as 0/1); empty for the
+// others.
+template <class Op>
+std::vector<int64_t> get_list_attr(const typename Op::Params& p, std::size_t index) {
+  std::vector<int64_t> values;
+  for_each_attr_member<Op>([&](auto i, auto member) {
+    using T = typename member_type<decltype(member)>::type;
+    if (i != index) return;
+    if constexpr (std::is_same_v<T, Dims>) {
+      const std::span<const int64_t> kept = (p.*member).span();
+      values.assign(kept.begin(), kept.end());
+    } else if constexpr (is_bool_array<T>::value) {
+      for (bool b : p.*member) values.push_back(b ? 1 : 0);
+    }
+  });
+  return values;
+}
+
+// Sets list attribute i of `p` from `values`. A Dims takes any count (more than kMaxRank is
+// recorded for validation to reject); a std::array<bool, N> takes exactly N values: any other
+// count is 161002, naming the attribute.
+template <class Op>
+Status set_list_attr(typename Op::Params& p, std::size_t index, std::span<const int64_t> values) {
+  Status status;
+  for_each_attr_member<Op>([&](auto i, auto member) {
+    using T = typename member_type<decltype(member)>::type;
+    if (i != index) return;
+    if constexpr (std::is_same_v<T, Dims>) {
+      p.*member = Dims(values);
+    } else if constexpr (is_bool_array<T>::value) {
+      if (values.size() != std::tuple_size_v<T>) {
+        status = fail(StatusCode::kParamInvalid, Op::kType, "{} holds {} values; it takes {}",
+                      Op::kAttrs[index].name, values.size(), std::tuple_size_v<T>);
+        return;
+      }
+      for (std::size_t j = 0; j < values.size(); ++j) (p.*member)[j] = values[j] != 0;
+    }
+  });
+  return status;
 }
 
 // Sets attribute i of `p` from `value`, converted to the member's type (no detour through
@@ -376,7 +467,7 @@ void set_attr(typename Op::Params& p, std::size_t index, V value) {
     if (i != index) return;
     if constexpr (std::is_same_v<T, bool>) {
       p.*member = static_cast<bool>(value);
-    } else {
+    } else if constexpr (std::is_arithmetic_v<T>) {
       p.*member = static_cast<T>(value);
     }
   });
@@ -428,14 +519,25 @@ constexpr std::size_t count_inputs() {
   return n;
 }
 
+// The number of op-by-name tensor inputs: Op::kGraphInputs' where declared, else every read and
+// in/out argument.
+template <class Op>
+constexpr std::size_t count_graph_inputs() {
+  if constexpr (requires { Op::kGraphInputs; }) {
+    return Op::kGraphInputs.size();
+  } else {
+    return count_inputs<Op>();
+  }
+}
+
 // The op-by-name inputs (the read and in/out arguments) as argument indices, in the order of
 // CANN's graph definition: Op::kGraphInputs where the operator declares it (its graph orders
-// them unlike its aclnn signature), else declaration order.
+// them unlike its aclnn signature, or lacks an optional one), else declaration order.
 template <class Op>
-constexpr std::array<std::size_t, count_inputs<Op>()> graph_inputs() {
-  std::array<std::size_t, count_inputs<Op>()> order{};
+constexpr std::array<std::size_t, count_graph_inputs<Op>()> graph_inputs() {
+  std::array<std::size_t, count_graph_inputs<Op>()> order{};
   if constexpr (requires { Op::kGraphInputs; }) {
-    for (std::size_t i = 0; i < order.size() && i < Op::kGraphInputs.size(); ++i) {
+    for (std::size_t i = 0; i < order.size(); ++i) {
       order[i] = static_cast<std::size_t>(Op::kGraphInputs[i]);
     }
   } else {
@@ -447,16 +549,19 @@ constexpr std::array<std::size_t, count_inputs<Op>()> graph_inputs() {
   return order;
 }
 
-// A declared graph order names every read and in/out argument exactly once.
+// A declared graph order names every read and in/out argument at most once, and every one that
+// is not optional (an optional input the graph lacks is always absent by name).
 template <class Op>
 constexpr bool graph_order_valid() {
   if constexpr (requires { Op::kGraphInputs; }) {
-    if (Op::kGraphInputs.size() != count_inputs<Op>()) return false;
     std::array<bool, kNumArgs<Op>> seen{};
     for (auto k : Op::kGraphInputs) {
       const auto i = static_cast<std::size_t>(k);
       if (i >= kNumArgs<Op> || seen[i] || Op::kArgs[i].role == Role::kOut) return false;
       seen[i] = true;
+    }
+    for (std::size_t k = 0; k < kNumArgs<Op>; ++k) {
+      if (Op::kArgs[k].role != Role::kOut && !Op::kArgs[k].optional && !seen[k]) return false;
     }
   }
   return true;
@@ -544,7 +649,8 @@ int normalized_dims_of(const typename Op::Tensors& t, const typename Op::Params&
 // Validation in the documented order, each step over the arguments in declaration order (the
 // elements of a list in list order):
 //   1 presence (161001; also an optional argument left out that the attributes require), then
-//     the length of each output list against its input list (161002)
+//     the length of each output list against its input list (161002), then the attributes that
+//     shape the other rules (Op::check_shape_params, where declared)
 //   2 dtypes   3 ranks   4 empty dimensions   5 sizes that fit   6 shapes
 //   7 one-element tensors   8 the operator's own rules (Op::check_params)   9 contiguity
 //   10 aliasing
@@ -593,6 +699,10 @@ Status validate(const typename Op::Tensors& t, const typename Op::Params& p) {
                     l[k].size(), spec[r].name, l[r].size(), spec[r].name);
       }
     }
+  }
+  // Attributes that shape the other rules (LayerNorm's normalized_shape), before those rules.
+  if constexpr (requires { Op::check_shape_params(t, p); }) {
+    MANTISSA_RETURN_IF_ERROR(Op::check_shape_params(t, p));
   }
   MANTISSA_RETURN_IF_ERROR(each([&](std::size_t e, const ArgSpec& a) -> Status {
     switch (a.dtype) {
@@ -673,7 +783,8 @@ Status validate(const typename Op::Tensors& t, const typename Op::Params& p) {
   for (Role role : {Role::kOut, Role::kInOut}) {
     for (std::size_t e = 0; e < entries.size(); ++e) {
       // An unset optional output is checked as its paired input (the buffer written).
-      const bool written = entries[e].given || role == Role::kOut;
+      const bool written =
+          entries[e].given || (role == Role::kOut && spec[entries[e].arg].paired >= 0);
       if (written && spec[entries[e].arg].role == role) {
         MANTISSA_RETURN_IF_ERROR(check_written(e));
       }
@@ -699,8 +810,7 @@ constexpr bool well_formed() {
         spec[static_cast<std::size_t>(a.paired)].role != Role::kIn) {
       return false;
     }
-    // An output left unset means in place, so only a paired output may be optional.
-    if (a.role == Role::kOut && a.paired < 0 && a.optional) return false;
+    // An unset unpaired output is not computed: nothing may take its dtype or shape (below).
     if ((a.shape == ShapeRule::kTrailingOf || a.shape == ShapeRule::kReducedOf) &&
         (a.shape_ref < 0 || a.shape_ref >= static_cast<int>(k) ||
          spec[static_cast<std::size_t>(a.shape_ref)].is_list)) {
@@ -728,7 +838,7 @@ constexpr bool well_formed() {
     // An argument that may be absent is no reference for another's dtype or shape.
     auto may_be_absent = [&](int ref) {
       const ArgSpec& r = spec[static_cast<std::size_t>(ref)];
-      return r.optional && r.role != Role::kOut;
+      return r.optional && (r.role != Role::kOut || r.paired < 0);
     };
     if (a.dtype == DtypeRule::kSameAs && may_be_absent(a.dtype_ref)) return false;
     if (a.shape == ShapeRule::kSameAs && may_be_absent(a.shape_ref)) return false;

@@ -2,6 +2,7 @@
 #include "mantissa/tensor.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace mantissa {
 
@@ -55,6 +56,23 @@ std::string TensorView::shape_string() const {
     s += std::to_string(shape[i]);
   }
   if (rank > kMaxRank) s += ", ...";
+  return s + "]";
+}
+
+Dims::Dims(std::span<const int64_t> dims) noexcept {
+  // More values than a shape can have are counted, not kept: the operator rejects them.
+  size =
+      dims.size() > static_cast<std::size_t>(INT32_MAX) ? INT32_MAX : static_cast<int>(dims.size());
+  std::copy_n(dims.begin(), std::min<std::size_t>(dims.size(), kMaxRank), values.begin());
+}
+
+std::string Dims::to_string() const {
+  std::string s = "[";
+  for (std::size_t i = 0; i < span().size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(values[i]);
+  }
+  if (size > kMaxRank) s += ", ...";
   return s + "]";
 }
 

@@ -10,6 +10,8 @@
 #include "ops/apply_adam_w_v2/apply_adam_w_v2_desc.h"
 #include "ops/foreach_non_finite_check_and_unscale/foreach_non_finite_check_and_unscale_desc.h"
 #include "ops/foreach_norm/foreach_norm_desc.h"
+#include "ops/layer_norm/layer_norm_desc.h"
+#include "ops/layer_norm_grad/layer_norm_grad_desc.h"
 #include "ops/rms_norm/rms_norm_desc.h"
 #include "ops/rms_norm_grad/rms_norm_grad_desc.h"
 #include "ops/sgd/sgd_desc.h"
@@ -32,6 +34,7 @@ struct OpList {
 using AllOps =
     OpList<AmpUpdateScaleOp, SgdOp, ApplyAdamDOp, ApplyAdamWV2Op, SoftmaxOp, LogSoftmaxOp,
            SoftmaxGradOp, LogSoftmaxGradOp, RmsNormOp, RmsNormGradOp,
-           ForeachNonFiniteCheckAndUnscaleOp, ForeachNormOp, SoftmaxCrossEntropyWithLogitsOp>;
+           ForeachNonFiniteCheckAndUnscaleOp, ForeachNormOp, SoftmaxCrossEntropyWithLogitsOp,
+           LayerNormOp, LayerNormGradOp>;
 
 }  // namespace mantissa::detail

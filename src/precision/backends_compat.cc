@@ -20,6 +20,8 @@
 #include "aclnnop/aclnn_apply_adam_w_v2.h"
 #include "aclnnop/aclnn_foreach_non_finite_check_and_unscale.h"
 #include "aclnnop/aclnn_foreach_norm.h"
+#include "aclnnop/aclnn_layer_norm.h"
+#include "aclnnop/aclnn_layer_norm_backward.h"
 #include "aclnnop/aclnn_logsoftmax.h"
 #include "aclnnop/aclnn_logsoftmax_backward.h"
 #include "aclnnop/aclnn_rms_norm.h"
@@ -55,6 +57,14 @@ struct ScalarDeleter {
   void operator()(aclScalar* s) const { aclDestroyScalar(s); }
 };
 using ScalarPtr = std::unique_ptr<aclScalar, ScalarDeleter>;
+struct IntArrayDeleter {
+  void operator()(aclIntArray* a) const { aclDestroyIntArray(a); }
+};
+using IntArrayPtr = std::unique_ptr<aclIntArray, IntArrayDeleter>;
+struct BoolArrayDeleter {
+  void operator()(aclBoolArray* a) const { aclDestroyBoolArray(a); }
+};
+using BoolArrayPtr = std::unique_ptr<aclBoolArray, BoolArrayDeleter>;
 
 // A host scalar's value as CANN callers pass it: FLOAT when fp32 holds it exactly, else DOUBLE.
 HostTensor scalar_tensor(double v) {
@@ -127,8 +137,20 @@ std::string aclnn_backend(aclnnStatus (*phase_one)(P...),
   aclOpExecutor* executor = nullptr;
   std::size_t next_tensor = 0, next_attr = 0;
   std::vector<ScalarPtr> scalars;
+  std::vector<IntArrayPtr> int_arrays;
+  std::vector<BoolArrayPtr> bool_arrays;
   auto arg = [&]<class T>(std::type_identity<T>) -> T {
-    if constexpr (std::is_same_v<T, const aclScalar*>) {
+    if constexpr (std::is_same_v<T, const aclIntArray*>) {
+      const std::vector<int64_t>& v = in.attrs[next_attr++].list;
+      int_arrays.emplace_back(aclCreateIntArray(v.data(), v.size()));
+      return int_arrays.back().get();
+    } else if constexpr (std::is_same_v<T, const aclBoolArray*>) {
+      const std::vector<int64_t>& v = in.attrs[next_attr++].list;
+      const std::unique_ptr<bool[]> b(new bool[v.size() + 1]);
+      for (std::size_t j = 0; j < v.size(); ++j) b[j] = v[j] != 0;
+      bool_arrays.emplace_back(aclCreateBoolArray(b.get(), v.size()));
+      return bool_arrays.back().get();
+    } else if constexpr (std::is_same_v<T, const aclScalar*>) {
       HostTensor v = scalar_tensor(in.attrs[next_attr++].f);
       scalars.emplace_back(aclCreateScalar(v.data(), acl_dtype(v.dtype)));
       return scalars.back().get();
@@ -223,8 +245,27 @@ std::string aclop_backend(const OpInputs& in, std::vector<HostTensor>& out) {
   const typename S::Layout l = S::layout(in);
   AclopCall call;
   // In the graph's order; a list's elements in order, as a dynamic input. New outputs follow
-  // the inputs in w and are not inputs.
+  // the inputs in w and are not inputs. Attributes given as inputs come where the graph declares
+  // them (before a tensor input, or after all of them).
+  std::vector<HostTensor> attr_inputs;
+  attr_inputs.reserve(detail::kNumAttrs<Op>);
+  auto add_attr_input = [&](std::size_t i) {
+    if (Op::kAttrs[i].type == detail::AttrType::kScalar) {
+      attr_inputs.push_back(scalar_tensor(in.attrs[i].f));
+    } else {
+      const std::vector<int64_t>& v = in.attrs[i].list;
+      attr_inputs.emplace_back(DType::kInt64, std::vector<int64_t>{static_cast<int64_t>(v.size())});
+      if (!v.empty()) std::memcpy(attr_inputs.back().data(), v.data(), v.size() * sizeof(int64_t));
+    }
+    call.add_input(attr_inputs.back());
+  };
+  auto input_attr_before = [](std::size_t i, int k) {
+    return detail::is_input_attr(Op::kAttrs[i].type) && Op::kAttrs[i].graph_input_before == k;
+  };
   for (std::size_t k : detail::graph_inputs<Op>()) {
+    for (std::size_t i = 0; i < detail::kNumAttrs<Op>; ++i) {
+      if (input_attr_before(i, static_cast<int>(k))) add_attr_input(i);
+    }
     for (std::size_t i = 0; i < l.count[k]; ++i) {
       HostTensor& t = w[l.first[k] + i];
       if (absent(t)) {
@@ -234,13 +275,8 @@ std::string aclop_backend(const OpInputs& in, std::vector<HostTensor>& out) {
       }
     }
   }
-  // Host-scalar attributes are one-element input tensors after the tensor inputs.
-  std::vector<HostTensor> scalars;
-  scalars.reserve(detail::kNumAttrs<Op>);
   for (std::size_t i = 0; i < detail::kNumAttrs<Op>; ++i) {
-    if (Op::kAttrs[i].type != detail::AttrType::kScalar) continue;
-    scalars.push_back(scalar_tensor(in.attrs[i].f));
-    call.add_input(scalars.back());
+    if (input_attr_before(i, -1)) add_attr_input(i);
   }
   for (std::size_t k = 0; k < S::kN; ++k) {
     if (Op::kArgs[k].role != detail::Role::kOut) continue;
@@ -264,7 +300,14 @@ std::string aclop_backend(const OpInputs& in, std::vector<HostTensor>& out) {
       case detail::AttrType::kFloat:
         aclopSetAttrFloat(call.attr(), name.c_str(), static_cast<float>(in.attrs[i].f));
         break;
-      case detail::AttrType::kScalar: break;  // an input (above)
+      case detail::AttrType::kBoolList:
+        if (Op::kAttrs[i].graph_input_before != detail::kNotInGraph) {
+          std::vector<uint8_t> b(in.attrs[i].list.begin(), in.attrs[i].list.end());
+          aclopSetAttrListBool(call.attr(), name.c_str(), static_cast<int>(b.size()), b.data());
+        }
+        break;
+      case detail::AttrType::kScalar:
+      case detail::AttrType::kIntList: break;  // inputs (above), or not in the graph
     }
   }
   if (std::string e = call.execute(std::string(Op::kType).c_str()); !e.empty()) return e;
@@ -306,6 +349,9 @@ void add_compat_backends(std::map<std::string, OpEntry>& ops) {
   add_aclnn<detail::LogSoftmaxGradOp>(ops, aclnnLogSoftmaxBackwardGetWorkspaceSize,
                                       aclnnLogSoftmaxBackward);
   add_aclnn<detail::RmsNormOp>(ops, aclnnRmsNormGetWorkspaceSize, aclnnRmsNorm);
+  add_aclnn<detail::LayerNormOp>(ops, aclnnLayerNormGetWorkspaceSize, aclnnLayerNorm);
+  add_aclnn<detail::LayerNormGradOp>(ops, aclnnLayerNormBackwardGetWorkspaceSize,
+                                     aclnnLayerNormBackward);
   add_aclnn<detail::RmsNormGradOp>(ops, aclnnRmsNormGradGetWorkspaceSize, aclnnRmsNormGrad);
 }
 

@@ -123,6 +123,18 @@ DType parse_dtype(const json& v, const std::string& key, bool attr) {
 
 AttrValue parse_attr_literal(const json& v, DType dtype, const std::string& key) {
   AttrValue a;
+  if (v.is_array()) {  // a list attr: every element a literal of the dtype
+    if (v.size() > 64)
+      fail(key, fmt::format("a list attr holds at most 64 values, got {}", v.size()));
+    for (std::size_t j = 0; j < v.size(); ++j) {
+      const AttrValue e = parse_attr_literal(v[j], dtype, fmt::format("{}[{}]", key, j));
+      if (e.kind == AttrKind::kFloat) fail(key, "a list attr holds bools or integers");
+      a.list.push_back(e.kind == AttrKind::kBool ? e.b : e.i);
+      a.kind = e.kind == AttrKind::kBool ? AttrKind::kBoolList : AttrKind::kIntList;
+    }
+    if (v.empty()) a.kind = dtype == DType::kBool ? AttrKind::kBoolList : AttrKind::kIntList;
+    return a;
+  }
   switch (dtype) {
     case DType::kBool:
       a.kind = AttrKind::kBool;

@@ -251,7 +251,8 @@ std::string check_case_against_op(const CaseSpec& c, const OpEntry& op) {
       continue;
     }
     if (s->attr.kind != slot.kind) {
-      static const char* kNames[] = {"bool", "int32/int64", "fp32/fp64"};
+      static const char* kNames[] = {"bool", "int32/int64", "fp32/fp64", "list of int32/int64",
+                                     "list of bool"};
       return case_error(c, key + ".dtype",
                         fmt::format("{} takes a {} attr, got {}", op.name,
                                     kNames[static_cast<int>(slot.kind)], s->dtype_text));

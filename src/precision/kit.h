@@ -54,13 +54,16 @@ inline bool absent(const HostTensor& t) noexcept { return t.dtype == DType::kUnd
 
 // ---- Case files -----------------------------------------------------------------------------
 
-enum class AttrKind { kBool, kInt, kFloat };
+// kIntList, kBoolList: a list of values in `list` (bools as 0/1), as LayerNorm's
+// normalized_shape and LayerNormGrad's output_mask; a case file writes them as a JSON list.
+enum class AttrKind { kBool, kInt, kFloat, kIntList, kBoolList };
 
 struct AttrValue {
   AttrKind kind = AttrKind::kFloat;
   bool b = false;
   int64_t i = 0;
   double f = 0.0;
+  std::vector<int64_t> list;
   double as_double() const noexcept {
     return kind == AttrKind::kFloat ? f : (kind == AttrKind::kInt ? static_cast<double>(i) : b);
   }

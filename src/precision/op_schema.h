@@ -88,7 +88,7 @@ struct Schema {
       if (a.role == detail::Role::kOut) continue;
       if (a.is_list) {
         detail::set_list<Op>(t, k, TensorList(views).subspan(l.first[k], l.count[k]));
-      } else {
+      } else if (!absent(in.tensors[l.first[k]])) {
         detail::set_view<Op>(t, k, views[l.first[k]]);
       }
     }
@@ -128,6 +128,14 @@ struct Schema {
       const auto rank = static_cast<int>(shape.size());
       for (int i = rank - std::clamp(dims, 0, rank); i < rank; ++i) shape[i] = 1;
     }
+    // Where the rules leave the dtype or shape open (LayerNormGrad's dweight: weight's dtype,
+    // normalized_shape), the operator says.
+    if constexpr (requires(DType d, std::vector<int64_t> s) {
+                    Op::infer_output(k, typename Op::Tensors{}, typename Op::Params{}, d, s);
+                  }) {
+      std::vector<TensorView> views;
+      Op::infer_output(k, input_tensors(in, views), params(in), dtype, shape);
+    }
     return HostTensor(dtype, shape);
   }
 
@@ -135,6 +143,8 @@ struct Schema {
     switch (t) {
       case detail::AttrType::kBool: return AttrKind::kBool;
       case detail::AttrType::kInt: return AttrKind::kInt;
+      case detail::AttrType::kIntList: return AttrKind::kIntList;
+      case detail::AttrType::kBoolList: return AttrKind::kBoolList;
       case detail::AttrType::kFloat:
       case detail::AttrType::kScalar: break;
     }
@@ -167,6 +177,8 @@ struct Schema {
     return l;
   }
 
+  // A list attr of the wrong length for its member (an output mask of 2) leaves the default:
+  // the case's own check reports it (check_list_attrs).
   static typename Op::Params params(const OpInputs& in) {
     typename Op::Params p{};
     for (std::size_t i = 0; i < detail::kNumAttrs<Op>; ++i) {
@@ -176,6 +188,8 @@ struct Schema {
         case detail::AttrType::kInt: detail::set_attr<Op>(p, i, v.i); break;
         case detail::AttrType::kFloat:
         case detail::AttrType::kScalar: detail::set_attr<Op>(p, i, v.f); break;
+        case detail::AttrType::kIntList:
+        case detail::AttrType::kBoolList: (void)detail::set_list_attr<Op>(p, i, v.list); break;
       }
     }
     return p;
@@ -211,7 +225,7 @@ struct Schema {
       } else if (a.role != detail::Role::kOut) {
         HostTensor& h = w[l.first[k]];
         if (!absent(h)) detail::set_view<Op>(t, k, view_of(h));
-      } else if (!a.optional) {
+      } else if (!a.optional || is_new(k)) {  // optional results are computed too
         detail::set_view<Op>(t, k, view_of(w[l.first[k]]));
       }
     }
@@ -273,9 +287,13 @@ struct Schema {
       s.max_rank = a.max_rank >= 0 ? a.max_rank : kMaxRank;
       e.inputs.push_back(s);
     }
-    for (const detail::AttrSpec& a : Op::kAttrs) {
+    for (std::size_t i = 0; i < detail::kNumAttrs<Op>; ++i) {
+      const detail::AttrSpec& a = Op::kAttrs[i];
       AttrValue d;
       d.kind = attr_kind(a.type);
+      // A list's default is the Params default (LayerNormGrad's output_mask: all true).
+      if (detail::is_list_attr(a.type))
+        d.list = detail::get_list_attr<Op>(typename Op::Params{}, i);
       if (d.kind == AttrKind::kBool) d.b = a.default_value != 0.0;
       if (d.kind == AttrKind::kInt) d.i = static_cast<int64_t>(a.default_value);
       if (d.kind == AttrKind::kFloat) d.f = a.default_value;

@@ -1,0 +1,339 @@
+// LayerNormGrad: contract and validation, then the kernels written once for every SIMD target.
+// Per row of n elements, with mean and rstd read from the forward's (widened exactly to fp64) and
+// w = weight (1 when absent), in this order, which is normative:
+//   xhat_i = (x_i - mean) * rstd             fp64
+//   g_i    = dy_i * w_i                      fp64 (exact)
+//   s1 = sum of g_i, s2 = sum of g_i * xhat_i   fp64 terms, each summed in the order of
+//                                            core/reduce.h (naive method, fp64 lanes)
+//   dx_i   = (g_i - (s1 / n + xhat_i * (s2 / n))) * rstd   fp64 operations, rounded to fp32,
+//                                            then to dx's dtype
+// dweight_j = sum over rows of dy_ij * xhat_ij, dbias_j = sum over rows of dy_ij: fp64 terms
+// summed in the order of core/rows.h's column_sum_plan (rows in order within a block, block
+// partials along the pairwise tree), rounded to fp32, then to their dtype. NaN results are
+// stored as the canonical quiet NaN.
+// clang-format off (foreach_target.h must come first: it re-includes this file once per target)
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/layer_norm_grad/layer_norm_grad.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+// clang-format on
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/parallel.h"
+#include "core/reduce-inl.h"
+#include "core/rows.h"
+#include "core/simd-inl.h"
+#include "hwy/highway.h"
+#include "ops/layer_norm/layer_norm_kernel.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace mantissa::HWY_NAMESPACE {
+
+// The row's statistics, widened exactly to fp64.
+struct RowStats {
+  double mean, rstd;
+};
+inline RowStats LoadStats(const detail::LayerNormGradKernelArgs& a, int64_t row) {
+  const auto r = static_cast<std::size_t>(row);
+  return {load_as_float(a.stats_dtype, a.mean, r), load_as_float(a.stats_dtype, a.rstd, r)};
+}
+
+// g = dy * w in the accumulator's lanes (fp64).
+template <class XF, class PF, bool kWeight, class DA>
+HWY_INLINE hn::Vec<DA> LoadG(DA da, const typename XF::Storage* dy, const typename PF::Storage* w,
+                             int64_t i) {
+  const auto v = LoadAcc<XF>(da, dy + i);
+  if constexpr (kWeight) {
+    return hn::Mul(v, LoadAcc<PF>(da, w + i));
+  } else {
+    return v;
+  }
+}
+
+template <class XF, class DA>
+HWY_INLINE hn::Vec<DA> LoadXhat(DA da, const typename XF::Storage* x, RowStats st, int64_t i) {
+  return hn::Mul(hn::Sub(LoadAcc<XF>(da, x + i), hn::Set(da, st.mean)), hn::Set(da, st.rstd));
+}
+
+template <class XF, class PF, bool kWeight>
+struct GTerm {
+  const typename XF::Storage* dy;
+  const typename PF::Storage* w;
+  template <class DA>
+  HWY_INLINE hn::Vec<DA> operator()(DA da, int64_t i) const {
+    return LoadG<XF, PF, kWeight>(da, dy, w, i);
+  }
+};
+
+template <class XF, class PF, bool kWeight>
+struct GXhatTerm {
+  const typename XF::Storage* dy;
+  const typename XF::Storage* x;
+  const typename PF::Storage* w;
+  RowStats st;
+  template <class DA>
+  HWY_INLINE hn::Vec<DA> operator()(DA da, int64_t i) const {
+    return hn::Mul(LoadG<XF, PF, kWeight>(da, dy, w, i), LoadXhat<XF>(da, x, st, i));
+  }
+};
+
+template <class XF, class PF, bool kWeight>
+void LayerNormGradDx(const detail::LayerNormGradKernelArgs& a) {
+  using XS = typename XF::Storage;
+  using PS = typename PF::Storage;
+  const XS* const dy_all = static_cast<const XS*>(a.dy);
+  const XS* const x_all = static_cast<const XS*>(a.x);
+  const PS* const w = static_cast<const PS*>(a.weight);
+  XS* const dx_all = static_cast<XS*>(a.dx);
+  const int64_t n = a.n;
+  const auto nd = static_cast<double>(n);
+  const detail::Rows rows{a.rows, n, 1};
+  detail::for_each_row_block(rows, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const XS* dy = dy_all + row * n;
+      const XS* x = x_all + row * n;
+      XS* dx = dx_all + row * n;
+      const RowStats st = LoadStats(a, row);
+      const double s1 =
+          ReduceRow<detail::ReduceMethod::kNaive, double>(GTerm<XF, PF, kWeight>{dy, w}, n);
+      const double s2 = ReduceRow<detail::ReduceMethod::kNaive, double>(
+          GXhatTerm<XF, PF, kWeight>{dy, x, w, st}, n);
+      const double m1 = s1 / nd, m2 = s2 / nd;
+      auto lanes = [&](auto dd, int64_t i) MANTISSA_VECTOR_BODY {
+        const hn::Rebind<float, decltype(dd)> df;
+        const auto g = LoadG<XF, PF, kWeight>(dd, dy, w, i);
+        const auto xhat = LoadXhat<XF>(dd, x, st, i);
+        const auto inner = hn::Add(hn::Set(dd, m1), hn::Mul(xhat, hn::Set(dd, m2)));
+        const auto v = hn::Mul(hn::Sub(g, inner), hn::Set(dd, st.rstd));
+        StoreResult<XF>(df, DemoteF64ToF32(df, dd, v), dx + i);
+      };
+      const hn::ScalableTag<double> dd;
+      const int64_t step = static_cast<int64_t>(hn::Lanes(dd));
+      int64_t i = 0;
+      for (; i + step <= n; i += step) lanes(dd, i);
+      for (; i < n; ++i) lanes(hn::CappedTag<double, 1>(), i);
+    }
+  });
+}
+
+// Columns [c0, c1) of row block b: the block's partial sums of dy * xhat (into pw) and of dy
+// (into pb), rows in order, fp64. Each column's sum is independent of the vector width.
+template <class XF>
+void ColumnBlock(const detail::LayerNormGradKernelArgs& a, int64_t b, int64_t c0, int64_t c1,
+                 double* pw, double* pb) {
+  using XS = typename XF::Storage;
+  const XS* const dy_all = static_cast<const XS*>(a.dy);
+  const XS* const x_all = static_cast<const XS*>(a.x);
+  const int64_t n = a.n;
+  const int64_t r0 = b * a.plan.rows_per_block;
+  const int64_t r1 = std::min(a.rows, r0 + a.plan.rows_per_block);
+  auto columns = [&](auto dd, int64_t j) {
+    auto sw = hn::Set(dd, -0.0);  // -0 is the identity of addition
+    auto sb = hn::Set(dd, -0.0);
+    for (int64_t row = r0; row < r1; ++row) {
+      const auto dy = LoadAcc<XF>(dd, dy_all + row * n + j);
+      if (pw != nullptr) {
+        const auto xhat = LoadXhat<XF>(dd, x_all + row * n, LoadStats(a, row), j);
+        sw = hn::Add(sw, hn::Mul(dy, xhat));
+      }
+      sb = hn::Add(sb, dy);
+    }
+    if (pw != nullptr) hn::StoreU(sw, dd, pw + b * n + j);
+    if (pb != nullptr) hn::StoreU(sb, dd, pb + b * n + j);
+  };
+  const hn::ScalableTag<double> dd;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
+  int64_t j = c0;
+  for (; j + lanes <= c1; j += lanes) columns(dd, j);
+  const hn::CappedTag<double, 1> d1;
+  for (; j < c1; ++j) columns(d1, j);
+}
+
+template <class XF>
+void LayerNormGradColumns(const detail::LayerNormGradKernelArgs& a) {
+  const int64_t n = a.n;
+  const int64_t blocks = a.plan.blocks;
+  double* const pw = a.dweight != nullptr ? a.partials : nullptr;
+  double* const pb = a.dbias != nullptr ? a.partials + (pw != nullptr ? blocks * n : 0) : nullptr;
+  // Columns per piece: a constant, so the pieces do not depend on the thread count (each column
+  // is computed the same way whichever piece holds it).
+  constexpr int64_t kColumns = 1024;
+  const int64_t tiles = (n + kColumns - 1) / kColumns;
+  auto pieces = [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      const int64_t b = p / tiles, c0 = (p % tiles) * kColumns;
+      ColumnBlock<XF>(a, b, c0, std::min(n, c0 + kColumns), pw, pb);
+    }
+  };
+  detail::parallel_for(blocks * tiles, 1, pieces);
+  auto combine = [&](int64_t begin, int64_t end) {
+    const auto add = [](double u, double v) { return u + v; };
+    for (int64_t t = begin; t < end; ++t) {
+      for (int64_t j = t * kColumns; j < std::min(n, (t + 1) * kColumns); ++j) {
+        for (auto [partials, out] : {std::pair{pw, a.dweight}, std::pair{pb, a.dbias}}) {
+          if (partials == nullptr) continue;
+          detail::PairwiseStack<double> stack;
+          for (int64_t b = 0; b < blocks; ++b) stack.push(partials[b * n + j], add);
+          float v = static_cast<float>(stack.collapse(add));
+          if (std::isnan(v)) v = std::numeric_limits<float>::quiet_NaN();
+          store_from_float(a.param_dtype, out, static_cast<std::size_t>(j), v);
+        }
+      }
+    }
+  };
+  detail::parallel_for(tiles, 1, combine);
+}
+
+template <class XF, class PF>
+void LayerNormGradDxOf(const detail::LayerNormGradKernelArgs& a) {
+  if (a.weight != nullptr) {
+    LayerNormGradDx<XF, PF, true>(a);
+  } else {
+    LayerNormGradDx<XF, PF, false>(a);
+  }
+}
+
+template <class XF>
+void LayerNormGradFormat(const detail::LayerNormGradKernelArgs& a) {
+  if (a.dx != nullptr) {
+    if (a.param_dtype == DType::kFloat32) {
+      LayerNormGradDxOf<XF, Fp32>(a);
+    } else {
+      LayerNormGradDxOf<XF, XF>(a);
+    }
+  }
+  if (a.dweight != nullptr || a.dbias != nullptr) LayerNormGradColumns<XF>(a);
+}
+
+void LayerNormGradImpl(const detail::LayerNormGradKernelArgs& a) {
+  VisitFormat(a.x_dtype, [&](auto format) { LayerNormGradFormat<decltype(format)>(a); });
+}
+
+}  // namespace mantissa::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include <cstdint>
+#include <memory>
+
+#include "core/runtime_internal.h"
+#include "mantissa/ops/layer_norm_grad.h"
+#include "ops/layer_norm_grad/layer_norm_grad_desc.h"
+
+namespace mantissa {
+
+HWY_EXPORT(LayerNormGradImpl);
+
+namespace {
+
+// Rows and row length of a call whose shapes may not be validated yet (0 rows when they do not
+// make sense).
+void rows_and_length(const LayerNormGradTensors& t, const LayerNormGradParams& p, int64_t& rows,
+                     int64_t& n) {
+  rows = 0;
+  n = 1;
+  for (int64_t d : p.normalized_shape.span()) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) n = 0;
+  }
+  const int64_t numel = t.dy.numel().value_or(0);
+  if (n > 0) rows = numel / n;
+}
+
+// The column sums asked for (dweight, dbias).
+int column_sums(const LayerNormGradParams& p) { return p.output_mask[1] + p.output_mask[2]; }
+
+}  // namespace
+
+uint64_t layer_norm_grad_workspace_size(const LayerNormGradTensors& t,
+                                        const LayerNormGradParams& p) {
+  int64_t rows = 0, n = 0;
+  rows_and_length(t, p, rows, n);
+  const detail::ColumnSumPlan plan = detail::column_sum_plan(rows, n);
+  return static_cast<uint64_t>(plan.blocks) * static_cast<uint64_t>(n) * sizeof(double) *
+         static_cast<uint64_t>(column_sums(p));
+}
+
+namespace detail {
+
+Status LayerNormGradOp::check_params(const Tensors& t, const Params& p) {
+  MANTISSA_RETURN_IF_ERROR(check_norm_params(kType, t.dy, p.normalized_shape,
+                                             t.weight ? &*t.weight : nullptr,
+                                             t.bias ? &*t.bias : nullptr));
+  // dweight and dbias: normalized_shape, in weight's dtype (dy's without a weight).
+  const DType want = t.weight ? t.weight->dtype : t.dy.dtype;
+  const std::span<const int64_t> dims = p.normalized_shape.span();
+  for (auto [name, o] : {std::pair{"dweight", &t.dweight}, std::pair{"dbias", &t.dbias}}) {
+    if (!o->has_value()) continue;
+    const TensorView& v = **o;
+    if (v.rank != p.normalized_shape.size ||
+        !std::equal(dims.begin(), dims.end(), v.shape.begin(), v.shape.begin() + v.rank)) {
+      return fail(StatusCode::kParamInvalid, kType, "{} shape {} must be normalized_shape {}", name,
+                  v.shape_string(), p.normalized_shape.to_string());
+    }
+    if (v.dtype != want) {
+      return fail(StatusCode::kParamInvalid, kType, "{} dtype {} must be {} ({})", name,
+                  dtype_name(v.dtype), dtype_name(want),
+                  t.weight ? "weight's dtype" : "dy's dtype, without a weight");
+    }
+  }
+  return {};
+}
+
+}  // namespace detail
+
+// Validation is derived from the declaration (layer_norm_grad_desc.h): dx, dweight and dbias
+// share no byte with any other tensor of the call.
+Status layer_norm_grad_validate(const LayerNormGradTensors& t, const LayerNormGradParams& p) {
+  return detail::validate<detail::LayerNormGradOp>(t, p);
+}
+
+Status layer_norm_grad(const LayerNormGradTensors& t, const LayerNormGradParams& p, Workspace ws) {
+  MANTISSA_RETURN_IF_ERROR(layer_norm_grad_validate(t, p));
+  int64_t rows = 0, n = 0;
+  rows_and_length(t, p, rows, n);
+  void* const dweight = p.output_mask[1] ? t.dweight->data : nullptr;
+  void* const dbias = p.output_mask[2] ? t.dbias->data : nullptr;
+  const DType param_dtype = t.weight ? t.weight->dtype : t.dy.dtype;
+  if (n == 0) return {};  // every output is empty
+  if (rows == 0) {
+    // No terms: +0, an empty sum.
+    for (void* o : {dweight, dbias}) {
+      for (int64_t j = 0; o != nullptr && j < n; ++j) {
+        store_from_float(param_dtype, o, static_cast<std::size_t>(j), 0.0f);
+      }
+    }
+    return {};
+  }
+  detail::ensure_runtime_initialized();
+  detail::LayerNormGradKernelArgs a;
+  a.x_dtype = t.dy.dtype;
+  a.param_dtype = param_dtype;
+  a.stats_dtype = t.mean.dtype;
+  a.rows = rows;
+  a.n = n;
+  a.dy = t.dy.data;
+  a.x = t.input.data;
+  a.mean = t.mean.data;
+  a.rstd = t.rstd.data;
+  a.weight = t.weight ? t.weight->data : nullptr;
+  a.dx = p.output_mask[0] ? t.dx->data : nullptr;
+  a.dweight = dweight;
+  a.dbias = dbias;
+  a.plan = detail::column_sum_plan(rows, n);
+  const uint64_t need = layer_norm_grad_workspace_size(t, p);
+  std::unique_ptr<double[]> owned;
+  if (ws.data != nullptr && ws.size >= need &&
+      reinterpret_cast<uintptr_t>(ws.data) % alignof(double) == 0) {
+    a.partials = static_cast<double*>(ws.data);
+  } else if (need > 0) {
+    owned.reset(new double[need / sizeof(double)]);
+    a.partials = owned.get();
+  }
+  HWY_DYNAMIC_DISPATCH(LayerNormGradImpl)(a);
+  return {};
+}
+
+}  // namespace mantissa
+#endif  // HWY_ONCE
