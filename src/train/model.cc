@@ -10,6 +10,8 @@
 
 #include "core/validate.h"
 #include "mantissa/convert.h"
+#include "mantissa/ops/layer_norm.h"
+#include "mantissa/ops/layer_norm_grad.h"
 #include "mantissa/ops/softmax_cross_entropy_with_logits.h"
 #include "train/kernels.h"
 #include "train/rng.h"
@@ -85,104 +87,6 @@ void transpose(const void* src, void* dst, int64_t rows, int64_t cols, std::size
 }
 
 namespace {
-
-// ---- LayerNorm ------------------------------------------------------------------------------
-// The model calls LayerNorm through these two functions only, with the tensors of the library's
-// LayerNorm operator. Per row of n: mean and variance in fp64 (two passes), rstd =
-// fp32(1 / sqrt(var + eps)); y = ((x - mean) * rstd) * gamma + beta in fp32, rounded once.
-// Backward: xhat = (x - mean) * rstd; g = dy * gamma; dx = rstd * (g - mean(g) - xhat *
-// mean(g * xhat)) with the means in fp64; dgamma = sum over rows of dy * xhat, dbeta = sum of
-// dy, fp64 in row order, rounded once.
-
-struct LayerNormArgs {
-  TensorView input, weight, bias, out, mean, rstd;
-};
-struct LayerNormGradArgs {
-  TensorView dy, input, mean, rstd, weight, dx, dweight, dbias;
-};
-constexpr double kLayerNormEps = 1e-5;
-
-// A view's elements widened to fp32 (exact), and fp32 values rounded once into a view.
-std::vector<float> widened(const TensorView& t, int64_t n) {
-  std::vector<float> out(static_cast<std::size_t>(n));
-  const auto count = static_cast<std::size_t>(n);
-  switch (t.dtype) {
-    case DType::kFloat16:
-      convert_fp16_to_fp32(static_cast<const uint16_t*>(t.data), out.data(), count);
-      break;
-    case DType::kBFloat16:
-      convert_bf16_to_fp32(static_cast<const uint16_t*>(t.data), out.data(), count);
-      break;
-    default: std::memcpy(out.data(), t.data, count * sizeof(float)); break;
-  }
-  return out;
-}
-void store(const std::vector<float>& v, const TensorView& t) {
-  switch (t.dtype) {
-    case DType::kFloat16:
-      convert_fp32_to_fp16(v.data(), static_cast<uint16_t*>(t.data), v.size());
-      break;
-    case DType::kBFloat16:
-      convert_fp32_to_bf16(v.data(), static_cast<uint16_t*>(t.data), v.size());
-      break;
-    default: std::memcpy(t.data, v.data(), v.size() * sizeof(float)); break;
-  }
-}
-
-Status layer_norm_forward(const LayerNormArgs& a, int64_t rows, int64_t n) {
-  const std::vector<float> x = widened(a.input, rows * n), gamma = widened(a.weight, n),
-                           beta = widened(a.bias, n);
-  std::vector<float> y(x.size()), mean32(rows), rstd32(rows);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x.data() + r * n;
-    double sum = 0.0;
-    for (int64_t i = 0; i < n; ++i) sum += xr[i];
-    const double mean = sum / static_cast<double>(n);
-    double ss = 0.0;
-    for (int64_t i = 0; i < n; ++i) ss += (xr[i] - mean) * (xr[i] - mean);
-    const float rstd =
-        static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + kLayerNormEps));
-    const float m = static_cast<float>(mean);
-    mean32[r] = m;
-    rstd32[r] = rstd;
-    for (int64_t i = 0; i < n; ++i) y[r * n + i] = ((xr[i] - m) * rstd) * gamma[i] + beta[i];
-  }
-  store(y, a.out);
-  store(mean32, a.mean);
-  store(rstd32, a.rstd);
-  return {};
-}
-
-Status layer_norm_backward(const LayerNormGradArgs& a, int64_t rows, int64_t n) {
-  const std::vector<float> x = widened(a.input, rows * n), dy = widened(a.dy, rows * n),
-                           gamma = widened(a.weight, n), mean = widened(a.mean, rows),
-                           rstd = widened(a.rstd, rows);
-  std::vector<float> dx(x.size()), xhat(static_cast<std::size_t>(n));
-  std::vector<double> dgamma(n, 0.0), dbeta(n, 0.0);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x.data() + r * n;
-    const float* dyr = dy.data() + r * n;
-    double sum_g = 0.0, sum_gx = 0.0;
-    for (int64_t i = 0; i < n; ++i) {
-      xhat[i] = (xr[i] - mean[r]) * rstd[r];
-      const double g = static_cast<double>(dyr[i]) * gamma[i];
-      sum_g += g;
-      sum_gx += g * xhat[i];
-      dgamma[i] += static_cast<double>(dyr[i]) * xhat[i];
-      dbeta[i] += dyr[i];
-    }
-    const double mg = sum_g / static_cast<double>(n), mgx = sum_gx / static_cast<double>(n);
-    for (int64_t i = 0; i < n; ++i) {
-      const double g = static_cast<double>(dyr[i]) * gamma[i];
-      dx[r * n + i] = static_cast<float>(rstd[r] * (g - mg - xhat[i] * mgx));
-    }
-  }
-  store(dx, a.dx);
-  std::vector<float> dg(dgamma.begin(), dgamma.end()), db(dbeta.begin(), dbeta.end());
-  store(dg, a.dweight);
-  store(db, a.dbias);
-  return {};
-}
 
 // fp32 <-> compute dtype with the library's bulk conversions (RNE, the same bits as
 // store_from_float and load_as_float on every target).
@@ -344,13 +248,14 @@ Status Mlp::forward(const float* x, int64_t rows) {
       case LayerKind::kLayerNorm: {
         L.mean.ensure(DType::kFloat32, {rows, 1});
         L.rstd.ensure(DType::kFloat32, {rows, 1});
-        const LayerNormArgs a{.input = in.view(),
-                              .weight = params_[L.weight].weights().view(),
-                              .bias = params_[L.bias].weights().view(),
-                              .out = L.output.view(),
-                              .mean = L.mean.view(),
-                              .rstd = L.rstd.view()};
-        MANTISSA_RETURN_IF_ERROR(layer_norm_forward(a, rows, L.out));
+        // Statistics in fp64, output rounded once; mean and rstd kept (FLOAT) for backward.
+        MANTISSA_RETURN_IF_ERROR(layer_norm({.input = in.view(),
+                                             .weight = params_[L.weight].weights().view(),
+                                             .bias = params_[L.bias].weights().view(),
+                                             .out = L.output.view(),
+                                             .mean = L.mean.view(),
+                                             .rstd = L.rstd.view()},
+                                            {.normalized_shape = Dims{L.out}, .eps = 1e-5}));
         break;
       }
       case LayerKind::kActivation: {
@@ -454,15 +359,16 @@ Status Mlp::backward() {
       }
       case LayerKind::kLayerNorm: {
         dx_.ensure(cd, {rows, L.in});
-        const LayerNormGradArgs a{.dy = dy_.view(),
-                                  .input = in.view(),
-                                  .mean = L.mean.view(),
-                                  .rstd = L.rstd.view(),
-                                  .weight = params_[L.weight].weights().view(),
-                                  .dx = dx_.view(),
-                                  .dweight = params_[L.weight].grad.view(),
-                                  .dbias = params_[L.bias].grad.view()};
-        MANTISSA_RETURN_IF_ERROR(layer_norm_backward(a, rows, L.in));
+        MANTISSA_RETURN_IF_ERROR(layer_norm_grad({.dy = dy_.view(),
+                                                  .input = in.view(),
+                                                  .mean = L.mean.view(),
+                                                  .rstd = L.rstd.view(),
+                                                  .weight = params_[L.weight].weights().view(),
+                                                  .bias = std::nullopt,
+                                                  .dx = dx_.view(),
+                                                  .dweight = params_[L.weight].grad.view(),
+                                                  .dbias = params_[L.bias].grad.view()},
+                                                 {.normalized_shape = Dims{L.in}}));
         std::swap(dx_, dy_);
         break;
       }
