@@ -118,12 +118,17 @@ template <class T>
 void relu_bits(const T* x, T* y, int64_t n, T sign, T inf) {
   for (int64_t i = 0; i < n; ++i) {
     const T magnitude = static_cast<T>(x[i] & ~sign);
-    y[i] = ((x[i] & sign) != 0 && magnitude <= inf) ? T{0} : x[i];
+    // Branch-free (the sign of an activation is a coin flip for the branch predictor).
+    const T zero_it = static_cast<T>(((x[i] & sign) != 0) & (magnitude <= inf));
+    y[i] = static_cast<T>(x[i] & static_cast<T>(zero_it - 1));
   }
 }
 template <class T>
 void relu_grad_bits(const T* x, const T* dy, T* dx, int64_t n, T inf) {
-  for (int64_t i = 0; i < n; ++i) dx[i] = (x[i] != 0 && x[i] <= inf) ? dy[i] : T{0};
+  for (int64_t i = 0; i < n; ++i) {
+    const T keep = static_cast<T>((x[i] != 0) & (x[i] <= inf));
+    dx[i] = static_cast<T>(dy[i] & static_cast<T>(T{0} - keep));
+  }
 }
 
 void relu_forward(const Buffer& x, Buffer* y) {
