@@ -187,29 +187,36 @@ HWY_INLINE void RowBlock(const float* a, const typename F::Storage* b, float* c,
   TailColumns<F, kRows, 8>(a, b, c, bias, m0, k, n, n0);
 }
 
-// A is widened to fp32 once (exact), so the inner loop broadcasts plain floats; B is widened
-// vector by vector as it is loaded.
+// A's rows are widened to fp32 (exact) by the chunk that uses them, into a buffer of its
+// thread, so the inner loop broadcasts plain floats; B is widened vector by vector as it is
+// loaded.
 template <class F>
 void GemmFormat(const void* av, const void* bv, const float* bias, float* c, int64_t m, int64_t k,
                 int64_t n) {
   const auto* b = static_cast<const typename F::Storage*>(bv);
-  std::vector<float> widened;
-  const float* a = static_cast<const float*>(av);
-  if constexpr (!std::is_same_v<F, Fp32>) {
-    widened.resize(static_cast<std::size_t>(m * k));
-    const auto* a16 = static_cast<const typename F::Storage*>(av);
-    mantissa::HWY_NAMESPACE::ForEachVector(0, m * k, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
-      hn::StoreU(LoadF32<F>(d, a16 + i), d, widened.data() + i);
-    });
-    a = widened.data();
-  }
-  // Chunks of 8 rows (one 8-row tile): enough work per chunk, and a fixed cut.
   auto rows = [&](int64_t begin, int64_t end) {
-    int64_t r = begin;
-    for (; r + 8 <= end; r += 8) RowBlock<F, 8>(a, b, c, bias, r, k, n);
-    for (; r + 4 <= end; r += 4) RowBlock<F, 4>(a, b, c, bias, r, k, n);
-    for (; r < end; ++r) RowBlock<F, 1>(a, b, c, bias, r, k, n);
+    const float* a = static_cast<const float*>(av) + begin * k;
+    if constexpr (!std::is_same_v<F, Fp32>) {
+      thread_local std::vector<float> widened;
+      if (widened.size() < static_cast<std::size_t>((end - begin) * k)) {
+        widened.resize(static_cast<std::size_t>((end - begin) * k));
+      }
+      const auto* a16 = static_cast<const typename F::Storage*>(av) + begin * k;
+      float* w = widened.data();
+      mantissa::HWY_NAMESPACE::ForEachVector(0, (end - begin) * k,
+                                             [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
+                                               hn::StoreU(LoadF32<F>(d, a16 + i), d, w + i);
+                                             });
+      a = w;
+    }
+    float* c_rows = c + begin * n;
+    const int64_t count = end - begin;
+    int64_t r = 0;
+    for (; r + 8 <= count; r += 8) RowBlock<F, 8>(a, b, c_rows, bias, r, k, n);
+    for (; r + 4 <= count; r += 4) RowBlock<F, 4>(a, b, c_rows, bias, r, k, n);
+    for (; r < count; ++r) RowBlock<F, 1>(a, b, c_rows, bias, r, k, n);
   };
+  // Chunks of 8 rows (one 8-row tile): enough work per chunk, and a fixed cut.
   mantissa::detail::parallel_for(m, 8, rows);
 }
 
