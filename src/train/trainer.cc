@@ -122,11 +122,13 @@ class OptimizerStep {
 // How many of n elements of two buffers have the same bits.
 template <class T>
 int64_t count_equal(const void* a, const unsigned char* b, int64_t n) {
-  std::vector<T> before(static_cast<std::size_t>(n));
-  std::memcpy(before.data(), b, static_cast<std::size_t>(n) * sizeof(T));
   const T* now = static_cast<const T*>(a);
   int64_t same = 0;
-  for (int64_t i = 0; i < n; ++i) same += now[i] == before[i] ? 1 : 0;
+  for (int64_t i = 0; i < n; ++i) {
+    T before;
+    std::memcpy(&before, b + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
+    same += static_cast<int64_t>(now[i] == before);
+  }
   return same;
 }
 
