@@ -187,22 +187,41 @@ HWY_INLINE void RowBlock(const float* a, const typename F::Storage* b, float* c,
   TailColumns<F, kRows, 8>(a, b, c, bias, m0, k, n, n0);
 }
 
-// A's rows are widened to fp32 (exact) by the chunk that uses them, into a buffer of its
-// thread, so the inner loop broadcasts plain floats; B is widened vector by vector as it is
-// loaded.
+// 16-bit operands are widened to fp32 (exact) before the products: B whole, once per call
+// (every chunk reads all of it), A's rows by the chunk that uses them, into a buffer of its
+// thread. The inner loop then runs on plain floats.
+template <class F>
+void WidenRange(const void* src, float* dst, int64_t n) {
+  const auto* in = static_cast<const typename F::Storage*>(src);
+  auto chunk = [&](int64_t begin, int64_t end) {
+    mantissa::HWY_NAMESPACE::ForEachVector(begin, end, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
+      hn::StoreU(LoadF32<F>(d, in + i), d, dst + i);
+    });
+  };
+  mantissa::detail::parallel_for(n, 16384, chunk);
+}
+
 template <class F>
 void GemmFormat(const void* av, const void* bv, const float* bias, float* c, int64_t m, int64_t k,
                 int64_t n) {
-  const auto* b = static_cast<const typename F::Storage*>(bv);
+  const float* b = static_cast<const float*>(bv);
+  thread_local std::vector<float> b_widened;
+  if constexpr (!std::is_same_v<F, Fp32>) {
+    if (b_widened.size() < static_cast<std::size_t>(k * n)) {
+      b_widened.resize(static_cast<std::size_t>(k * n));
+    }
+    WidenRange<F>(bv, b_widened.data(), k * n);
+    b = b_widened.data();
+  }
   auto rows = [&](int64_t begin, int64_t end) {
     const float* a = static_cast<const float*>(av) + begin * k;
     if constexpr (!std::is_same_v<F, Fp32>) {
-      thread_local std::vector<float> widened;
-      if (widened.size() < static_cast<std::size_t>((end - begin) * k)) {
-        widened.resize(static_cast<std::size_t>((end - begin) * k));
+      thread_local std::vector<float> a_widened;
+      if (a_widened.size() < static_cast<std::size_t>((end - begin) * k)) {
+        a_widened.resize(static_cast<std::size_t>((end - begin) * k));
       }
       const auto* a16 = static_cast<const typename F::Storage*>(av) + begin * k;
-      float* w = widened.data();
+      float* w = a_widened.data();
       mantissa::HWY_NAMESPACE::ForEachVector(0, (end - begin) * k,
                                              [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
                                                hn::StoreU(LoadF32<F>(d, a16 + i), d, w + i);
@@ -212,9 +231,9 @@ void GemmFormat(const void* av, const void* bv, const float* bias, float* c, int
     float* c_rows = c + begin * n;
     const int64_t count = end - begin;
     int64_t r = 0;
-    for (; r + 8 <= count; r += 8) RowBlock<F, 8>(a, b, c_rows, bias, r, k, n);
-    for (; r + 4 <= count; r += 4) RowBlock<F, 4>(a, b, c_rows, bias, r, k, n);
-    for (; r < count; ++r) RowBlock<F, 1>(a, b, c_rows, bias, r, k, n);
+    for (; r + 8 <= count; r += 8) RowBlock<Fp32, 8>(a, b, c_rows, bias, r, k, n);
+    for (; r + 4 <= count; r += 4) RowBlock<Fp32, 4>(a, b, c_rows, bias, r, k, n);
+    for (; r < count; ++r) RowBlock<Fp32, 1>(a, b, c_rows, bias, r, k, n);
   };
   // Chunks of 8 rows (one 8-row tile): enough work per chunk, and a fixed cut.
   mantissa::detail::parallel_for(m, 8, rows);
