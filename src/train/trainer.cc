@@ -1,11 +1,13 @@
 // One training run of the MLP in one precision mode: batches, the loss scaler and anomaly
 // detector around each step, the fused multi-tensor optimizer, evaluation per epoch.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <numeric>
 
+#include "core/parallel.h"
 #include "core/validate.h"
 #include "mantissa/amp/anomaly.h"
 #include "mantissa/amp/loss_scaler.h"
@@ -120,16 +122,30 @@ class OptimizerStep {
 };
 
 // How many of n elements of two buffers have the same bits.
+// Counts are integers, so the per-chunk partials may be added in any order.
 template <class T>
 int64_t count_equal(const void* a, const unsigned char* b, int64_t n) {
   const T* now = static_cast<const T*>(a);
-  int64_t same = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    T before;
-    std::memcpy(&before, b + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
-    same += static_cast<int64_t>(now[i] == before);
-  }
-  return same;
+  std::atomic<int64_t> total{0};
+  auto chunk = [&](int64_t begin, int64_t end) {
+    int64_t same = 0;
+    for (int64_t i = begin; i < end; ++i) {
+      T before;
+      std::memcpy(&before, b + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
+      same += static_cast<int64_t>(now[i] == before);
+    }
+    total += same;
+  };
+  mantissa::detail::parallel_for(n, 16384, chunk);
+  return total.load();
+}
+
+void parallel_copy(const void* src, unsigned char* dst, int64_t bytes) {
+  auto chunk = [&](int64_t begin, int64_t end) {
+    std::memcpy(dst + begin, static_cast<const unsigned char*>(src) + begin,
+                static_cast<std::size_t>(end - begin));
+  };
+  mantissa::detail::parallel_for(bytes, 65536, chunk);
 }
 
 // Loss and accuracy over a whole split, in batches of the training batch size.
@@ -235,6 +251,8 @@ Status train_model(const Dataset& data, Mode mode, const TrainOptions& o, const 
   double total_seconds = 0.0;
   int64_t total_stalled = 0, total_weights = 0;
   std::vector<unsigned char> snapshot;
+  int64_t var_bytes = 0;
+  for (const detail::Parameter& p : model.params()) var_bytes += p.var.bytes();
   for (int epoch = 1; epoch <= o.epochs; ++epoch) {
     const auto t0 = std::chrono::steady_clock::now();
     std::iota(order.begin(), order.end(), 0);
@@ -290,10 +308,13 @@ Status train_model(const Dataset& data, Mode mode, const TrainOptions& o, const 
         clip_coef = clip_coefficient(norm, o.clip);
       }
       // Snapshot of the weights the step updates, to count the ones it leaves unchanged.
-      snapshot.clear();
-      for (const detail::Parameter& p : model.params()) {
-        const auto* bytes = static_cast<const unsigned char*>(p.var.data());
-        snapshot.insert(snapshot.end(), bytes, bytes + p.var.bytes());
+      snapshot.resize(static_cast<std::size_t>(var_bytes));
+      {
+        std::size_t at = 0;
+        for (const detail::Parameter& p : model.params()) {
+          parallel_copy(p.var.data(), snapshot.data() + at, p.var.bytes());
+          at += static_cast<std::size_t>(p.var.bytes());
+        }
       }
       const int64_t taken_before = optimizer.steps_taken();
       MANTISSA_RETURN_IF_ERROR(scaler.step_fused(
