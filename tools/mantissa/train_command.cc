@@ -62,13 +62,15 @@ std::string svg_plot(const std::vector<tr::ModeResult>& results, const std::stri
                                    "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
   constexpr double kW = 420, kH = 300, kLeft = 60, kTop = 40, kGap = 90;
   int max_epoch = 1;
-  double lo = INFINITY, hi = -INFINITY;
+  double lo = INFINITY, hi = -INFINITY, acc_lo = 1.0;
   for (const auto& r : results) {
     for (const auto& e : r.epochs) {
       max_epoch = std::max(max_epoch, e.epoch);
-      for (double l : {e.test_loss, e.train_loss}) {
-        if (std::isfinite(l) && l > 0) lo = std::min(lo, l), hi = std::max(hi, l);
+      if (std::isfinite(e.test_loss) && e.test_loss > 0) {
+        lo = std::min(lo, e.test_loss);
+        hi = std::max(hi, e.test_loss);
       }
+      if (std::isfinite(e.test_accuracy)) acc_lo = std::min(acc_lo, e.test_accuracy);
     }
   }
   if (!(lo < hi)) lo = 1e-3, hi = 10;
@@ -118,9 +120,14 @@ std::string svg_plot(const std::vector<tr::ModeResult>& results, const std::stri
       [&](double v) { return v > 0 ? (std::log10(v) - llo) / (lhi - llo) : 0.0; }, loss_ticks,
       [](double t) { return fmt::format("{:g}", t); },
       [](const tr::EpochRecord& e) { return e.test_loss; });
+  // Accuracy from the lowest value seen (rounded down to 5%) to 100%.
+  const double acc_floor = std::min(0.95, std::floor(acc_lo * 20.0) / 20.0);
+  std::vector<double> acc_ticks;
+  for (int i = 0; i <= 5; ++i) acc_ticks.push_back(acc_floor + (1.0 - acc_floor) * i / 5.0);
   panel(
-      kLeft + kW + kGap, "test accuracy", [](double v) { return v; },
-      {0.0, 0.2, 0.4, 0.6, 0.8, 1.0}, [](double t) { return fmt::format("{:.0f}%", 100 * t); },
+      kLeft + kW + kGap, "test accuracy",
+      [&](double v) { return (v - acc_floor) / (1.0 - acc_floor); }, acc_ticks,
+      [](double t) { return fmt::format("{:.1f}%", 100 * t); },
       [](const tr::EpochRecord& e) { return e.test_accuracy; });
   const double lx = kLeft + 2 * kW + kGap + 15;
   for (std::size_t i = 0; i < results.size(); ++i) {
