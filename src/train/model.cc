@@ -1,6 +1,6 @@
 // The MLP's forward pass, loss and backward pass (see model.h). Products go through the
-// trainer's deterministic GEMM (kernels.h); LayerNorm and the loss through the library's
-// operators; bias, ReLU and the gradient column sums are small scalar loops here.
+// trainer's deterministic GEMM (kernels.h, which also adds the bias); LayerNorm and the loss
+// through the library's operators; ReLU and the bias gradient's column sums are small loops here.
 #include "train/model.h"
 
 #include <algorithm>
@@ -50,14 +50,15 @@ TensorView Buffer::view() const {
 }
 
 Precision precision_of(Mode mode) {
+  constexpr DType kF16 = DType::kFloat16, kBf16 = DType::kBFloat16;
   switch (mode) {
     case Mode::kFp32: return {};
-    case Mode::kFp16Amp: return {DType::kFloat16, true, WeightRounding::kNearest, true};
-    case Mode::kBf16Amp: return {DType::kBFloat16, true, WeightRounding::kNearest, false};
-    case Mode::kBf16Pure: return {DType::kBFloat16, false, WeightRounding::kNearest, false};
-    case Mode::kBf16Kahan: return {DType::kBFloat16, false, WeightRounding::kKahan, false};
-    case Mode::kBf16Sr: return {DType::kBFloat16, false, WeightRounding::kStochastic, false};
-    case Mode::kFp16NoScale: return {DType::kFloat16, true, WeightRounding::kNearest, false};
+    case Mode::kFp16Amp: return {.compute = kF16, .master = true, .loss_scaling = true};
+    case Mode::kBf16Amp: return {.compute = kBf16, .master = true};
+    case Mode::kBf16Pure: return {.compute = kBf16};
+    case Mode::kBf16Kahan: return {.compute = kBf16, .rounding = WeightRounding::kKahan};
+    case Mode::kBf16Sr: return {.compute = kBf16, .rounding = WeightRounding::kStochastic};
+    case Mode::kFp16NoScale: return {.compute = kF16, .master = true};
   }
   return {};
 }
