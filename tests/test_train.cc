@@ -43,9 +43,10 @@ std::vector<uint32_t> random_matrix(DType dtype, int64_t count, std::mt19937& rn
 TEST(TrainGemm, NormativeOrderFp64BoundAndSameBitsEverywhere) {
   ThreadCountGuard guard;
   std::mt19937 rng(42);
-  // Sizes around the vector widths (4, 8, 16 lanes), the 4-row tile and the 8-row chunk.
-  const GemmCase cases[] = {{1, 1, 1},   {3, 7, 5},    {4, 16, 16}, {5, 17, 33},
-                            {9, 64, 31}, {17, 33, 48}, {8, 3, 65},  {33, 100, 10}};
+  // Sizes around the vector widths (4, 8, 16 lanes) and the 4- and 8-row tiles; the last two
+  // are large enough (2^17 products per 8 rows) to be split into several chunks for threads.
+  const GemmCase cases[] = {{1, 1, 1},    {3, 7, 5},  {4, 16, 16},   {5, 17, 33},   {9, 64, 31},
+                            {17, 33, 48}, {8, 3, 65}, {33, 100, 10}, {44, 256, 64}, {21, 512, 260}};
   for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
     for (const GemmCase& c : cases) {
       SCOPED_TRACE(std::string(dtype_name(dtype)) + " m=" + std::to_string(c.m) +

@@ -11,6 +11,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 // clang-format on
 
+#include <algorithm>
 #include <vector>
 
 #include "core/math-inl.h"
@@ -235,8 +236,11 @@ void GemmFormat(const void* av, const void* bv, const float* bias, float* c, int
     for (; r + 4 <= count; r += 4) RowBlock<Fp32, 4>(a, b, c_rows, bias, r, k, n);
     for (; r < count; ++r) RowBlock<Fp32, 1>(a, b, c_rows, bias, r, k, n);
   };
-  // Chunks of 8 rows (one 8-row tile): enough work per chunk, and a fixed cut.
-  mantissa::detail::parallel_for(m, 8, rows);
+  // Chunks of a multiple of 8 rows (the 8-row tile) holding at least 2^17 products, so that a
+  // small product is not split among threads for nothing; the cut depends on the shape only.
+  const int64_t per_row = std::max<int64_t>(1, k * n);
+  const int64_t grain = 8 * std::max<int64_t>(1, ((int64_t{1} << 17) / per_row + 7) / 8);
+  mantissa::detail::parallel_for(m, grain, rows);
 }
 
 void GemmImpl(DType dtype, const void* a, const void* b, const float* bias, float* c, int64_t m,
