@@ -66,6 +66,24 @@ for target in $targets; do
     fail "digests differ under MANTISSA_SIMD_TARGET=$target"
 done
 
+# ---- An exploding run under fp16-amp: overflowing steps are skipped, the scale backs off, the
+# anomaly detector's findings reach the log and (severity >= 7) the screen.
+"$tool" train --data synthetic:400 --precision fp16-amp --lr 3 --epochs 2 --hidden 32,16 \
+  --batch-size 32 --seed 3 --log "$work/boom.jsonl" > /dev/null 2> "$work/boom.err" ||
+  fail "exploding run failed"
+grep -q "nan_inf (severity" "$work/boom.err" || { cat "$work/boom.err"; fail "finding not shown"; }
+/usr/bin/python3 - "$work/boom.jsonl" <<'PY' || fail "exploding run's log"
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1])]
+final = [r for r in records if r["event"] == "final"][0]
+findings = [r for r in records if r["event"] == "finding"]
+epochs = [r for r in records if r["event"] == "epoch"]
+assert final["skipped_steps"] >= 1 and final["skipped_steps"] == final["overflow_steps"], final
+assert len(findings) >= final["skipped_steps"], len(findings)
+assert all(f["pattern"] == "nan_inf" and f["severity"] >= 7 for f in findings), findings[0]
+assert epochs[-1]["loss_scale"] < 65536, epochs[-1]
+PY
+
 # ---- The digits set (when python3-sklearn is installed): 5 epochs of fp32 reach 95%.
 if "$tool" train --epochs 5 --precision fp32 --log "$work/digits.jsonl" > "$work/digits.out" 2>&1; then
   /usr/bin/python3 - "$work/digits.jsonl" <<'PY' || { cat "$work/digits.out"; fail "digits accuracy"; }
