@@ -10,6 +10,7 @@ packages=(
   python3 python3-torch python3-numpy
   python3-torchvision  # model shapes for bench/lists (scripts/bench_lists.py --write-lists)
   python3-sklearn      # the digits set mantissa train uses by default (digits.csv.gz)
+  pybind11-dev python3-pybind11 python3-pytest python3-dev  # the Python module (python/)
 )
 
 missing=()

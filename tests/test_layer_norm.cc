@@ -284,8 +284,10 @@ TEST(LayerNormValidation, RowsThroughTheCppApi) {
       {"normalized_shape not trailing", [](Call& c, auto&) { c.p.normalized_shape = {3}; },
        StatusCode::kParamInvalid, "normalized_shape"},
       {"normalized_shape longer than the rank",
-       [](Call& c, auto&) { c.p.normalized_shape = {1, 2, 3, 8}; }, StatusCode::kParamInvalid,
-       "normalized_shape"},
+       [](Call& c, auto&) {
+         c.p.normalized_shape = {1, 2, 3, 8};
+       },
+       StatusCode::kParamInvalid, "normalized_shape"},
       {"nine dims", [](Call& c, auto&) { c.p.normalized_shape = {1, 1, 1, 1, 1, 1, 1, 1, 8}; },
        StatusCode::kParamInvalid, "normalized_shape"},
       {"weight shape", [](Call&, auto& t) { t.weight->shape[0] = 4; }, StatusCode::kParamInvalid,
@@ -308,8 +310,8 @@ TEST(LayerNormValidation, RowsThroughTheCppApi) {
        StatusCode::kParamInvalid, "out"},
       {"rstd overlaps mean", [](Call& c, auto& t) { t.rstd->data = c.mean.data(); },
        StatusCode::kParamInvalid, "rstd"},
-      {"input missing", [](Call&, auto& t) { t.input.data = nullptr; },
-       StatusCode::kParamNullptr, "input"},
+      {"input missing", [](Call&, auto& t) { t.input.data = nullptr; }, StatusCode::kParamNullptr,
+       "input"},
       {"rank 9", [](Call&, auto& t) { t.input.rank = 9; }, StatusCode::kParamInvalid, "input"},
   };
   for (const Row& r : rows) {

@@ -1,0 +1,612 @@
+"""Drop-in PyTorch optimizers and GradScaler on mantissa's fused multi-tensor kernels.
+
+``AdamW``, ``Adam`` and ``SGD`` are ``torch.optim.Optimizer`` subclasses with torch's constructor
+arguments, param groups and state_dict names (``step``, ``exp_avg``, ``exp_avg_sq``,
+``max_exp_avg_sq``, ``momentum_buffer``). Each ``step()`` makes one library call per param group
+(one parallel pass over every parameter of the group), on the parameters' own memory.
+``GradScaler`` is ``torch.cuda.amp.GradScaler``'s interface on the library's
+ForeachNonFiniteCheckAndUnscale and AmpUpdateScale, for CPU training.
+
+Where the bits differ from torch's and by how much: docs/python.md.
+"""
+
+from collections import defaultdict
+
+import torch
+from torch.optim.optimizer import Optimizer, required
+
+from . import _mantissa as _m
+
+__all__ = ["AdamW", "Adam", "SGD", "GradScaler"]
+
+_LOW = (torch.float16, torch.bfloat16)
+_ROUNDINGS = ("nearest", "kahan", "stochastic")
+
+
+def _is_dense(t):
+    """Non-overlapping and dense: the elements fill numel() consecutive slots in some order."""
+    if t.is_contiguous():
+        return True
+    expected = 1
+    for stride, size in sorted((st, s) for s, st in zip(t.shape, t.stride()) if s != 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def _flat(t):
+    """The tensor as the C++ API wants it: contiguous as is; a dense tensor in another memory
+    order (e.g. channels_last) as a 1-D view of its memory. Element-wise steps only pair
+    tensors of one memory order (see _param_layout)."""
+    if t.is_contiguous():
+        return t
+    return t.as_strided((t.numel(),), (1,))
+
+
+def _param_layout(p, others, name):
+    if not _is_dense(p):
+        raise _error(161002, f"{name}: parameter of shape {tuple(p.shape)} and strides "
+                     f"{p.stride()} is not dense; mantissa optimizers need dense parameters")
+    for t in others:
+        if t is not None and t.stride() != p.stride():
+            raise _error(161002, f"{name}: optimizer state of strides {t.stride()} does not "
+                         f"match its parameter's {p.stride()}")
+
+
+def _grad_for(p, name):
+    g = p.grad
+    if g.is_sparse:
+        raise RuntimeError(f"{name} does not support sparse gradients")
+    if g.stride() != p.stride() or not _is_dense(g):
+        # Staged: a grad in another memory order than its parameter (read only, one copy).
+        g = torch.empty_like(p, dtype=g.dtype).copy_(g)
+    return g
+
+
+def _error(code, message):
+    e = _m.Error(message)
+    e.code = code
+    e.code_name = _m.status_code_name(code)
+    return e
+
+
+def _scalar_tensor(x, name):
+    """grad_scale / found_inf as the fused contract's one-element FLOAT tensors."""
+    if x is None:
+        return None
+    if isinstance(x, torch.Tensor):
+        if x.dtype != torch.float32 or x.numel() != 1 or x.device.type != "cpu":
+            raise _error(161002, f"{name}: expected a one-element float32 CPU tensor, got "
+                         f"{x.dtype} of shape {tuple(x.shape)} on {x.device}")
+        return x.detach()
+    return torch.tensor([float(x)], dtype=torch.float32)
+
+
+class _FusedOptimizer(Optimizer):
+    """What the three optimizers share: the extra options, found_inf skipping, state access."""
+
+    def __init__(self, params, defaults, master_weights, rounding, seed):
+        if rounding not in _ROUNDINGS:
+            raise ValueError(f"Invalid rounding: {rounding!r} (one of {_ROUNDINGS})")
+        defaults = dict(defaults, master_weights=master_weights, rounding=rounding, seed=seed)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("master_weights", False)
+            group.setdefault("rounding", "nearest")
+            group.setdefault("seed", 0)
+
+    def load_state_dict(self, state_dict):
+        """torch's load_state_dict, except that the fp32 state of master-weight parameters
+        (master_param and the moments or momentum buffer) stays fp32: torch casts every
+        floating state tensor to its parameter's dtype, which would round the masters to
+        16 bits."""
+        saved_groups = state_dict["param_groups"]
+        saved_state = state_dict["state"]
+        super().load_state_dict(state_dict)
+        ids = [i for g in saved_groups for i in g["params"]]
+        params = [p for g in self.param_groups for p in g["params"]]
+        for old_id, p in zip(ids, params):
+            saved = saved_state.get(old_id)
+            if saved is None or "master_param" not in saved:
+                continue
+            for key, value in saved.items():
+                if key != "step" and torch.is_tensor(value) and value.dtype == torch.float32:
+                    self.state[p][key] = value.clone()
+
+    @staticmethod
+    def _uses_master(group, p):
+        return group["master_weights"] and p.dtype in _LOW
+
+    def _master(self, group, p):
+        """The fp32 master of a 16-bit parameter (created from it on first use)."""
+        state = self.state[p]
+        if "master_param" not in state:
+            state["master_param"] = p.detach().float()
+        return state["master_param"]
+
+    def _compensation(self, group, p):
+        if group["rounding"] != "kahan" or p.dtype != torch.bfloat16 or self._uses_master(group, p):
+            return None
+        state = self.state[p]
+        if "compensation" not in state:
+            state["compensation"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+        return state["compensation"]
+
+    def step(self, closure=None, *, grad_scale=None, found_inf=None):
+        """One step of every param group. grad_scale (the loss scale the grads carry, divided
+        out inside the pass) and found_inf (when non-zero the whole step is skipped and nothing
+        is written) follow torch's fused-optimizer contract: one-element float32 tensors."""
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        grad_scale = _scalar_tensor(grad_scale, "grad_scale")
+        found_inf = _scalar_tensor(found_inf, "found_inf")
+        if found_inf is not None and found_inf.item() != 0.0:
+            return loss
+        with torch.no_grad():
+            for group in self.param_groups:
+                self._group_step(group, grad_scale, found_inf)
+        return loss
+
+
+class AdamW(_FusedOptimizer):
+    """torch.optim.AdamW on ApplyAdamWV2's math (torch's single-tensor element order).
+
+    Extra keyword arguments: master_weights (fp32 master copies of fp16/bf16 parameters, kept
+    in the state as ``master_param``, the parameter written from it in the same pass; the
+    moments are fp32 then), rounding ('nearest', 'kahan' or 'stochastic': how bf16 parameters
+    without a master are rounded) and seed (the stochastic-rounding stream).
+    """
+
+    _decoupled = True
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
+                 amsgrad=False, *, maximize=False, foreach=None, capturable=False,
+                 differentiable=False, fused=None, master_weights=False, rounding="nearest",
+                 seed=0):
+        if not 0.0 <= lr:
+            raise ValueError("Invalid learning rate: {}".format(lr))
+        if not 0.0 <= eps:
+            raise ValueError("Invalid epsilon value: {}".format(eps))
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError("Invalid beta parameter at index 0: {}".format(betas[0]))
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError("Invalid beta parameter at index 1: {}".format(betas[1]))
+        if not 0.0 <= weight_decay:
+            raise ValueError("Invalid weight_decay value: {}".format(weight_decay))
+        if capturable or differentiable:
+            raise ValueError("mantissa optimizers run on CPU tensors outside autograd: "
+                             "capturable and differentiable are not supported")
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                        amsgrad=amsgrad, maximize=maximize, foreach=foreach,
+                        capturable=False, differentiable=False, fused=fused)
+        super().__init__(params, defaults, master_weights, rounding, seed)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("amsgrad", False)
+            group.setdefault("maximize", False)
+
+    def _group_step(self, group, grad_scale, found_inf):
+        name = type(self).__name__
+        beta1, beta2 = group["betas"]
+        wd = group["weight_decay"]
+        maximize = group["maximize"]
+        amsgrad = group["amsgrad"]
+        l2 = not self._decoupled and wd != 0
+        any_master = group["master_weights"]
+        kahan = group["rounding"] == "kahan"
+        var, m, v, grads, maxs, working, comps, steps = [], [], [], [], [], [], [], []
+        for p in group["params"]:
+            grad = p.grad
+            if grad is None:
+                continue
+            state = self.state[p]
+            if "exp_avg" not in state:
+                self._init_state(group, p, state)
+            master = any_master and p.dtype in _LOW
+            x = state["master_param"] if master else p
+            ams = state["max_exp_avg_sq"] if amsgrad else None
+            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+            if grad.is_sparse:
+                raise RuntimeError(f"{name} does not support sparse gradients")
+            if not (x.is_contiguous() and grad.is_contiguous()):
+                # Dense tensors in another memory order (e.g. channels_last) go as 1-D views
+                # of their memory; the C++ API refuses anything else (161002).
+                _param_layout(x, [exp_avg, exp_avg_sq, ams], name)
+                grad = _grad_for(p, name)
+                x, exp_avg, exp_avg_sq, grad = _flat(x), _flat(exp_avg), _flat(exp_avg_sq), \
+                    _flat(grad)
+                ams = _flat(ams) if ams is not None else None
+                p_work = _flat(p)
+            else:
+                p_work = p
+            if l2:
+                # torch.optim.Adam's L2 decay: grad + wd * param, in torch's own arithmetic and
+                # grouping (a staged gradient; maximize is applied first, as torch does).
+                # With a loss scale the staged gradient is unscaled first (the fused pass's
+                # own fp32 division, done here) and the pass gets no grad_scale: the decay
+                # term must not be divided by the scale.
+                if maximize:
+                    grad = -grad
+                grad = grad.to(x.dtype)
+                if grad_scale is not None:
+                    grad = grad / grad_scale
+                grad = grad.add(x, alpha=wd)
+            var.append(x)
+            m.append(exp_avg)
+            v.append(exp_avg_sq)
+            grads.append(grad)
+            maxs.append(ams)
+            working.append(p_work if master else None)
+            comp = self._compensation(group, p) if kahan else None
+            comps.append(_flat(comp) if comp is not None else None)
+            step_t = state["step"]
+            if not torch.is_tensor(step_t):  # a state_dict from a torch that kept a number
+                step_t = state["step"] = torch.tensor(float(step_t))
+            steps.append(step_t)
+        if not var:
+            return
+        counts = torch.stack(steps).tolist() if len(steps) > 1 else [steps[0].item()]
+        first = counts[0]
+        if all(c == first for c in counts):
+            batches = {first: range(len(var))}
+        else:  # parameters with different step counts (e.g. added later): one call per count
+            batches = defaultdict(list)
+            for i, c in enumerate(counts):
+                batches[c].append(i)
+
+        def pick(lst, idx):
+            return lst if len(idx) == len(lst) else [lst[i] for i in idx]
+
+        for count, idx in batches.items():
+            step = int(count)
+            _m.multi_tensor_adam_w(
+                pick(var, idx), pick(m, idx), pick(v, idx), pick(grads, idx),
+                max_grad_norm=pick(maxs, idx) if amsgrad else None,
+                working=pick(working, idx) if any_master else None,
+                compensation=pick(comps, idx) if kahan else None, step=step, lr=group["lr"],
+                beta1=beta1, beta2=beta2, weight_decay=wd if self._decoupled else 0.0,
+                eps=group["eps"], amsgrad=amsgrad, maximize=maximize and not l2,
+                grad_scale=None if l2 else grad_scale, found_inf=found_inf,
+                rounding=group["rounding"], seed=group["seed"], rng_step=step)
+            torch._foreach_add_(pick(steps, idx), 1)
+
+    def _init_state(self, group, p, state):
+        like = self._master(group, p) if self._uses_master(group, p) else p
+        state["step"] = torch.tensor(0.0)
+        state["exp_avg"] = torch.zeros_like(like, memory_format=torch.preserve_format)
+        state["exp_avg_sq"] = torch.zeros_like(like, memory_format=torch.preserve_format)
+        if group["amsgrad"]:
+            state["max_exp_avg_sq"] = torch.zeros_like(like, memory_format=torch.preserve_format)
+
+
+class Adam(AdamW):
+    """torch.optim.Adam. torch's Adam is AdamW's element order with no decoupled decay, so it
+    runs on the same kernel with weight_decay 0; torch's L2 weight_decay (grad + wd * param) is
+    applied to a staged copy of the gradient before the fused pass (one extra pass, torch's own
+    arithmetic). fused=True is accepted (this is the fused path)."""
+
+    _decoupled = False
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 amsgrad=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False, fused=False, master_weights=False, rounding="nearest",
+                 seed=0):
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                         amsgrad=amsgrad, maximize=maximize, foreach=foreach,
+                         capturable=capturable, differentiable=differentiable, fused=fused,
+                         master_weights=master_weights, rounding=rounding, seed=seed)
+
+
+class SGD(_FusedOptimizer):
+    """torch.optim.SGD on CANN's SGD (momentum with a first-step flag).
+
+    torch's first step sets the momentum buffer to the gradient; CANN's first-step flag gives
+    the same value (0 * momentum + grad). The flag tensors are scratch kept outside the state,
+    so state_dict holds exactly torch's ``momentum_buffer``. maximize negates a staged copy of
+    the gradient. Extra keyword arguments as AdamW's.
+    """
+
+    def __init__(self, params, lr=required, momentum=0, dampening=0, weight_decay=0,
+                 nesterov=False, *, maximize=False, foreach=None, differentiable=False,
+                 master_weights=False, rounding="nearest", seed=0):
+        if lr is not required and lr < 0.0:
+            raise ValueError("Invalid learning rate: {}".format(lr))
+        if momentum < 0.0:
+            raise ValueError("Invalid momentum value: {}".format(momentum))
+        if weight_decay < 0.0:
+            raise ValueError("Invalid weight_decay value: {}".format(weight_decay))
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        if differentiable:
+            raise ValueError("mantissa optimizers run outside autograd: differentiable is not "
+                             "supported")
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening,
+                        weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
+                        foreach=foreach, differentiable=False)
+        super().__init__(params, defaults, master_weights, rounding, seed)
+        self._scratch = {}
+        self._rng_step = 0
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self._scratch = {}
+        self._rng_step = getattr(self, "_rng_step", 0)
+        for group in self.param_groups:
+            group.setdefault("nesterov", False)
+            group.setdefault("maximize", False)
+
+    def _zeros(self, key, like_list):
+        """Disjoint zero-filled views, one per tensor of like_list, carved from one cached
+        buffer per dtype (the kernel writes +0.0 into the flags only where they are not +0.0
+        already, so the buffer stays zero between steps). The views are cached too."""
+        layout = tuple((t.dtype, t.shape) for t in like_list)
+        cached = self._scratch.get(key)
+        if cached is not None and cached[0] == layout:
+            return list(cached[1])
+        out = [None] * len(like_list)
+        by_dtype = defaultdict(list)
+        for i, t in enumerate(like_list):
+            by_dtype[t.dtype].append(i)
+        for dtype, idx in by_dtype.items():
+            buf = torch.zeros(sum(like_list[i].numel() for i in idx), dtype=dtype)
+            offset = 0
+            for i in idx:
+                n = like_list[i].numel()
+                out[i] = buf[offset:offset + n].view(like_list[i].shape)
+                offset += n
+        self._scratch[key] = (layout, out)
+        return list(out)
+
+    def _group_step(self, group, grad_scale, found_inf):
+        momentum = group["momentum"]
+        any_master = group["master_weights"]
+        kahan = group["rounding"] == "kahan"
+        params, grads, accums, working, comps = [], [], [], [], []
+        fresh = []
+        for p in group["params"]:
+            grad = p.grad
+            if grad is None:
+                continue
+            state = self.state[p]
+            master = any_master and p.dtype in _LOW
+            var = self._master(group, p) if master else p
+            buf = state.get("momentum_buffer")
+            if momentum != 0 and buf is None:
+                buf = torch.zeros_like(var, memory_format=torch.preserve_format)
+                state["momentum_buffer"] = buf
+                fresh.append(len(params))
+            if grad.is_sparse:
+                raise RuntimeError("SGD does not support sparse gradients")
+            p_work = p
+            if not (var.is_contiguous() and grad.is_contiguous()):
+                _param_layout(var, [buf], "SGD")
+                grad = _flat(_grad_for(p, "SGD"))
+                var, buf, p_work = _flat(var), _flat(buf) if buf is not None else None, _flat(p)
+            if group["maximize"]:
+                grad = -grad
+            if momentum != 0:
+                accums.append(buf)
+            params.append(var)
+            grads.append(grad)
+            working.append(p_work if master else None)
+            comp = self._compensation(group, p) if kahan else None
+            comps.append(_flat(comp) if comp is not None else None)
+        if not params:
+            return
+        stats = self._zeros(("stat", id(group)), params)
+        if momentum == 0:
+            # Momentum 0: CANN's SGD reads accum (accum * 0) but writes neither accum nor stat.
+            accums = self._zeros(("accum", id(group)), params)
+        else:
+            for i in fresh:  # torch's first step: buffer = grad, CANN's stat = 1
+                stats[i] = torch.ones_like(params[i])
+        self._rng_step += 1
+        _m.multi_tensor_sgd(
+            params, grads, accums, stats, working=working if any_master else None,
+            compensation=comps if kahan else None, learning_rate=group["lr"],
+            momentum=momentum, dampening=group["dampening"],
+            weight_decay=group["weight_decay"], nesterov=group["nesterov"],
+            grad_scale=grad_scale, found_inf=found_inf, rounding=group["rounding"],
+            seed=group["seed"], rng_step=self._rng_step)
+
+
+class GradScaler:
+    """torch.cuda.amp.GradScaler's interface for CPU training, on the library's
+    ForeachNonFiniteCheckAndUnscale (one pass over every gradient of the optimizer, mixed
+    dtypes, fp16 grads allowed) and AmpUpdateScale.
+
+    With a mantissa optimizer, ``step()`` without a prior ``unscale_()`` does not rewrite the
+    gradients: it checks them (read only) and hands the scale to the optimizer's fused pass
+    (grad_scale/found_inf). Any other optimizer gets torch's path: unscale in place, then step
+    unless a gradient held Inf or NaN.
+    """
+
+    _READY, _UNSCALED, _STEPPED = 0, 1, 2
+
+    def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5,
+                 growth_interval=2000, enabled=True):
+        self._enabled = enabled
+        if enabled:
+            if growth_factor <= 1.0:
+                raise ValueError("The growth factor must be > 1.0.")
+            if backoff_factor >= 1.0:
+                raise ValueError("The backoff factor must be < 1.0.")
+        self._init_scale = init_scale
+        self._growth_factor = growth_factor
+        self._backoff_factor = backoff_factor
+        self._growth_interval = growth_interval
+        self._init_growth_tracker = 0
+        self._scale = torch.full((1,), float(init_scale), dtype=torch.float32)
+        self._growth_tracker = torch.full((1,), 0, dtype=torch.int32)
+        self._per_optimizer_states = defaultdict(self._fresh_state)
+
+    @staticmethod
+    def _fresh_state():
+        return {"stage": GradScaler._READY, "found_inf": None}
+
+    def scale(self, outputs):
+        """outputs * scale (a tensor, or an iterable of tensors, nested)."""
+        if not self._enabled:
+            return outputs
+        if isinstance(outputs, torch.Tensor):
+            return outputs * self._scale.to(device=outputs.device)
+        if isinstance(outputs, (list, tuple)):
+            return type(outputs)(self.scale(o) for o in outputs)
+        if hasattr(outputs, "__iter__"):
+            return map(self.scale, outputs)
+        raise ValueError("outputs must be a Tensor or an iterable of Tensors")
+
+    @staticmethod
+    def _grads(optimizer):
+        grads = []
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if p.grad.is_sparse:
+                    raise ValueError("GradScaler: sparse gradients are not supported")
+                grads.append(p.grad)
+        return grads
+
+    def _unscale_grads(self, optimizer, inv_scale):
+        found_inf = torch.zeros((1,), dtype=torch.float32)
+        grads = self._grads(optimizer)
+        staged = []
+        for i, g in enumerate(grads):
+            if not g.is_contiguous():
+                staged.append((i, g))
+                grads[i] = g.contiguous()
+        _m.foreach_non_finite_check_and_unscale(grads, found_inf, inv_scale)
+        for i, g in staged:
+            g.copy_(grads[i])
+        return found_inf
+
+    def unscale_(self, optimizer):
+        """Divides the optimizer's gradients by the scale in place (multiplies by 1/scale,
+        computed in double and rounded to fp32, as torch does) and records Inf/NaN."""
+        if not self._enabled:
+            return
+        state = self._per_optimizer_states[id(optimizer)]
+        if state["stage"] == self._UNSCALED:
+            raise RuntimeError("unscale_() has already been called on this optimizer since "
+                               "the last update().")
+        if state["stage"] == self._STEPPED:
+            raise RuntimeError("unscale_() is being called after step().")
+        inv_scale = self._scale.double().reciprocal().float()
+        state["found_inf"] = self._unscale_grads(optimizer, inv_scale)
+        state["stage"] = self._UNSCALED
+
+    def step(self, optimizer, *args, **kwargs):
+        if not self._enabled:
+            return optimizer.step(*args, **kwargs)
+        if "closure" in kwargs:
+            raise RuntimeError("Closure use is not currently supported if GradScaler is "
+                               "enabled.")
+        state = self._per_optimizer_states[id(optimizer)]
+        if state["stage"] == self._STEPPED:
+            raise RuntimeError("step() has already been called since the last update().")
+        retval = None
+        if state["stage"] == self._READY and isinstance(optimizer, _FusedOptimizer):
+            # Read-only check (inverse scale 1: the grads are only read), then the fused step
+            # divides by the scale inside its own pass.
+            one = torch.ones((1,), dtype=torch.float32)
+            state["found_inf"] = self._unscale_grads(optimizer, one)
+            if state["found_inf"].item() == 0.0:
+                retval = optimizer.step(*args, grad_scale=self._scale,
+                                        found_inf=state["found_inf"], **kwargs)
+        else:
+            if state["stage"] == self._READY:
+                self.unscale_(optimizer)
+            if state["found_inf"].item() == 0.0:
+                retval = optimizer.step(*args, **kwargs)
+        state["stage"] = self._STEPPED
+        return retval
+
+    def update(self, new_scale=None):
+        """The next step's scale: backoff when any checked gradient held Inf/NaN, growth after
+        growth_interval clean steps (AmpUpdateScale)."""
+        if not self._enabled:
+            return
+        if new_scale is not None:
+            if isinstance(new_scale, torch.Tensor):
+                if new_scale.numel() != 1 or new_scale.requires_grad:
+                    raise ValueError("new_scale should be a float or a 1-element tensor with "
+                                     "requires_grad=False.")
+                self._scale.copy_(new_scale.reshape(1))
+            else:
+                self._scale.fill_(float(new_scale))
+        else:
+            found = [s["found_inf"] for s in self._per_optimizer_states.values()
+                     if s["found_inf"] is not None]
+            if not found:
+                raise RuntimeError("No inf checks were recorded prior to update.")
+            combined = found[0].clone()
+            for f in found[1:]:
+                combined += f
+            _m.amp_update_scale(self._scale, self._growth_tracker, combined,
+                                growth_factor=self._growth_factor,
+                                backoff_factor=self._backoff_factor,
+                                growth_interval=self._growth_interval)
+        self._per_optimizer_states = defaultdict(self._fresh_state)
+
+    def _get_scale_async(self):
+        return self._scale
+
+    def get_scale(self):
+        return self._scale.item() if self._enabled else 1.0
+
+    def get_growth_factor(self):
+        return self._growth_factor
+
+    def set_growth_factor(self, new_factor):
+        self._growth_factor = new_factor
+
+    def get_backoff_factor(self):
+        return self._backoff_factor
+
+    def set_backoff_factor(self, new_factor):
+        self._backoff_factor = new_factor
+
+    def get_growth_interval(self):
+        return self._growth_interval
+
+    def set_growth_interval(self, new_interval):
+        self._growth_interval = new_interval
+
+    def _get_growth_tracker(self):
+        return int(self._growth_tracker.item()) if self._enabled else 0
+
+    def is_enabled(self):
+        return self._enabled
+
+    def state_dict(self):
+        """torch's five entries: scale, growth_factor, backoff_factor, growth_interval,
+        _growth_tracker (empty when disabled)."""
+        if not self._enabled:
+            return {}
+        return {"scale": self.get_scale(), "growth_factor": self._growth_factor,
+                "backoff_factor": self._backoff_factor,
+                "growth_interval": self._growth_interval,
+                "_growth_tracker": self._get_growth_tracker()}
+
+    def load_state_dict(self, state_dict):
+        if not self._enabled:
+            return
+        if len(state_dict) == 0:
+            raise RuntimeError("The source state dict is empty, possibly because it was saved "
+                               "from a disabled instance of GradScaler.")
+        self._init_scale = state_dict["scale"]
+        self._scale.fill_(float(state_dict["scale"]))
+        self._growth_factor = state_dict["growth_factor"]
+        self._backoff_factor = state_dict["backoff_factor"]
+        self._growth_interval = state_dict["growth_interval"]
+        self._init_growth_tracker = state_dict["_growth_tracker"]
+        self._growth_tracker.fill_(int(state_dict["_growth_tracker"]))

@@ -1,0 +1,847 @@
+// The `mantissa._mantissa` extension: every operator of the C++ API, the fused multi-tensor
+// optimizer steps, runtime settings and the precision kit's check, on numpy arrays and PyTorch
+// CPU tensors without copying.
+//
+// Glossary
+//   view      a mantissa::TensorView built over the caller's memory: numpy arrays (and anything
+//             else with the buffer protocol) through the buffer protocol; torch tensors through
+//             their data_ptr(), dtype, shape and stride(), so bf16 works and libtorch is not
+//             linked. Strides are passed as they are; the C++ API refuses non-contiguous tensors
+//             (161002), so nothing is staged and nothing is copied.
+//   Error     mantissa.Error (a ValueError): .code is the CANN status code, .code_name its
+//             symbol, str() the library's message. Raised before anything is written.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mantissa/mantissa.h"
+#ifdef MANTISSA_HAVE_PRECISION_KIT
+#include "precision/kit.h"
+#endif
+
+namespace py = pybind11;
+
+namespace mantissa::python {
+namespace {
+
+// mantissa.Error, created at import (a module-lifetime reference, never released).
+PyObject* g_error_type = nullptr;
+
+[[noreturn]] void raise_error(StatusCode code, const std::string& message) {
+  py::object type = py::reinterpret_borrow<py::object>(g_error_type);
+  py::object error = type(message);
+  error.attr("code") = static_cast<int32_t>(code);
+  error.attr("code_name") = status_code_name(code);
+  PyErr_SetObject(g_error_type, error.ptr());
+  throw py::error_already_set();
+}
+
+void raise_if_failed(const Status& s) {
+  if (!s.ok()) raise_error(s.code(), s.message());
+}
+
+// Runs `kernel` (returning a Status) with the GIL released, then raises on failure.
+template <class Kernel>
+void run(Kernel&& kernel) {
+  Status s;
+  {
+    py::gil_scoped_release release;
+    s = kernel();
+  }
+  raise_if_failed(s);
+}
+
+// Whether the tensor is written by the call: written tensors must be writable buffers.
+enum class Access { kRead, kWrite };
+
+// Keeps the Py_buffer of every numpy argument until the call has returned.
+struct Buffers {
+  std::vector<std::unique_ptr<py::buffer_info>> held;
+};
+
+// torch's classes and dtypes, looked up once torch has been imported by the caller (the module
+// never imports torch itself).
+struct TorchTypes {
+  bool ready = false;
+  py::object tensor_type, strided;
+  std::vector<std::pair<py::object, DType>> dtypes;
+};
+
+TorchTypes& torch_types() {
+  static TorchTypes* types = new TorchTypes();  // leaked: outlives interpreter teardown order
+  if (!types->ready) {
+    py::dict modules = py::module_::import("sys").attr("modules");
+    if (!modules.contains("torch")) return *types;
+    py::object torch = modules["torch"];
+    if (!py::hasattr(torch, "Tensor") || !py::hasattr(torch, "bfloat16")) return *types;
+    types->tensor_type = torch.attr("Tensor");
+    types->strided = torch.attr("strided");
+    const std::pair<const char*, DType> table[] = {
+        {"float32", DType::kFloat32}, {"float16", DType::kFloat16}, {"bfloat16", DType::kBFloat16},
+        {"float64", DType::kFloat64}, {"int32", DType::kInt32},     {"int64", DType::kInt64},
+        {"int16", DType::kInt16},     {"int8", DType::kInt8},       {"uint8", DType::kUInt8},
+        {"bool", DType::kBool}};
+    for (const auto& [name, dtype] : table) types->dtypes.emplace_back(torch.attr(name), dtype);
+    types->ready = true;
+  }
+  return *types;
+}
+
+void set_dims(TensorView& v, const std::vector<int64_t>& shape,
+              const std::vector<int64_t>& strides) {
+  // A rank above kMaxRank is recorded as such (first kMaxRank dims kept) so that the operator
+  // rejects it with its own status and message.
+  v.rank = static_cast<int>(shape.size());
+  for (std::size_t i = 0; i < shape.size() && i < static_cast<std::size_t>(kMaxRank); ++i) {
+    v.shape[i] = shape[i];
+    v.strides[i] = strides[i];
+  }
+}
+
+// An interned attribute name (looked up once; the optimizers pass hundreds of tensors a step).
+py::handle interned(const char* text) {
+  PyObject* name = PyUnicode_InternFromString(text);
+  if (name == nullptr) throw py::error_already_set();
+  return name;  // kept for the life of the process
+}
+
+// A tuple of ints (torch.Size or stride()'s tuple) as int64 values.
+std::vector<int64_t> int_tuple(const py::object& tuple) {
+  if (!PyTuple_Check(tuple.ptr())) return tuple.cast<std::vector<int64_t>>();
+  const Py_ssize_t n = PyTuple_GET_SIZE(tuple.ptr());
+  std::vector<int64_t> out(static_cast<std::size_t>(n));
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    out[static_cast<std::size_t>(i)] = PyLong_AsLongLong(PyTuple_GET_ITEM(tuple.ptr(), i));
+  }
+  if (PyErr_Occurred()) throw py::error_already_set();
+  return out;
+}
+
+TensorView torch_view(py::handle obj, const TorchTypes& torch, const char* name) {
+  static const py::handle kIsCpu = interned("is_cpu"), kLayout = interned("layout"),
+                          kDtype = interned("dtype"), kDataPtr = interned("data_ptr"),
+                          kShape = interned("shape"), kStride = interned("stride");
+  if (!obj.attr(kIsCpu).cast<bool>()) {
+    raise_error(StatusCode::kParamInvalid, std::string(name) + ": a torch tensor on device '" +
+                                               py::str(obj.attr("device")).cast<std::string>() +
+                                               "'; only CPU tensors are accepted");
+  }
+  const py::object layout = obj.attr(kLayout);
+  if (!layout.is(torch.strided)) {
+    raise_error(StatusCode::kParamInvalid, std::string(name) + ": a torch tensor with layout " +
+                                               py::str(layout).cast<std::string>() +
+                                               "; only strided (dense) tensors are accepted");
+  }
+  const py::object dtype = obj.attr(kDtype);
+  DType type = DType::kUndefined;
+  for (const auto& [object, d] : torch.dtypes) {
+    if (dtype.is(object)) type = d;
+  }
+  if (type == DType::kUndefined) {
+    raise_error(StatusCode::kParamInvalid, std::string(name) + ": torch dtype " +
+                                               py::str(dtype).cast<std::string>() +
+                                               " has no mantissa dtype");
+  }
+  TensorView v;
+  v.dtype = type;
+  const py::object ptr = obj.attr(kDataPtr)();
+  v.data = PyLong_AsVoidPtr(ptr.ptr());
+  if (PyErr_Occurred()) throw py::error_already_set();
+  set_dims(v, int_tuple(obj.attr(kShape)), int_tuple(obj.attr(kStride)()));
+  return v;
+}
+
+DType buffer_dtype(const py::buffer_info& info) {
+  // The struct-module format characters numpy exports; sizes checked against itemsize because
+  // 'l' is 8 bytes here but the format alone does not say so.
+  std::string f = info.format;
+  if (!f.empty() && (f[0] == '<' || f[0] == '=' || f[0] == '@')) f = f.substr(1);
+  const auto size = info.itemsize;
+  if (f == "f" && size == 4) return DType::kFloat32;
+  if (f == "e" && size == 2) return DType::kFloat16;
+  if (f == "d" && size == 8) return DType::kFloat64;
+  if ((f == "i" || f == "l") && size == 4) return DType::kInt32;
+  if ((f == "l" || f == "q") && size == 8) return DType::kInt64;
+  if (f == "h" && size == 2) return DType::kInt16;
+  if (f == "b" && size == 1) return DType::kInt8;
+  if (f == "B" && size == 1) return DType::kUInt8;
+  if (f == "?" && size == 1) return DType::kBool;
+  return DType::kUndefined;
+}
+
+TensorView buffer_view(py::handle obj, Access access, Buffers& buffers, const char* name) {
+  std::unique_ptr<py::buffer_info> info;
+  try {
+    info = std::make_unique<py::buffer_info>(
+        py::reinterpret_borrow<py::buffer>(obj).request(access == Access::kWrite));
+  } catch (py::error_already_set& e) {
+    raise_error(StatusCode::kParamInvalid, std::string(name) + ": cannot " +
+                                               (access == Access::kWrite ? "write to" : "read") +
+                                               " this buffer (" + e.what() + ")");
+  }
+  const DType type = buffer_dtype(*info);
+  if (type == DType::kUndefined) {
+    raise_error(StatusCode::kParamInvalid,
+                std::string(name) + ": buffer format '" + info->format + "' has no mantissa dtype");
+  }
+  std::vector<int64_t> strides;
+  for (const py::ssize_t stride : info->strides) {
+    if (stride % info->itemsize != 0) {
+      raise_error(StatusCode::kParamInvalid,
+                  std::string(name) +
+                      ": a byte stride that is not a multiple of the element "
+                      "size (" +
+                      std::to_string(stride) + " bytes)");
+    }
+    strides.push_back(stride / info->itemsize);
+  }
+  TensorView v;
+  v.dtype = type;
+  v.data = info->ptr;
+  set_dims(v, std::vector<int64_t>(info->shape.begin(), info->shape.end()), strides);
+  buffers.held.push_back(std::move(info));
+  return v;
+}
+
+// The view of one argument (numpy array, torch CPU tensor, or any buffer).
+TensorView view_of(py::handle obj, Access access, Buffers& buffers, const char* name) {
+  if (obj.is_none()) {
+    raise_error(StatusCode::kParamNullptr, std::string(name) + " is None");
+  }
+  const TorchTypes& torch = torch_types();
+  if (torch.ready && py::isinstance(obj, torch.tensor_type)) return torch_view(obj, torch, name);
+  if (PyObject_CheckBuffer(obj.ptr())) return buffer_view(obj, access, buffers, name);
+  raise_error(StatusCode::kParamInvalid,
+              std::string(name) + ": expected a numpy array or a torch CPU tensor, got " +
+                  py::str(py::type::of(obj).attr("__name__")).cast<std::string>());
+}
+
+std::optional<TensorView> optional_view(py::handle obj, Access access, Buffers& buffers,
+                                        const char* name) {
+  if (obj.is_none()) return std::nullopt;
+  return view_of(obj, access, buffers, name);
+}
+
+std::vector<TensorView> list_views(py::handle seq, Access access, Buffers& buffers,
+                                   const std::string& name) {
+  std::vector<TensorView> views;
+  const py::sequence s = py::reinterpret_borrow<py::sequence>(seq);
+  views.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const std::string item = name + "[" + std::to_string(i) + "]";
+    views.push_back(view_of(s[i], access, buffers, item.c_str()));
+  }
+  return views;
+}
+
+// An optional list (None, or a sequence whose items may be None).
+std::vector<std::optional<TensorView>> optional_list(py::handle seq, std::size_t count,
+                                                     Access access, Buffers& buffers,
+                                                     const std::string& name) {
+  std::vector<std::optional<TensorView>> views(count);
+  if (seq.is_none()) return views;
+  const py::sequence s = py::reinterpret_borrow<py::sequence>(seq);
+  if (s.size() != count) {
+    raise_error(StatusCode::kParamInvalid, name + ": " + std::to_string(s.size()) +
+                                               " entries for " + std::to_string(count) +
+                                               " parameters");
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::string item = name + "[" + std::to_string(i) + "]";
+    views[i] = optional_view(s[i], access, buffers, item.c_str());
+  }
+  return views;
+}
+
+std::size_t checked_count(const std::vector<TensorView>& first,
+                          const std::vector<TensorView>& other, const char* first_name,
+                          const char* other_name) {
+  if (first.size() != other.size()) {
+    raise_error(StatusCode::kParamInvalid, std::string(other_name) + ": " +
+                                               std::to_string(other.size()) + " tensors, but " +
+                                               first_name + " has " + std::to_string(first.size()));
+  }
+  return first.size();
+}
+
+WeightRounding rounding_from_name(const std::string& name) {
+  if (name == "nearest") return WeightRounding::kNearest;
+  if (name == "kahan") return WeightRounding::kKahan;
+  if (name == "stochastic") return WeightRounding::kStochastic;
+  raise_error(StatusCode::kParamInvalid,
+              "rounding: '" + name + "' is not one of 'nearest', 'kahan', 'stochastic'");
+}
+
+FusedStepOptions fused_options(py::handle grad_scale, py::handle found_inf,
+                               std::optional<float> clip_coef, const std::string& rounding,
+                               uint64_t seed, uint64_t rng_step, Buffers& buffers) {
+  FusedStepOptions o;
+  o.grad_scale = optional_view(grad_scale, Access::kRead, buffers, "grad_scale");
+  o.found_inf = optional_view(found_inf, Access::kRead, buffers, "found_inf");
+  o.clip_coef = clip_coef;
+  o.rounding = rounding_from_name(rounding);
+  o.seed = seed;
+  o.rng_step = rng_step;
+  return o;
+}
+
+NormType norm_type_from(double p) {
+  if (p == 2.0) return NormType::kL2;
+  if (p == 1.0) return NormType::kL1;
+  if (std::isinf(p) && p > 0) return NormType::kInf;
+  raise_error(StatusCode::kParamInvalid,
+              "norm_type: " + std::to_string(p) + " is not one of 2, 1, inf");
+}
+
+// ---- Operators --------------------------------------------------------------------------------
+
+void bind_ops(py::module_& m) {
+  m.def(
+      "amp_update_scale",
+      [](py::handle current_scale, py::handle growth_tracker, py::handle found_inf,
+         py::handle updated_scale, py::handle updated_growth_tracker, double growth_factor,
+         double backoff_factor, int64_t growth_interval) {
+        Buffers b;
+        AmpUpdateScaleTensors t;
+        const bool scale_in_place = updated_scale.is_none();
+        const bool tracker_in_place = updated_growth_tracker.is_none();
+        t.current_scale = view_of(current_scale, scale_in_place ? Access::kWrite : Access::kRead, b,
+                                  "current_scale");
+        t.growth_tracker = view_of(
+            growth_tracker, tracker_in_place ? Access::kWrite : Access::kRead, b, "growth_tracker");
+        t.found_inf = view_of(found_inf, Access::kRead, b, "found_inf");
+        t.updated_scale = scale_in_place
+                              ? t.current_scale
+                              : view_of(updated_scale, Access::kWrite, b, "updated_scale");
+        t.updated_growth_tracker =
+            tracker_in_place
+                ? t.growth_tracker
+                : view_of(updated_growth_tracker, Access::kWrite, b, "updated_growth_tracker");
+        const AmpUpdateScaleParams p{.growth_factor = growth_factor,
+                                     .backoff_factor = backoff_factor,
+                                     .growth_interval = growth_interval};
+        run([&] { return amp_update_scale(t, p); });
+      },
+      py::arg("current_scale"), py::arg("growth_tracker"), py::arg("found_inf"),
+      py::arg("updated_scale") = py::none(), py::arg("updated_growth_tracker") = py::none(),
+      py::kw_only(), py::arg("growth_factor") = 2.0, py::arg("backoff_factor") = 0.5,
+      py::arg("growth_interval") = 2000,
+      "AmpUpdateScale; updated_scale/updated_growth_tracker None: in place.");
+
+  m.def(
+      "apply_adam_d",
+      [](py::handle var, py::handle m_, py::handle v, py::handle beta1_power,
+         py::handle beta2_power, py::handle lr, py::handle beta1, py::handle beta2,
+         py::handle epsilon, py::handle grad, py::handle var_out, py::handle m_out,
+         py::handle v_out, bool use_locking, bool use_nesterov) {
+        Buffers b;
+        ApplyAdamDTensors t;
+        t.var = view_of(var, var_out.is_none() ? Access::kWrite : Access::kRead, b, "var");
+        t.m = view_of(m_, m_out.is_none() ? Access::kWrite : Access::kRead, b, "m");
+        t.v = view_of(v, v_out.is_none() ? Access::kWrite : Access::kRead, b, "v");
+        t.beta1_power = view_of(beta1_power, Access::kRead, b, "beta1_power");
+        t.beta2_power = view_of(beta2_power, Access::kRead, b, "beta2_power");
+        t.lr = view_of(lr, Access::kRead, b, "lr");
+        t.beta1 = view_of(beta1, Access::kRead, b, "beta1");
+        t.beta2 = view_of(beta2, Access::kRead, b, "beta2");
+        t.epsilon = view_of(epsilon, Access::kRead, b, "epsilon");
+        t.grad = view_of(grad, Access::kRead, b, "grad");
+        t.var_out = optional_view(var_out, Access::kWrite, b, "var_out");
+        t.m_out = optional_view(m_out, Access::kWrite, b, "m_out");
+        t.v_out = optional_view(v_out, Access::kWrite, b, "v_out");
+        const ApplyAdamDParams p{.use_locking = use_locking, .use_nesterov = use_nesterov};
+        run([&] { return apply_adam_d(t, p); });
+      },
+      py::arg("var"), py::arg("m"), py::arg("v"), py::arg("beta1_power"), py::arg("beta2_power"),
+      py::arg("lr"), py::arg("beta1"), py::arg("beta2"), py::arg("epsilon"), py::arg("grad"),
+      py::kw_only(), py::arg("var_out") = py::none(), py::arg("m_out") = py::none(),
+      py::arg("v_out") = py::none(), py::arg("use_locking") = false,
+      py::arg("use_nesterov") = false, "ApplyAdamD (TensorFlow-form Adam); in place by default.");
+
+  m.def(
+      "apply_adam_w_v2",
+      [](py::handle var, py::handle m_, py::handle v, py::handle grad, py::handle step,
+         py::handle max_grad_norm, float lr, float beta1, float beta2, float weight_decay,
+         float eps, bool amsgrad, bool maximize) {
+        Buffers b;
+        ApplyAdamWV2Tensors t;
+        t.var = view_of(var, Access::kWrite, b, "var");
+        t.m = view_of(m_, Access::kWrite, b, "m");
+        t.v = view_of(v, Access::kWrite, b, "v");
+        t.max_grad_norm = optional_view(max_grad_norm, Access::kWrite, b, "max_grad_norm");
+        t.grad = view_of(grad, Access::kRead, b, "grad");
+        t.step = view_of(step, Access::kRead, b, "step");
+        const ApplyAdamWV2Params p{.lr = lr,
+                                   .beta1 = beta1,
+                                   .beta2 = beta2,
+                                   .weight_decay = weight_decay,
+                                   .eps = eps,
+                                   .amsgrad = amsgrad,
+                                   .maximize = maximize};
+        run([&] { return apply_adam_w_v2(t, p); });
+      },
+      py::arg("var"), py::arg("m"), py::arg("v"), py::arg("grad"), py::arg("step"), py::kw_only(),
+      py::arg("max_grad_norm") = py::none(), py::arg("lr") = 1e-3f, py::arg("beta1") = 0.9f,
+      py::arg("beta2") = 0.999f, py::arg("weight_decay") = 1e-2f, py::arg("eps") = 1e-8f,
+      py::arg("amsgrad") = false, py::arg("maximize") = false,
+      "ApplyAdamWV2 (torch.optim.AdamW's step); var, m, v (and max_grad_norm) in place.");
+
+  m.def(
+      "foreach_non_finite_check_and_unscale",
+      [](py::handle scaled_grads, py::handle found_inf, py::handle inv_scale) {
+        Buffers b;
+        const std::vector<TensorView> grads =
+            list_views(scaled_grads, Access::kWrite, b, "scaled_grads");
+        const ForeachNonFiniteCheckAndUnscaleTensors t{
+            .scaled_grads = grads,
+            .found_inf = view_of(found_inf, Access::kWrite, b, "found_inf"),
+            .inv_scale = view_of(inv_scale, Access::kRead, b, "inv_scale")};
+        run([&] { return foreach_non_finite_check_and_unscale(t); });
+      },
+      py::arg("scaled_grads"), py::arg("found_inf"), py::arg("inv_scale"),
+      "ForeachNonFiniteCheckAndUnscale: grads *= inv_scale in place; found_inf = 1 on Inf/NaN.");
+
+  m.def(
+      "foreach_norm",
+      [](py::handle x, py::handle out, double p) {
+        Buffers b;
+        const std::vector<TensorView> xs = list_views(x, Access::kRead, b, "x");
+        const std::vector<TensorView> outs = list_views(out, Access::kWrite, b, "out");
+        const ForeachNormTensors t{.x = xs, .out = outs};
+        run([&] { return foreach_norm(t, {.p = p}); });
+      },
+      py::arg("x"), py::arg("out"), py::kw_only(), py::arg("p") = 2.0,
+      "ForeachNorm: out[i] = ||x[i]||_p, p = 2, 1 or inf.");
+
+  m.def(
+      "layer_norm",
+      [](py::handle input, std::vector<int64_t> normalized_shape, py::handle out, py::handle weight,
+         py::handle bias, py::handle mean, py::handle rstd, double eps) {
+        Buffers b;
+        LayerNormTensors t;
+        t.input = view_of(input, Access::kRead, b, "input");
+        t.out = view_of(out, Access::kWrite, b, "out");
+        t.weight = optional_view(weight, Access::kRead, b, "weight");
+        t.bias = optional_view(bias, Access::kRead, b, "bias");
+        t.mean = optional_view(mean, Access::kWrite, b, "mean");
+        t.rstd = optional_view(rstd, Access::kWrite, b, "rstd");
+        const LayerNormParams p{.normalized_shape = Dims(normalized_shape), .eps = eps};
+        run([&] { return layer_norm(t, p); });
+      },
+      py::arg("input"), py::arg("normalized_shape"), py::arg("out"), py::kw_only(),
+      py::arg("weight") = py::none(), py::arg("bias") = py::none(), py::arg("mean") = py::none(),
+      py::arg("rstd") = py::none(), py::arg("eps") = 1e-5,
+      "LayerNorm over the trailing normalized_shape dims: out = (x - mean) * rstd * weight + "
+      "bias; mean and rstd (one per row) written when given.");
+
+  m.def(
+      "layer_norm_grad",
+      [](py::handle dy, py::handle input, std::vector<int64_t> normalized_shape, py::handle mean,
+         py::handle rstd, py::handle weight, py::handle dx, py::handle dweight, py::handle dbias) {
+        Buffers b;
+        LayerNormGradTensors t;
+        t.dy = view_of(dy, Access::kRead, b, "dy");
+        t.input = view_of(input, Access::kRead, b, "input");
+        t.mean = view_of(mean, Access::kRead, b, "mean");
+        t.rstd = view_of(rstd, Access::kRead, b, "rstd");
+        t.weight = optional_view(weight, Access::kRead, b, "weight");
+        t.dx = optional_view(dx, Access::kWrite, b, "dx");
+        t.dweight = optional_view(dweight, Access::kWrite, b, "dweight");
+        t.dbias = optional_view(dbias, Access::kWrite, b, "dbias");
+        // The outputs given are the ones computed (the output mask).
+        const LayerNormGradParams p{
+            .normalized_shape = Dims(normalized_shape),
+            .output_mask = {t.dx.has_value(), t.dweight.has_value(), t.dbias.has_value()}};
+        run([&] { return layer_norm_grad(t, p); });
+      },
+      py::arg("dy"), py::arg("input"), py::arg("normalized_shape"), py::arg("mean"),
+      py::arg("rstd"), py::kw_only(), py::arg("weight") = py::none(), py::arg("dx") = py::none(),
+      py::arg("dweight") = py::none(), py::arg("dbias") = py::none(),
+      "LayerNormGrad: dx, dweight and dbias, each computed when given.");
+
+  m.def(
+      "rms_norm",
+      [](py::handle x, py::handle gamma, py::handle y, py::handle rstd, double epsilon) {
+        Buffers b;
+        const RmsNormTensors t{.x = view_of(x, Access::kRead, b, "x"),
+                               .gamma = view_of(gamma, Access::kRead, b, "gamma"),
+                               .y = view_of(y, Access::kWrite, b, "y"),
+                               .rstd = view_of(rstd, Access::kWrite, b, "rstd")};
+        run([&] { return rms_norm(t, {.epsilon = epsilon}); });
+      },
+      py::arg("x"), py::arg("gamma"), py::arg("y"), py::arg("rstd"), py::kw_only(),
+      py::arg("epsilon") = 1e-6, "RmsNorm: y = x * rstd * gamma.");
+
+  m.def(
+      "rms_norm_grad",
+      [](py::handle dy, py::handle x, py::handle rstd, py::handle gamma, py::handle dx,
+         py::handle dgamma) {
+        Buffers b;
+        const RmsNormGradTensors t{.dy = view_of(dy, Access::kRead, b, "dy"),
+                                   .x = view_of(x, Access::kRead, b, "x"),
+                                   .rstd = view_of(rstd, Access::kRead, b, "rstd"),
+                                   .gamma = view_of(gamma, Access::kRead, b, "gamma"),
+                                   .dx = view_of(dx, Access::kWrite, b, "dx"),
+                                   .dgamma = view_of(dgamma, Access::kWrite, b, "dgamma")};
+        run([&] { return rms_norm_grad(t, {}); });
+      },
+      py::arg("dy"), py::arg("x"), py::arg("rstd"), py::arg("gamma"), py::arg("dx"),
+      py::arg("dgamma"), "RmsNormGrad: dx and dgamma.");
+
+  m.def(
+      "sgd",
+      [](py::handle parameters, py::handle gradient, py::handle learning_rate, py::handle accum,
+         py::handle momentum, py::handle stat, py::handle parameters_out, float dampening,
+         float weight_decay, bool nesterov) {
+        Buffers b;
+        SgdTensors t;
+        t.parameters = view_of(
+            parameters, parameters_out.is_none() ? Access::kWrite : Access::kRead, b, "parameters");
+        t.gradient = view_of(gradient, Access::kRead, b, "gradient");
+        t.learning_rate = view_of(learning_rate, Access::kRead, b, "learning_rate");
+        t.accum = view_of(accum, Access::kWrite, b, "accum");
+        t.momentum = view_of(momentum, Access::kRead, b, "momentum");
+        t.stat = view_of(stat, Access::kWrite, b, "stat");
+        t.parameters_out = optional_view(parameters_out, Access::kWrite, b, "parameters_out");
+        const SgdParams p{
+            .dampening = dampening, .weight_decay = weight_decay, .nesterov = nesterov};
+        run([&] { return sgd(t, p); });
+      },
+      py::arg("parameters"), py::arg("gradient"), py::arg("learning_rate"), py::arg("accum"),
+      py::arg("momentum"), py::arg("stat"), py::kw_only(), py::arg("parameters_out") = py::none(),
+      py::arg("dampening") = 0.0f, py::arg("weight_decay") = 0.0f, py::arg("nesterov") = false,
+      "SGD (CANN momentum SGD with first-step flag); in place by default.");
+
+  const auto bind_softmax = [&m](const char* name, auto op, auto params_of) {
+    m.def(
+        name,
+        [op, params_of](py::handle self, py::handle out, int64_t dim) {
+          Buffers b;
+          const SoftmaxTensors t{.self = view_of(self, Access::kRead, b, "self"),
+                                 .out = view_of(out, Access::kWrite, b, "out")};
+          run([&] { return op(t, params_of(dim)); });
+        },
+        py::arg("self"), py::arg("out"), py::kw_only(), py::arg("dim") = -1);
+  };
+  bind_softmax(
+      "softmax", [](const SoftmaxTensors& t, const SoftmaxParams& p) { return softmax(t, p); },
+      [](int64_t dim) { return SoftmaxParams{.dim = dim}; });
+  bind_softmax(
+      "log_softmax",
+      [](const SoftmaxTensors& t, const LogSoftmaxParams& p) { return log_softmax(t, p); },
+      [](int64_t dim) { return LogSoftmaxParams{.dim = dim}; });
+
+  const auto bind_softmax_grad = [&m](const char* name, auto op) {
+    m.def(
+        name,
+        [op](py::handle grad_output, py::handle output, py::handle out, int64_t dim) {
+          Buffers b;
+          const SoftmaxGradTensors t{
+              .grad_output = view_of(grad_output, Access::kRead, b, "grad_output"),
+              .output = view_of(output, Access::kRead, b, "output"),
+              .out = view_of(out, Access::kWrite, b, "out")};
+          run([&] { return op(t, SoftmaxGradParams{.dim = dim}); });
+        },
+        py::arg("grad_output"), py::arg("output"), py::arg("out"), py::kw_only(),
+        py::arg("dim") = -1);
+  };
+  bind_softmax_grad("softmax_grad", [](const SoftmaxGradTensors& t, const SoftmaxGradParams& p) {
+    return softmax_grad(t, p);
+  });
+  bind_softmax_grad("log_softmax_grad",
+                    [](const SoftmaxGradTensors& t, const SoftmaxGradParams& p) {
+                      return log_softmax_grad(t, p);
+                    });
+
+  m.def(
+      "softmax_cross_entropy_with_logits",
+      [](py::handle features, py::handle labels, py::handle loss, py::handle backprop) {
+        Buffers b;
+        const SoftmaxCrossEntropyWithLogitsTensors t{
+            .features = view_of(features, Access::kRead, b, "features"),
+            .labels = view_of(labels, Access::kRead, b, "labels"),
+            .loss = view_of(loss, Access::kWrite, b, "loss"),
+            .backprop = view_of(backprop, Access::kWrite, b, "backprop")};
+        run([&] { return softmax_cross_entropy_with_logits(t); });
+      },
+      py::arg("features"), py::arg("labels"), py::arg("loss"), py::arg("backprop"),
+      "SoftmaxCrossEntropyWithLogits: per-row loss and softmax - labels.");
+}
+
+// ---- Fused multi-tensor steps, norm and clipping ------------------------------------------------
+
+void bind_optim(py::module_& m) {
+  m.def(
+      "multi_tensor_sgd",
+      [](py::handle parameters, py::handle gradient, py::handle accum, py::handle stat,
+         py::handle working, py::handle compensation, float learning_rate, float momentum,
+         float dampening, float weight_decay, bool nesterov, py::handle grad_scale,
+         py::handle found_inf, std::optional<float> clip_coef, const std::string& rounding,
+         uint64_t seed, uint64_t rng_step) {
+        Buffers b;
+        const auto p = list_views(parameters, Access::kWrite, b, "parameters");
+        const auto g = list_views(gradient, Access::kRead, b, "gradient");
+        const auto a = list_views(accum, Access::kWrite, b, "accum");
+        const auto s = list_views(stat, Access::kWrite, b, "stat");
+        const std::size_t n = checked_count(p, g, "parameters", "gradient");
+        checked_count(p, a, "parameters", "accum");
+        checked_count(p, s, "parameters", "stat");
+        const auto w = optional_list(working, n, Access::kWrite, b, "working");
+        const auto c = optional_list(compensation, n, Access::kWrite, b, "compensation");
+        std::vector<SgdParamTensors> list(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          list[i] = {.parameters = p[i],
+                     .gradient = g[i],
+                     .accum = a[i],
+                     .stat = s[i],
+                     .working = w[i],
+                     .compensation = c[i]};
+        }
+        const MultiSgdParams hp{.learning_rate = learning_rate,
+                                .momentum = momentum,
+                                .dampening = dampening,
+                                .weight_decay = weight_decay,
+                                .nesterov = nesterov};
+        const FusedStepOptions o =
+            fused_options(grad_scale, found_inf, clip_coef, rounding, seed, rng_step, b);
+        run([&] { return multi_tensor_sgd(list, hp, o); });
+      },
+      py::arg("parameters"), py::arg("gradient"), py::arg("accum"), py::arg("stat"), py::kw_only(),
+      py::arg("working") = py::none(), py::arg("compensation") = py::none(),
+      py::arg("learning_rate"), py::arg("momentum") = 0.0f, py::arg("dampening") = 0.0f,
+      py::arg("weight_decay") = 0.0f, py::arg("nesterov") = false,
+      py::arg("grad_scale") = py::none(), py::arg("found_inf") = py::none(),
+      py::arg("clip_coef") = py::none(), py::arg("rounding") = "nearest", py::arg("seed") = 0,
+      py::arg("rng_step") = 0, "Fused SGD over lists of tensors (one parallel region).");
+
+  m.def(
+      "multi_tensor_apply_adam_d",
+      [](py::handle var, py::handle m_, py::handle v, py::handle grad, py::handle working,
+         py::handle compensation, float beta1_power, float beta2_power, float lr, float beta1,
+         float beta2, float epsilon, bool use_nesterov, py::handle grad_scale, py::handle found_inf,
+         std::optional<float> clip_coef, const std::string& rounding, uint64_t seed,
+         uint64_t rng_step) {
+        Buffers b;
+        const auto vars = list_views(var, Access::kWrite, b, "var");
+        const auto ms = list_views(m_, Access::kWrite, b, "m");
+        const auto vs = list_views(v, Access::kWrite, b, "v");
+        const auto gs = list_views(grad, Access::kRead, b, "grad");
+        const std::size_t n = checked_count(vars, ms, "var", "m");
+        checked_count(vars, vs, "var", "v");
+        checked_count(vars, gs, "var", "grad");
+        const auto w = optional_list(working, n, Access::kWrite, b, "working");
+        const auto c = optional_list(compensation, n, Access::kWrite, b, "compensation");
+        std::vector<AdamDParamTensors> list(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          list[i] = {.var = vars[i],
+                     .m = ms[i],
+                     .v = vs[i],
+                     .grad = gs[i],
+                     .working = w[i],
+                     .compensation = c[i]};
+        }
+        const MultiAdamDParams hp{.beta1_power = beta1_power,
+                                  .beta2_power = beta2_power,
+                                  .lr = lr,
+                                  .beta1 = beta1,
+                                  .beta2 = beta2,
+                                  .epsilon = epsilon,
+                                  .use_nesterov = use_nesterov};
+        const FusedStepOptions o =
+            fused_options(grad_scale, found_inf, clip_coef, rounding, seed, rng_step, b);
+        run([&] { return multi_tensor_apply_adam_d(list, hp, o); });
+      },
+      py::arg("var"), py::arg("m"), py::arg("v"), py::arg("grad"), py::kw_only(),
+      py::arg("working") = py::none(), py::arg("compensation") = py::none(), py::arg("beta1_power"),
+      py::arg("beta2_power"), py::arg("lr"), py::arg("beta1"), py::arg("beta2"), py::arg("epsilon"),
+      py::arg("use_nesterov") = false, py::arg("grad_scale") = py::none(),
+      py::arg("found_inf") = py::none(), py::arg("clip_coef") = py::none(),
+      py::arg("rounding") = "nearest", py::arg("seed") = 0, py::arg("rng_step") = 0,
+      "Fused ApplyAdamD over lists of tensors.");
+
+  m.def(
+      "multi_tensor_adam_w",
+      [](py::handle var, py::handle m_, py::handle v, py::handle grad, py::handle max_grad_norm,
+         py::handle working, py::handle compensation, int64_t step, float lr, float beta1,
+         float beta2, float weight_decay, float eps, bool amsgrad, bool maximize,
+         py::handle grad_scale, py::handle found_inf, std::optional<float> clip_coef,
+         const std::string& rounding, uint64_t seed, uint64_t rng_step) {
+        Buffers b;
+        const auto vars = list_views(var, Access::kWrite, b, "var");
+        const auto ms = list_views(m_, Access::kWrite, b, "m");
+        const auto vs = list_views(v, Access::kWrite, b, "v");
+        const auto gs = list_views(grad, Access::kRead, b, "grad");
+        const std::size_t n = checked_count(vars, ms, "var", "m");
+        checked_count(vars, vs, "var", "v");
+        checked_count(vars, gs, "var", "grad");
+        const auto mx = optional_list(max_grad_norm, n, Access::kWrite, b, "max_grad_norm");
+        const auto w = optional_list(working, n, Access::kWrite, b, "working");
+        const auto c = optional_list(compensation, n, Access::kWrite, b, "compensation");
+        std::vector<AdamWParamTensors> list(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          list[i] = {.var = vars[i],
+                     .m = ms[i],
+                     .v = vs[i],
+                     .max_grad_norm = mx[i],
+                     .grad = gs[i],
+                     .working = w[i],
+                     .compensation = c[i]};
+        }
+        const MultiAdamWParams hp{.hyper = {.lr = lr,
+                                            .beta1 = beta1,
+                                            .beta2 = beta2,
+                                            .weight_decay = weight_decay,
+                                            .eps = eps,
+                                            .amsgrad = amsgrad,
+                                            .maximize = maximize},
+                                  .step = step};
+        const FusedStepOptions o =
+            fused_options(grad_scale, found_inf, clip_coef, rounding, seed, rng_step, b);
+        run([&] { return multi_tensor_adam_w(list, hp, o); });
+      },
+      py::arg("var"), py::arg("m"), py::arg("v"), py::arg("grad"), py::kw_only(),
+      py::arg("max_grad_norm") = py::none(), py::arg("working") = py::none(),
+      py::arg("compensation") = py::none(), py::arg("step"), py::arg("lr") = 1e-3f,
+      py::arg("beta1") = 0.9f, py::arg("beta2") = 0.999f, py::arg("weight_decay") = 1e-2f,
+      py::arg("eps") = 1e-8f, py::arg("amsgrad") = false, py::arg("maximize") = false,
+      py::arg("grad_scale") = py::none(), py::arg("found_inf") = py::none(),
+      py::arg("clip_coef") = py::none(), py::arg("rounding") = "nearest", py::arg("seed") = 0,
+      py::arg("rng_step") = 0,
+      "Fused AdamW (ApplyAdamWV2's math) over lists; step = steps already taken.");
+
+  m.def(
+      "grad_norm",
+      [](py::handle grads, double norm_type, py::handle grad_scale) {
+        Buffers b;
+        const auto gs = list_views(grads, Access::kRead, b, "grads");
+        GradNormOptions o{.norm_type = norm_type_from(norm_type),
+                          .grad_scale = optional_view(grad_scale, Access::kRead, b, "grad_scale")};
+        double norm = 0.0;
+        run([&] { return grad_norm(gs, &norm, o); });
+        return norm;
+      },
+      py::arg("grads"), py::kw_only(), py::arg("norm_type") = 2.0,
+      py::arg("grad_scale") = py::none(), "The total norm of a list of gradients (fp64).");
+
+  m.def(
+      "clip_grad_norm",
+      [](py::handle grads, double max_norm, double norm_type, py::handle grad_scale,
+         bool error_if_nonfinite) {
+        Buffers b;
+        const auto gs = list_views(grads, Access::kWrite, b, "grads");
+        ClipGradNormOptions o;
+        o.norm = {.norm_type = norm_type_from(norm_type),
+                  .grad_scale = optional_view(grad_scale, Access::kRead, b, "grad_scale")};
+        o.error_if_nonfinite = error_if_nonfinite;
+        double total = 0.0;
+        run([&] { return clip_grad_norm(gs, max_norm, &total, o); });
+        return total;
+      },
+      py::arg("grads"), py::arg("max_norm"), py::kw_only(), py::arg("norm_type") = 2.0,
+      py::arg("grad_scale") = py::none(), py::arg("error_if_nonfinite") = false,
+      "torch.nn.utils.clip_grad_norm_'s rule in one pass; returns the total norm.");
+
+  m.def("clip_coefficient", &clip_coefficient, py::arg("norm"), py::arg("max_norm"),
+        "max_norm / (norm + 1e-6) as fp32 when below 1, else None.");
+}
+
+// ---- Runtime, info, the precision kit ---------------------------------------------------------
+
+void bind_runtime(py::module_& m) {
+  m.def(
+      "set_num_threads", [](int threads) { raise_if_failed(set_num_threads(threads)); },
+      py::arg("threads"), "Worker threads for operators (>= 1); 0 restores the default.");
+  m.def("num_threads", &num_threads);
+  m.def(
+      "set_simd_target", [](const std::string& name) { raise_if_failed(set_simd_target(name)); },
+      py::arg("name"),
+      "Force a SIMD target (one of available_simd_targets()); '' or 'auto' resets.");
+  m.def("simd_target", &simd_target);
+  m.def("available_simd_targets", &available_simd_targets);
+  m.def("compiled_simd_targets", &compiled_simd_targets);
+  m.def("version", [] { return std::string(version()); });
+  m.def("status_code_name",
+        [](int32_t code) { return std::string(status_code_name(static_cast<StatusCode>(code))); });
+  m.def(
+      "info",
+      [] {
+        py::dict d;
+        d["version"] = std::string(version());
+        d["simd_target"] = simd_target();
+        d["available_simd_targets"] = available_simd_targets();
+        d["compiled_simd_targets"] = compiled_simd_targets();
+        d["num_threads"] = num_threads();
+        d["cpu_features"] = cpu_features();
+        d["conversion_paths"] = conversion_paths();
+        d["environment_error"] = environment_error();
+#ifdef MANTISSA_HAVE_PRECISION_KIT
+        d["precision_kit"] = true;
+#else
+        d["precision_kit"] = false;
+#endif
+        return d;
+      },
+      "The library's version, SIMD targets, threads and conversion paths.");
+
+#ifdef MANTISSA_HAVE_PRECISION_KIT
+  m.def(
+      "check",
+      [](const std::string& case_dir, const std::string& op, const std::string& case_id,
+         const std::string& backend, uint64_t seed) {
+        namespace pk = mantissa::precision;
+        pk::CheckOptions opt;
+        opt.case_dir = case_dir;
+        opt.op = op;
+        opt.case_id = case_id;
+        opt.seed = seed;
+        if (backend == "all") {
+          opt.all_backends = true;
+        } else {
+          const auto b = pk::backend_from_name(backend);
+          if (!b) {
+            raise_error(StatusCode::kParamInvalid,
+                        "backend: '" + backend + "' is not one of kernel, aclnn, aclop, all");
+          }
+          opt.backends = {*b};
+        }
+        std::string json;
+        {
+          py::gil_scoped_release release;
+          json = pk::report_json(opt, pk::run_check(opt));
+        }
+        return py::module_::import("json").attr("loads")(json);
+      },
+      py::arg("case_dir"), py::kw_only(), py::arg("op") = "", py::arg("case_id") = "",
+      py::arg("backend") = "kernel", py::arg("seed") = 0,
+      "The precision kit on a case directory (as `mantissa check`); the JSON report as a dict.");
+#endif
+}
+
+}  // namespace
+}  // namespace mantissa::python
+
+PYBIND11_MODULE(_mantissa, m) {
+  m.doc() = "mantissa: CANN training operators on CPUs, bit-reproducible (C++ API bindings)";
+  using namespace mantissa::python;
+  g_error_type = PyErr_NewExceptionWithDoc(
+      "mantissa.Error",
+      "A failed mantissa call: .code is the CANN status code (e.g. 161002), .code_name its "
+      "symbol; nothing was written.",
+      PyExc_ValueError, nullptr);
+  if (g_error_type == nullptr) throw py::error_already_set();
+  // Class-level defaults, so an Error raised by Python code without them still has both.
+  py::handle error_class(g_error_type);
+  error_class.attr("code") = py::none();
+  error_class.attr("code_name") = py::none();
+  m.add_object("Error", py::reinterpret_borrow<py::object>(g_error_type));
+  bind_ops(m);
+  bind_optim(m);
+  bind_runtime(m);
+}

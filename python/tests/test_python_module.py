@@ -1,0 +1,366 @@
+"""The mantissa module on numpy arrays and torch tensors: the bits of the C++ API (known values
+and an independent numpy float32 evaluation of the normative groupings), zero copies, bf16
+through torch, errors with CANN codes and nothing written, runtime settings, the kit's check."""
+
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import mantissa
+
+torch = pytest.importorskip("torch")
+
+SOURCE_DIR = os.environ.get(
+    "MANTISSA_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+f32 = np.float32
+
+
+def bits(a):
+    return np.asarray(a, dtype=np.float32).view(np.uint32)
+
+
+def one(x, dtype=np.float32):
+    return np.array([x], dtype=dtype)
+
+
+def adamw_golden32(var, m, v, grad, step, lr, beta1, beta2, wd, eps):
+    """ApplyAdamWV2's normative rule (docs/ops/apply_adam_w_v2.md) in numpy float32: host
+    constants in double rounded once, then every operation rounded to fp32, no FMA."""
+    t = step + 1.0
+    lr, beta1, beta2, wd, eps = (float(f32(x)) for x in (lr, beta1, beta2, wd, eps))
+    step_size = f32(lr / (1.0 - beta1**t))
+    inv_bc2_sqrt = f32(1.0 / np.sqrt(1.0 - beta2**t))
+    decay = f32(1.0 - lr * wd)
+    one_m_b1, one_m_b2 = f32(1.0 - beta1), f32(1.0 - beta2)
+    var1 = var * decay
+    m_new = m + ((grad - m) * one_m_b1)
+    v_new = (v * f32(beta2)) + ((grad * grad) * one_m_b2)
+    denom = (np.sqrt(v_new) * inv_bc2_sqrt) + f32(eps)
+    return var1 - ((m_new / denom) * step_size), m_new, v_new
+
+
+def test_apply_adam_w_v2_worked_example_bits():
+    # docs/ops/apply_adam_w_v2.md's worked example (bits computed independently with numpy).
+    var, m, v, g = one(1.0), one(0.2), one(0.01), one(0.5)
+    mantissa.apply_adam_w_v2(var, m, v, g, np.array([0], dtype=np.int64))
+    assert bits(m)[0] == 0x3E6B8520
+    assert bits(v)[0] == 0x3C27C5A9
+    assert bits(var)[0] == 0x3F7FD03D
+
+
+@pytest.mark.parametrize("step", [0, 7, 999])
+def test_apply_adam_w_v2_matches_numpy_golden32_bitwise(step):
+    rng = np.random.default_rng(step)
+    n = 4099  # past several vector widths, with a tail
+    var = rng.standard_normal(n).astype(f32)
+    m = (rng.standard_normal(n) * 0.1).astype(f32)
+    v = (rng.random(n) * 0.01).astype(f32)
+    g = rng.standard_normal(n).astype(f32)
+    want = adamw_golden32(var, m, v, g, step, 1e-3, 0.9, 0.999, 1e-2, 1e-8)
+    mantissa.apply_adam_w_v2(var, m, v, g, np.array([step], dtype=np.int64))
+    for got, exp in zip((var, m, v), want):
+        np.testing.assert_array_equal(bits(got), bits(exp))
+
+
+def test_multi_tensor_adam_w_equals_single_operator_bitwise():
+    rng = np.random.default_rng(3)
+    shapes = [(3, 5), (1000,), (17, 1, 4), (1,)]
+    single = [[rng.standard_normal(s).astype(f32) for _ in range(4)] for s in shapes]
+    multi = [[a.copy() for a in p] for p in single]
+    for var, m, v, g in single:
+        v[...] = np.abs(v)
+        mantissa.apply_adam_w_v2(var, m, v, g, np.array([4], dtype=np.int64), lr=1e-2,
+                                 weight_decay=0.1)
+    for p in multi:
+        p[2][...] = np.abs(p[2])
+    mantissa.multi_tensor_adam_w([p[0] for p in multi], [p[1] for p in multi],
+                                 [p[2] for p in multi], [p[3] for p in multi], step=4, lr=1e-2,
+                                 weight_decay=0.1)
+    for a, b in zip(single, multi):
+        for x, y in zip(a[:3], b[:3]):
+            np.testing.assert_array_equal(bits(x), bits(y))
+
+
+def test_sgd_matches_numpy_golden32_bitwise():
+    # docs/ops/sgd.md's rule: grad = g + p*wd; accum_t = accum*m + grad - (grad*(1-stat))*d;
+    # p -= accum_t*lr.
+    rng = np.random.default_rng(5)
+    n = 1000
+    p = rng.standard_normal(n).astype(f32)
+    g = rng.standard_normal(n).astype(f32)
+    accum = rng.standard_normal(n).astype(f32)
+    stat = (rng.random(n) < 0.5).astype(f32)
+    lr, mom, d, wd = f32(0.01), f32(0.9), f32(0.25), f32(1e-3)
+    grad = g + (p * wd)
+    acc_t = ((accum * mom) + grad) - ((grad * (f32(1) - stat)) * d)
+    want_p = p - (acc_t * lr)
+    mantissa.sgd(p, g, one(lr), accum, one(mom), stat, dampening=float(d),
+                 weight_decay=float(wd))
+    np.testing.assert_array_equal(bits(p), bits(want_p))
+    np.testing.assert_array_equal(bits(accum), bits(acc_t))
+    assert np.all(stat == 0) and not np.any(np.signbit(stat))
+
+
+def test_amp_update_scale_known_values():
+    scale, tracker, found = one(65536.0), np.array([900], dtype=np.int32), one(0.0)
+    mantissa.amp_update_scale(scale, tracker, found, growth_interval=1000)
+    assert scale[0] == 65536.0 and tracker[0] == 901
+    tracker[0] = 999
+    mantissa.amp_update_scale(scale, tracker, found, growth_interval=1000)
+    assert scale[0] == 131072.0 and tracker[0] == 0
+    found[0] = 1.0
+    mantissa.amp_update_scale(scale, tracker, found, growth_interval=1000)
+    assert scale[0] == 65536.0 and tracker[0] == 0
+
+
+def test_softmax_and_cross_entropy_against_fp64():
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((7, 33)).astype(f32) * 4
+    y = np.empty_like(x)
+    mantissa.softmax(x, y, dim=-1)
+    e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    ref = e / e.sum(axis=1, keepdims=True)
+    # docs/ops/softmax.md: a few ulp, growing like |x - max| / 2 ulp (x - max is rounded to fp32
+    # before the exponential).
+    bound = ref * 2.0**-24 * (4 + np.abs(x - x.max(axis=1, keepdims=True)))
+    assert np.all(np.abs(y - ref) <= bound)
+    labels = np.zeros_like(x)
+    labels[np.arange(7), rng.integers(0, 33, 7)] = 1
+    loss = np.empty(7, dtype=f32)
+    backprop = np.empty_like(x)
+    mantissa.softmax_cross_entropy_with_logits(x, labels, loss, backprop)
+    np.testing.assert_allclose(loss, -(labels * np.log(ref)).sum(axis=1), rtol=1e-6)
+    np.testing.assert_allclose(backprop, ref - labels, atol=2e-7)
+
+
+def test_foreach_ops_and_norm():
+    grads = [np.full((3, 4), 2.0, f32), np.full(5, -4.0, np.float16)]
+    found = one(0.0)
+    mantissa.foreach_non_finite_check_and_unscale(grads, found, one(0.5))
+    assert found[0] == 0.0 and np.all(grads[0] == 1.0) and np.all(grads[1] == -2.0)
+    grads[1][2] = np.inf
+    mantissa.foreach_non_finite_check_and_unscale(grads, found, one(1.0))
+    assert found[0] == 1.0
+    outs = [np.zeros(1, f32), np.zeros((), f32)]
+    mantissa.foreach_norm([np.array([3, 4], f32), np.array([[1, -2], [2, 0]], f32)], outs)
+    assert outs[0][0] == 5.0 and outs[1] == 3.0
+    assert mantissa.grad_norm([np.array([3, 4], f32)], norm_type=1.0) == 7.0
+    g = [np.array([3, 4], f32)]
+    total = mantissa.clip_grad_norm(g, 1.0)
+    assert total == 5.0 and abs(float(np.hypot(*g[0])) - 1.0) < 1e-6
+
+
+def test_rms_norm_forward_and_backward_against_fp64():
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((6, 32)).astype(f32)
+    gamma = rng.standard_normal(32).astype(f32)
+    y, rstd = np.empty_like(x), np.empty((6, 1), f32)
+    mantissa.rms_norm(x, gamma, y, rstd, epsilon=1e-6)
+    r = 1 / np.sqrt((x.astype(np.float64) ** 2).mean(axis=1, keepdims=True) + 1e-6)
+    np.testing.assert_allclose(rstd, r, rtol=1e-6)
+    np.testing.assert_allclose(y, x * r * gamma, rtol=1e-5, atol=1e-6)
+    dy = rng.standard_normal(x.shape).astype(f32)
+    dx, dgamma = np.empty_like(x), np.empty_like(gamma)
+    mantissa.rms_norm_grad(dy, x, rstd, gamma, dx, dgamma)
+    np.testing.assert_allclose(dgamma, (x * r * dy).sum(axis=0), rtol=1e-5, atol=1e-5)
+
+
+def test_layer_norm_against_torch_and_fp64():
+    rng = np.random.default_rng(3)
+    x = torch.from_numpy(rng.standard_normal((5, 4, 48)).astype(f32) * 3 + 1e3)
+    w = torch.from_numpy(rng.standard_normal(48).astype(f32))
+    b = torch.from_numpy(rng.standard_normal(48).astype(f32))
+    out, mean, rstd = torch.empty_like(x), torch.empty(5, 4, 1), torch.empty(5, 4, 1)
+    mantissa.layer_norm(x, [48], out, weight=w, bias=b, mean=mean, rstd=rstd, eps=1e-5)
+    x64 = x.double()
+    m64 = x64.mean(-1, keepdim=True)
+    r64 = 1 / torch.sqrt(((x64 - m64) ** 2).mean(-1, keepdim=True) + 1e-5)
+    want = ((x64 - m64) * r64 * w.double() + b.double()).float()
+    # fp64 statistics and arithmetic, one rounding: at most one ulp from the fp64 result.
+    assert ((out - want).abs() <= torch.finfo(torch.float32).eps * want.abs().clamp(min=1)).all()
+    assert torch.equal(mean, m64.float()) and torch.allclose(rstd, r64.float(), rtol=1e-7)
+    dy = torch.from_numpy(rng.standard_normal((5, 4, 48)).astype(f32))
+    dx, dw = torch.empty_like(x), torch.empty(48)
+    mantissa.layer_norm_grad(dy, x, [48], mean, rstd, weight=w, dx=dx, dweight=dw)
+    xr = x.clone().requires_grad_(True)
+    wr, br = w.clone().requires_grad_(True), b.clone().requires_grad_(True)
+    torch.nn.functional.layer_norm(xr, (48,), wr, br, 1e-5).backward(dy)
+    assert torch.allclose(dx, xr.grad, rtol=1e-3, atol=1e-4)
+    # dweight against fp64 from the same (stored fp32) mean and rstd; torch's fp32 xhat loses
+    # ~1e-4 here, the rows' mean being 1e3.
+    dw64 = (dy.double() * (x64 - mean.double()) * rstd.double()).sum(dim=(0, 1))
+    assert torch.allclose(dw.double(), dw64, rtol=1e-6, atol=1e-6)
+    assert torch.allclose(dw, wr.grad, rtol=1e-3, atol=1e-3)
+    # normalized_shape that is not x's trailing dims: mantissa.Error with 161002, nothing written.
+    before = out.clone()
+    with pytest.raises(mantissa.Error) as e:
+        mantissa.layer_norm(x, [4], out)
+    assert e.value.code == 161002 and "normalized_shape" in str(e.value)
+    assert torch.equal(out, before)
+
+
+def test_zero_copy_in_place_numpy_and_torch():
+    a = np.ones(1000, f32)
+    ptr = a.ctypes.data
+    mantissa.softmax(a, a)  # in place
+    assert a.ctypes.data == ptr and np.allclose(a, 1e-3)
+    t = torch.randn(64, 10)
+    out = torch.empty_like(t)
+    ptr = out.data_ptr()
+    mantissa.log_softmax(t, out)
+    assert out.data_ptr() == ptr
+    assert torch.allclose(out, torch.log_softmax(t, -1), atol=1e-6)
+    # A view into a bigger buffer: only the view's elements change.
+    base = torch.zeros(10)
+    view = base[2:6]
+    mantissa.softmax(torch.ones(4), view)
+    assert base[:2].eq(0).all() and base[6:].eq(0).all() and view.eq(0.25).all()
+
+
+def test_bf16_and_fp16_torch_tensors():
+    rng = torch.Generator().manual_seed(4)
+    x = torch.randn(5, 40, generator=rng).to(torch.bfloat16)
+    y = torch.empty_like(x)
+    mantissa.softmax(x, y)
+    ref = torch.softmax(x.float(), -1)
+    assert ((y.float() - ref).abs() <= ref.abs() * 2**-8 + 1e-7).all()
+    # bf16 ApplyAdamWV2 in place equals the fp32 golden rounded once per output (same-dtype
+    # form: widened, computed in fp32, rounded once).
+    var = torch.randn(300, generator=rng).to(torch.bfloat16)
+    m = torch.zeros(300, dtype=torch.bfloat16)
+    v = torch.zeros(300, dtype=torch.bfloat16)
+    g = torch.randn(300, generator=rng).to(torch.bfloat16)
+    want = adamw_golden32(var.float().numpy(), m.float().numpy(), v.float().numpy(),
+                          g.float().numpy(), 0, 1e-3, 0.9, 0.999, 1e-2, 1e-8)
+    ptr = var.data_ptr()
+    mantissa.apply_adam_w_v2(var, m, v, g, torch.tensor([0]))
+    assert var.data_ptr() == ptr
+    for got, exp in zip((var, m, v), want):
+        assert torch.equal(got, torch.from_numpy(exp).to(torch.bfloat16))
+    h = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float16)
+    hn = np.zeros(3, np.float16)
+    mantissa.softmax(h, hn)  # fp16 torch in, fp16 numpy out
+    assert np.allclose(hn, torch.softmax(h.float(), 0).numpy(), rtol=1e-3)
+
+
+def test_errors_carry_codes_and_write_nothing():
+    var, m, v = one(1.0), one(0.0), one(0.0)
+    g = np.ones(2, f32)  # wrong shape
+    with pytest.raises(mantissa.Error) as e:
+        mantissa.apply_adam_w_v2(var, m, v, g, np.array([0], np.int64))
+    assert e.value.code == 161002 and e.value.code_name == "ACLNN_ERR_PARAM_INVALID"
+    assert "ApplyAdamWV2" in str(e.value)
+    assert isinstance(e.value, ValueError)
+    assert var[0] == 1.0 and m[0] == 0.0 and v[0] == 0.0
+    # A failure in the last parameter of a list writes nothing in the first.
+    p0 = np.ones(4, f32)
+    with pytest.raises(mantissa.Error) as e:
+        mantissa.multi_tensor_adam_w([p0, one(1)], [np.zeros(4, f32), one(0)],
+                                     [np.zeros(4, f32), one(0)],
+                                     [np.ones(4, f32), np.ones(1, np.float64)], step=0)
+    assert e.value.code == 161002 and np.all(p0 == 1.0)
+    with pytest.raises(mantissa.Error) as e:
+        mantissa.amp_update_scale(one(1.0), np.zeros(1, np.int32), one(0.0), growth_interval=0)
+    assert e.value.code == 561002
+    with pytest.raises(mantissa.Error) as e:
+        mantissa.softmax(np.ones(3, f32), None)
+    assert e.value.code == 161001
+    with pytest.raises(mantissa.Error):
+        mantissa.set_num_threads(-1)
+    with pytest.raises(mantissa.Error):
+        mantissa.set_simd_target("NO_SUCH_TARGET")
+
+
+def test_non_contiguous_and_read_only_are_refused():
+    x = np.ones((4, 8), f32)
+    out = np.zeros((8, 4), f32).T  # a transposed view
+    with pytest.raises(mantissa.Error) as e:
+        mantissa.softmax(x, out)
+    assert e.value.code == 161002 and np.all(out == 0)
+    t = torch.zeros(8, 4).t()
+    with pytest.raises(mantissa.Error):
+        mantissa.softmax(torch.ones(4, 8), t)
+    assert t.eq(0).all()
+    ro = np.zeros((4, 8), f32)
+    ro.setflags(write=False)
+    with pytest.raises(mantissa.Error) as e:
+        mantissa.softmax(x, ro)
+    assert e.value.code == 161002
+    with pytest.raises(mantissa.Error):  # a dtype with no mantissa counterpart
+        mantissa.softmax(np.ones(3, np.complex64), np.ones(3, np.complex64))
+
+
+def test_same_bits_for_every_target_and_thread_count():
+    rng = np.random.default_rng(11)
+    base = [rng.standard_normal(n).astype(f32) for n in (1, 31, 4096, 70001)]
+    results = []
+    try:
+        for target in mantissa.available_simd_targets():
+            for threads in (1, 2, 3):
+                mantissa.set_simd_target(target)
+                mantissa.set_num_threads(threads)
+                assert mantissa.simd_target() == target and mantissa.num_threads() == threads
+                var = [b.copy() for b in base]
+                m = [b * f32(0.1) for b in base]
+                v = [np.abs(b) for b in base]
+                mantissa.multi_tensor_adam_w(var, m, v, [b[::-1].copy() for b in base], step=3)
+                results.append(np.concatenate([bits(x) for x in var + m + v]))
+    finally:
+        mantissa.set_simd_target("auto")
+        mantissa.set_num_threads(0)
+    for r in results[1:]:
+        np.testing.assert_array_equal(r, results[0])
+
+
+def test_gil_released_during_kernels():
+    # While one thread runs a long fused step, another thread runs Python code.
+    n = 8_000_000
+    var, m, v, g = (np.ones(n, f32) for _ in range(4))
+    ticks = []
+    done = threading.Event()
+
+    def kernel():
+        for step in range(6):
+            mantissa.multi_tensor_adam_w([var], [m], [v], [g], step=step)
+        done.set()
+
+    th = threading.Thread(target=kernel)
+    th.start()
+    while not done.is_set():
+        ticks.append(1)
+        done.wait(0.001)
+    th.join()
+    assert len(ticks) > 3
+
+
+def test_info_and_check():
+    info = mantissa.info()
+    assert info["version"].startswith("mantissa ")
+    assert info["simd_target"] in info["available_simd_targets"]
+    assert mantissa.__version__ == info["version"].split()[-1]
+    report = mantissa.check(os.path.join(SOURCE_DIR, "cases"), op="ApplyAdamWV2")
+    assert report["summary"]["failed"] == 0 and report["summary"]["passed"] > 10
+    assert all(c["verdict"] == "PASS" for c in report["cases"])
+    empty = mantissa.check(os.path.join(SOURCE_DIR, "cases"), op="NoSuchOp")
+    assert empty["summary"]["passed"] == 0
+
+
+def test_every_operator_of_the_cpp_api_is_bound():
+    # Every `Status op(...)` of include/mantissa/ops/*.h (and of optim.h) has a function of the
+    # same name here: a new operator without a binding fails this test.
+    import re
+
+    names = set()
+    for header in ("ops", "optim.h"):
+        path = os.path.join(SOURCE_DIR, "include", "mantissa", header)
+        files = [os.path.join(path, f) for f in sorted(os.listdir(path))] \
+            if os.path.isdir(path) else [path]
+        for f in files:
+            with open(f) as text:
+                names.update(re.findall(r"MANTISSA_API Status\s+(\w+)\s*\(", text.read()))
+    names = {n for n in names if not n.endswith("_validate")}
+    assert len(names) >= 18
+    missing = sorted(n for n in names if not hasattr(mantissa, n))
+    assert not missing, f"operators without a Python binding: {missing}"
