@@ -426,6 +426,10 @@ TEST_F(TrainData, MalformedFilesAreRefusedWithLineAndColumn) {
   Dataset d;
   EXPECT_FALSE(load_dataset({.spec = (dir_ / "missing.csv").string()}, &d).ok());
   EXPECT_FALSE(load_dataset({.spec = "synthetic:x"}, &d).ok());
+  // One row per class: nothing left to train on.
+  const Status few = load_dataset({.spec = write("few.csv", "1,2,0\n3,4,1\n")}, &d);
+  EXPECT_FALSE(few.ok());
+  EXPECT_NE(few.message().find("too few rows"), std::string::npos) << few.message();
 }
 
 TEST_F(TrainData, HeaderGzipSplitAndScaling) {

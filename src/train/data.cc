@@ -218,6 +218,10 @@ Status load_dataset(const DataOptions& o, Dataset* out) {
     test_rows.insert(test_rows.end(), members.begin(), members.begin() + n_test);
     train_rows.insert(train_rows.end(), members.begin() + n_test, members.end());
   }
+  if (train_rows.empty() || test_rows.empty()) {
+    return invalid(source + ": too few rows to split into train and test (" + std::to_string(rows) +
+                   " rows, " + std::to_string(classes.size()) + " classes)");
+  }
   std::sort(train_rows.begin(), train_rows.end());
   std::sort(test_rows.begin(), test_rows.end());
 
