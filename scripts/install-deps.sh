@@ -5,10 +5,11 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git
-  libhwy-dev nlohmann-json3-dev libcli11-dev libfmt-dev
+  libhwy-dev nlohmann-json3-dev libcli11-dev libfmt-dev zlib1g-dev
   libgtest-dev googletest libbenchmark-dev
   python3 python3-torch python3-numpy
   python3-torchvision  # model shapes for bench/lists (scripts/bench_lists.py --write-lists)
+  python3-sklearn      # the digits set mantissa train uses by default (digits.csv.gz)
   pybind11-dev python3-pybind11 python3-pytest python3-dev  # the Python module (python/)
 )
 

@@ -8,6 +8,7 @@
 #include "mantissa/bench_command.h"
 #include "mantissa/calibrate_command.h"
 #include "mantissa/mantissa.h"
+#include "mantissa/train_command.h"
 #if MANTISSA_HAVE_PRECISION_KIT
 #include "mantissa/commands.h"
 #endif
@@ -45,6 +46,7 @@ int main(int argc, char** argv) {
   auto bench = mantissa::tool::add_bench_command(app);
   auto bench_list = mantissa::tool::add_bench_list_command(app);
   auto calibrate = mantissa::tool::add_calibrate_command(app);
+  auto train = mantissa::tool::add_train_command(app);
 #if MANTISSA_HAVE_PRECISION_KIT
   auto check = mantissa::tool::add_check_command(app);
 #endif
@@ -60,5 +62,6 @@ int main(int argc, char** argv) {
   if (const int rc = bench(); rc >= 0) return rc;
   if (const int rc = bench_list(); rc >= 0) return rc;
   if (const int rc = calibrate(); rc >= 0) return rc;
+  if (const int rc = train(); rc >= 0) return rc;
   return 0;
 }

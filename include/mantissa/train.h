@@ -1,0 +1,137 @@
+// End-to-end mixed-precision training of a small MLP classifier on CPUs (`mantissa train`): the
+// data sets, the precision modes, and one training run per mode, built on this library's
+// operators, fused optimizers, loss scaler and anomaly detector. See docs/training.md.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mantissa/amp/anomaly.h"
+#include "mantissa/export.h"
+#include "mantissa/status.h"
+
+namespace mantissa::train {
+
+// ---- Data ---------------------------------------------------------------------------------
+
+// A classification set split into train and test rows; features row-major, standardised.
+struct Dataset {
+  std::string source;  // the file read, or "synthetic:N"
+  int64_t features = 0;
+  int64_t classes = 0;
+  std::vector<float> x_train, x_test;  // [rows, features]
+  std::vector<int32_t> y_train, y_test;
+  // Per-column statistics of the training split (the scaling applied to both splits).
+  std::vector<double> column_mean, column_scale;
+  int64_t train_rows() const { return static_cast<int64_t>(y_train.size()); }
+  int64_t test_rows() const { return static_cast<int64_t>(y_test.size()); }
+};
+
+struct DataOptions {
+  // "" (the digits set of Debian's python3-sklearn), a CSV file (gzip-compressed or not), or
+  // "synthetic:N" (N rows of Gaussian clusters generated from the seed).
+  std::string spec;
+  double test_fraction = 0.2;  // per class, rounded to nearest; in (0, 1)
+  uint64_t seed = 0;
+};
+
+// Where the digits set is looked for when DataOptions::spec is empty, in order.
+MANTISSA_API std::vector<std::string> digits_search_paths();
+
+// Reads (or generates) the data, splits it per class (stratified, from the seed) and
+// standardises every column with the training split's mean and standard deviation (a column
+// with standard deviation 0 is only centred). A malformed file gives 161002 with a message
+// naming the file, the line and the column; *out is left unchanged on any error.
+MANTISSA_API Status load_dataset(const DataOptions& options, Dataset* out);
+
+// ---- Precision modes ----------------------------------------------------------------------
+
+enum class Mode : int32_t {
+  kFp32 = 0,
+  kFp16Amp = 1,
+  kBf16Amp = 2,
+  kBf16Pure = 3,
+  kBf16Kahan = 4,
+  kBf16Sr = 5,
+  kFp16NoScale = 6,
+};
+MANTISSA_API const char* mode_name(Mode mode) noexcept;
+MANTISSA_API std::optional<Mode> mode_from_name(std::string_view name) noexcept;
+MANTISSA_API std::span<const Mode> all_modes() noexcept;
+
+enum class Optimizer : int32_t { kAdamW = 0, kAdam = 1, kSgd = 2 };
+enum class Activation : int32_t { kRelu = 0, kGelu = 1 };
+MANTISSA_API const char* optimizer_name(Optimizer o) noexcept;
+MANTISSA_API const char* activation_name(Activation a) noexcept;
+
+// ---- One run ------------------------------------------------------------------------------
+
+struct TrainOptions {
+  std::vector<int64_t> hidden{256, 256};  // hidden widths; input and output come from the data
+  Activation activation = Activation::kRelu;
+  Optimizer optimizer = Optimizer::kAdamW;
+  int epochs = 30;
+  int64_t batch_size = 64;
+  std::optional<float> lr;    // default: 1e-3 (AdamW, Adam), 0.05 (SGD)
+  float weight_decay = 0.0f;  // AdamW's decoupled decay; SGD's L2 term; Adam: unused
+  float momentum = 0.9f;      // SGD
+  double clip = 0.0;          // global L2 norm to clip to; 0: no clipping
+  uint64_t seed = 0;          // initial weights, batch order, stochastic rounding
+};
+
+// After every optimizer step (or skipped step).
+struct StepProgress {
+  int epoch = 0;  // 1-based
+  int64_t step = 0, steps_per_epoch = 0;
+  double loss = 0.0;            // the batch's mean loss
+  double running_accuracy = 0;  // this epoch's training accuracy so far
+  float loss_scale = 1.0f;
+  int64_t skipped_steps = 0;  // since the start
+};
+
+struct EpochRecord {
+  int epoch = 0;
+  double train_loss = 0.0, train_accuracy = 0.0;  // means over the epoch's batches
+  double test_loss = 0.0, test_accuracy = 0.0;
+  float loss_scale = 1.0f;
+  int64_t skipped_steps = 0, overflow_steps = 0;  // since the start
+  int64_t findings = 0;                           // anomaly findings since the start
+  double seconds = 0.0;                           // training time of this epoch
+  // This epoch: the fraction of gradient values that were nonzero in fp32 and rounded to zero
+  // in the compute dtype (underflow), and the fraction of weights (the optimizer's var: master
+  // weights where there are some) that an applied step left bit for bit unchanged.
+  double grad_underflow = 0.0, stalled_updates = 0.0;
+};
+
+struct ModeResult {
+  Mode mode = Mode::kFp32;
+  std::vector<EpochRecord> epochs;
+  double test_accuracy = 0.0, test_loss = 0.0;
+  int64_t skipped_steps = 0;   // steps the loss scaler skipped (Inf/NaN gradients)
+  int64_t overflow_steps = 0;  // steps whose gradients held Inf or NaN
+  int64_t findings = 0;
+  double grad_underflow = 0.0, stalled_updates = 0.0;  // over the whole run (see EpochRecord)
+  double seconds_per_epoch = 0.0;
+  int64_t state_bytes = 0;  // weights, master copies, working copies, optimizer state
+  std::string digest;       // FNV-1a 64 of the final weights (docs/training.md), 16 hex digits
+};
+
+struct TrainCallbacks {
+  std::function<void(const StepProgress&)> on_step;
+  std::function<void(const EpochRecord&)> on_epoch;
+  // A step whose anomaly report holds findings.
+  std::function<void(int epoch, int64_t step, const amp::AnomalyReport&)> on_anomaly;
+};
+
+// Trains the MLP (Linear -> LayerNorm -> activation per hidden width, then Linear and
+// SoftmaxCrossEntropyWithLogits) on `data` in `mode`. Same data, options and seed: the same
+// digest on every SIMD target and for every thread count.
+MANTISSA_API Status train_model(const Dataset& data, Mode mode, const TrainOptions& options,
+                                const TrainCallbacks& callbacks, ModeResult* result);
+
+}  // namespace mantissa::train

@@ -1,0 +1,261 @@
+// `mantissa train`'s data: the CSV(.gz) reader (zlib reads plain files too), the synthetic set,
+// the stratified split and the per-column standardisation.
+#include <zlib.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "mantissa/train.h"
+#include "train/rng.h"
+
+namespace mantissa::train {
+namespace {
+
+Status invalid(std::string message) { return {StatusCode::kParamInvalid, std::move(message)}; }
+
+// Rows as read: features row-major, raw labels.
+struct RawData {
+  int64_t features = 0;
+  std::vector<double> x;
+  std::vector<int64_t> labels;
+};
+
+Status read_file(const std::string& path, std::string* text) {
+  gzFile f = gzopen(path.c_str(), "rb");  // reads uncompressed files as they are
+  if (f == nullptr) return invalid(path + ": cannot open");
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    const int n = gzread(f, buf, sizeof(buf));
+    if (n < 0) {
+      int err = 0;
+      const std::string what = gzerror(f, &err);
+      gzclose(f);
+      return invalid(path + ": read error: " + what);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  gzclose(f);
+  *text = std::move(out);
+  return {};
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+std::vector<std::string_view> split_fields(std::string_view line) {
+  std::vector<std::string_view> fields;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t comma = line.find(',', start);
+    fields.push_back(
+        trim(line.substr(start, comma == std::string_view::npos ? line.npos : comma - start)));
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return fields;
+}
+
+// The whole field as a finite number (from_chars: no locale, no leading '+').
+bool parse_number(std::string_view s, double* v) {
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+  if (s.empty()) return false;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), *v);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size() && std::isfinite(*v);
+}
+
+Status parse_csv(const std::string& path, const std::string& text, RawData* out) {
+  RawData raw;
+  std::size_t pos = 0;
+  int64_t line_no = 0;
+  bool first_content_line = true;
+  while (pos < text.size()) {
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string_view line = trim(std::string_view(text).substr(pos, end - pos));
+    pos = end + 1;
+    ++line_no;
+    if (line.empty()) continue;
+    const std::vector<std::string_view> fields = split_fields(line);
+    std::vector<double> values(fields.size());
+    std::size_t bad = fields.size();
+    for (std::size_t i = 0; i < fields.size() && bad == fields.size(); ++i) {
+      if (!parse_number(fields[i], &values[i])) bad = i;
+    }
+    if (first_content_line) {
+      first_content_line = false;
+      if (bad != fields.size()) continue;  // a header: not every field is a number
+    }
+    const std::string where = path + ":" + std::to_string(line_no) + ":";
+    if (raw.features == 0) {
+      if (fields.size() < 2) {
+        return invalid(where + "1: a row needs at least one feature and a label, found " +
+                       std::to_string(fields.size()) + " column");
+      }
+      raw.features = static_cast<int64_t>(fields.size()) - 1;
+    }
+    if (static_cast<int64_t>(fields.size()) != raw.features + 1) {
+      // The first column too many, or the first one missing.
+      const std::size_t column = fields.size() > static_cast<std::size_t>(raw.features + 1)
+                                     ? static_cast<std::size_t>(raw.features + 2)
+                                     : fields.size() + 1;
+      return invalid(where + std::to_string(column) + ": expected " +
+                     std::to_string(raw.features + 1) + " columns, found " +
+                     std::to_string(fields.size()));
+    }
+    if (bad != fields.size()) {
+      return invalid(where + std::to_string(bad + 1) + ": not a finite number: '" +
+                     std::string(fields[bad]) + "'");
+    }
+    const double label = values.back();
+    if (label != std::floor(label) || label < 0 || label > 1e6) {
+      return invalid(where + std::to_string(fields.size()) +
+                     ": the label must be an integer in [0, 1000000], found '" +
+                     std::string(fields.back()) + "'");
+    }
+    raw.x.insert(raw.x.end(), values.begin(), values.end() - 1);
+    raw.labels.push_back(static_cast<int64_t>(label));
+  }
+  if (raw.labels.empty()) return invalid(path + ": no data rows");
+  *out = std::move(raw);
+  return {};
+}
+
+// Gaussian clusters: 4 classes, 16 features, centres drawn from N(0, 3^2), points N(centre, 1).
+RawData synthetic(int64_t rows, uint64_t seed) {
+  constexpr int64_t kClasses = 4, kFeatures = 16;
+  detail::Rng rng(detail::stream_seed(seed, 1));
+  std::vector<double> centres(kClasses * kFeatures);
+  for (double& c : centres) c = 3.0 * rng.normal();
+  RawData raw;
+  raw.features = kFeatures;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t label = r % kClasses;
+    for (int64_t f = 0; f < kFeatures; ++f) {
+      raw.x.push_back(centres[label * kFeatures + f] + rng.normal());
+    }
+    raw.labels.push_back(label);
+  }
+  return raw;
+}
+
+}  // namespace
+
+std::vector<std::string> digits_search_paths() {
+  std::vector<std::string> paths;
+  for (const char* dir : {"/usr/lib/python3/dist-packages", "/usr/local/lib/python3/dist-packages",
+                          "/usr/share/python3-sklearn"}) {
+    paths.push_back(std::string(dir) + "/sklearn/datasets/data/digits.csv.gz");
+  }
+  return paths;
+}
+
+Status load_dataset(const DataOptions& o, Dataset* out) {
+  if (!(o.test_fraction > 0.0 && o.test_fraction < 1.0)) {
+    return invalid("test_fraction must be in (0, 1), got " + std::to_string(o.test_fraction));
+  }
+  RawData raw;
+  std::string source = o.spec;
+  if (o.spec.rfind("synthetic:", 0) == 0) {
+    int64_t rows = 0;
+    const std::string_view n = std::string_view(o.spec).substr(10);
+    const auto r = std::from_chars(n.data(), n.data() + n.size(), rows);
+    if (r.ec != std::errc() || r.ptr != n.data() + n.size() || rows < 8 || rows > 10000000) {
+      return invalid("synthetic:N needs an integer N in [8, 10000000], got '" + o.spec + "'");
+    }
+    raw = synthetic(rows, o.seed);
+  } else {
+    if (source.empty()) {
+      for (const std::string& p : digits_search_paths()) {
+        if (std::filesystem::exists(p)) {
+          source = p;
+          break;
+        }
+      }
+      if (source.empty()) {
+        return invalid(
+            "the digits set (python3-sklearn's digits.csv.gz) was not found; install "
+            "python3-sklearn or give --data FILE");
+      }
+    }
+    std::string text;
+    if (Status st = read_file(source, &text); !st.ok()) return st;
+    if (Status st = parse_csv(source, text, &raw); !st.ok()) return st;
+  }
+
+  // Labels -> class indices in increasing label order.
+  std::map<int64_t, int32_t> classes;
+  for (int64_t l : raw.labels) classes.emplace(l, 0);
+  if (classes.size() < 2) return invalid(source + ": needs at least 2 classes");
+  int32_t next_class = 0;
+  for (auto& [label, index] : classes) index = next_class++;
+
+  // Stratified split: each class's rows shuffled from the seed, the first round(n * fraction)
+  // (at least one, and leaving at least one for training when the class has two) go to test.
+  const int64_t rows = static_cast<int64_t>(raw.labels.size());
+  std::vector<std::vector<int64_t>> by_class(classes.size());
+  for (int64_t r = 0; r < rows; ++r) by_class[classes[raw.labels[r]]].push_back(r);
+  detail::Rng rng(detail::stream_seed(o.seed, 2));
+  std::vector<int64_t> train_rows, test_rows;
+  for (auto& members : by_class) {
+    for (int64_t i = static_cast<int64_t>(members.size()) - 1; i > 0; --i) {
+      std::swap(members[i], members[rng.below(i + 1)]);
+    }
+    const int64_t n = static_cast<int64_t>(members.size());
+    int64_t n_test = std::llround(static_cast<double>(n) * o.test_fraction);
+    n_test = std::clamp<int64_t>(n_test, n > 0 ? 1 : 0, n > 1 ? n - 1 : n);
+    test_rows.insert(test_rows.end(), members.begin(), members.begin() + n_test);
+    train_rows.insert(train_rows.end(), members.begin() + n_test, members.end());
+  }
+  if (train_rows.empty() || test_rows.empty()) {
+    return invalid(source + ": too few rows to split into train and test (" + std::to_string(rows) +
+                   " rows, " + std::to_string(classes.size()) + " classes)");
+  }
+  std::sort(train_rows.begin(), train_rows.end());
+  std::sort(test_rows.begin(), test_rows.end());
+
+  Dataset d;
+  d.source = source;
+  d.features = raw.features;
+  d.classes = static_cast<int64_t>(classes.size());
+  const int64_t f = raw.features;
+  // Standardisation with the training split's statistics (fp64, population deviation).
+  d.column_mean.assign(f, 0.0);
+  d.column_scale.assign(f, 1.0);
+  for (int64_t c = 0; c < f; ++c) {
+    double sum = 0.0;
+    for (int64_t r : train_rows) sum += raw.x[r * f + c];
+    const double mean = sum / static_cast<double>(train_rows.size());
+    double ss = 0.0;
+    for (int64_t r : train_rows) ss += (raw.x[r * f + c] - mean) * (raw.x[r * f + c] - mean);
+    const double sd = std::sqrt(ss / static_cast<double>(train_rows.size()));
+    d.column_mean[c] = mean;
+    d.column_scale[c] = sd > 0.0 ? sd : 1.0;
+  }
+  auto emit = [&](const std::vector<int64_t>& rows_of, std::vector<float>* x,
+                  std::vector<int32_t>* y) {
+    for (int64_t r : rows_of) {
+      for (int64_t c = 0; c < f; ++c) {
+        x->push_back(static_cast<float>((raw.x[r * f + c] - d.column_mean[c]) / d.column_scale[c]));
+      }
+      y->push_back(classes[raw.labels[r]]);
+    }
+  };
+  emit(train_rows, &d.x_train, &d.y_train);
+  emit(test_rows, &d.x_test, &d.y_test);
+  *out = std::move(d);
+  return {};
+}
+
+}  // namespace mantissa::train

@@ -1,0 +1,448 @@
+// The MLP's forward pass, loss and backward pass (see model.h). Products go through the
+// trainer's deterministic GEMM (kernels.h, which also adds the bias); LayerNorm and the loss
+// through the library's operators; ReLU and the bias gradient's column sums are small loops here.
+#include "train/model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "core/parallel.h"
+#include "core/validate.h"
+#include "mantissa/convert.h"
+#include "mantissa/ops/layer_norm.h"
+#include "mantissa/ops/layer_norm_grad.h"
+#include "mantissa/ops/softmax_cross_entropy_with_logits.h"
+#include "train/kernels.h"
+#include "train/rng.h"
+
+namespace mantissa::train::detail {
+
+// ---- Buffer ---------------------------------------------------------------------------------
+
+void Buffer::reset(DType dtype, std::vector<int64_t> shape) {
+  dtype_ = dtype;
+  shape_ = std::move(shape);
+  numel_ = 1;
+  for (int64_t s : shape_) numel_ *= s;
+  words_.assign(static_cast<std::size_t>((bytes() + 3) / 4), 0u);
+}
+
+void Buffer::ensure(DType dtype, std::vector<int64_t> shape) {
+  if (dtype == dtype_ && shape == shape_) return;
+  int64_t count = 1;
+  for (int64_t s : shape) count *= s;
+  const int64_t need = (count * static_cast<int64_t>(dtype_size(dtype)) + 3) / 4;
+  if (need > static_cast<int64_t>(words_.size())) {
+    reset(dtype, std::move(shape));
+    return;
+  }
+  // Scratch reused with another shape: no allocation, no clearing.
+  dtype_ = dtype;
+  shape_ = std::move(shape);
+  numel_ = count;
+}
+
+TensorView Buffer::view() const {
+  return TensorView(const_cast<uint32_t*>(words_.data()), dtype_,
+                    std::span<const int64_t>(shape_.data(), shape_.size()));
+}
+
+Precision precision_of(Mode mode) {
+  constexpr DType kF16 = DType::kFloat16, kBf16 = DType::kBFloat16;
+  switch (mode) {
+    case Mode::kFp32: return {};
+    case Mode::kFp16Amp: return {.compute = kF16, .master = true, .loss_scaling = true};
+    case Mode::kBf16Amp: return {.compute = kBf16, .master = true};
+    case Mode::kBf16Pure: return {.compute = kBf16};
+    case Mode::kBf16Kahan: return {.compute = kBf16, .rounding = WeightRounding::kKahan};
+    case Mode::kBf16Sr: return {.compute = kBf16, .rounding = WeightRounding::kStochastic};
+    case Mode::kFp16NoScale: return {.compute = kF16, .master = true};
+  }
+  return {};
+}
+
+namespace {
+// 32x32 blocks: both the rows read and the rows written stay in cache. Blocks of 32 source
+// columns (destination rows) go to threads; the copy is exact, so the split does not matter.
+template <class T>
+void transpose_blocked(const T* s, T* d, int64_t rows, int64_t cols) {
+  constexpr int64_t kBlock = 32;
+  auto columns = [&](int64_t begin, int64_t end) {
+    for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
+      const int64_t r1 = std::min(rows, r0 + kBlock);
+      for (int64_t c0 = begin; c0 < end; c0 += kBlock) {
+        const int64_t c1 = std::min(end, c0 + kBlock);
+        for (int64_t r = r0; r < r1; ++r) {
+          for (int64_t c = c0; c < c1; ++c) d[c * rows + r] = s[r * cols + c];
+        }
+      }
+    }
+  };
+  mantissa::detail::parallel_for(cols, std::max<int64_t>(kBlock, 8192 / std::max<int64_t>(1, rows)),
+                                 columns);
+}
+}  // namespace
+
+void transpose(const void* src, void* dst, int64_t rows, int64_t cols, std::size_t elem_size) {
+  if (elem_size == 4) {
+    transpose_blocked(static_cast<const uint32_t*>(src), static_cast<uint32_t*>(dst), rows, cols);
+  } else {
+    transpose_blocked(static_cast<const uint16_t*>(src), static_cast<uint16_t*>(dst), rows, cols);
+  }
+}
+
+namespace {
+
+// fp32 <-> compute dtype with the library's bulk conversions (RNE, the same bits as
+// store_from_float and load_as_float on every target).
+void narrow(const float* src, Buffer* dst) {
+  const auto n = static_cast<std::size_t>(dst->numel());
+  switch (dst->dtype()) {
+    case DType::kFloat16: convert_fp32_to_fp16(src, static_cast<uint16_t*>(dst->data()), n); break;
+    case DType::kBFloat16: convert_fp32_to_bf16(src, static_cast<uint16_t*>(dst->data()), n); break;
+    default: std::memcpy(dst->data(), src, n * sizeof(float)); break;
+  }
+}
+void widen(const Buffer& src, float* dst) {
+  const auto n = static_cast<std::size_t>(src.numel());
+  switch (src.dtype()) {
+    case DType::kFloat16:
+      convert_fp16_to_fp32(static_cast<const uint16_t*>(src.data()), dst, n);
+      break;
+    case DType::kBFloat16:
+      convert_bf16_to_fp32(static_cast<const uint16_t*>(src.data()), dst, n);
+      break;
+    default: std::memcpy(dst, src.data(), n * sizeof(float)); break;
+  }
+}
+
+// ReLU on the stored bits (it only selects, so it is exact in every dtype): y = max(x, 0) with
+// -0 and negatives to +0 and NaN kept (x <= 0 is false for NaN), as torch.relu; dx = dy where
+// x > 0, else +0 (NaN x included). `inf` is the dtype's +inf bits: 0 < bits <= inf is x > 0.
+template <class T>
+void relu_bits(const T* x, T* y, int64_t n, T sign, T inf) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T magnitude = static_cast<T>(x[i] & ~sign);
+    // Branch-free (the sign of an activation is a coin flip for the branch predictor).
+    const T zero_it = static_cast<T>(((x[i] & sign) != 0) & (magnitude <= inf));
+    y[i] = static_cast<T>(x[i] & static_cast<T>(zero_it - 1));
+  }
+}
+template <class T>
+void relu_grad_bits(const T* x, const T* dy, T* dx, int64_t n, T inf) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T keep = static_cast<T>((x[i] != 0) & (x[i] <= inf));
+    dx[i] = static_cast<T>(dy[i] & static_cast<T>(T{0} - keep));
+  }
+}
+
+void relu_forward(const Buffer& x, Buffer* y) {
+  const int64_t n = x.numel();
+  switch (x.dtype()) {
+    case DType::kFloat16:
+      relu_bits<uint16_t>(static_cast<const uint16_t*>(x.data()), static_cast<uint16_t*>(y->data()),
+                          n, 0x8000, 0x7C00);
+      break;
+    case DType::kBFloat16:
+      relu_bits<uint16_t>(static_cast<const uint16_t*>(x.data()), static_cast<uint16_t*>(y->data()),
+                          n, 0x8000, 0x7F80);
+      break;
+    default:
+      relu_bits<uint32_t>(static_cast<const uint32_t*>(x.data()), static_cast<uint32_t*>(y->data()),
+                          n, 0x80000000u, 0x7F800000u);
+      break;
+  }
+}
+
+void relu_backward(const Buffer& x, const Buffer& dy, Buffer* dx) {
+  const int64_t n = x.numel();
+  switch (x.dtype()) {
+    case DType::kFloat16:
+    case DType::kBFloat16:
+      relu_grad_bits<uint16_t>(
+          static_cast<const uint16_t*>(x.data()), static_cast<const uint16_t*>(dy.data()),
+          static_cast<uint16_t*>(dx->data()), n, x.dtype() == DType::kFloat16 ? 0x7C00 : 0x7F80);
+      break;
+    default:
+      relu_grad_bits<uint32_t>(static_cast<const uint32_t*>(x.data()),
+                               static_cast<const uint32_t*>(dy.data()),
+                               static_cast<uint32_t*>(dx->data()), n, 0x7F800000u);
+      break;
+  }
+}
+
+}  // namespace
+
+// ---- Mlp ------------------------------------------------------------------------------------
+
+Mlp::Mlp(std::span<const int64_t> widths, Activation activation, Precision precision,
+         Optimizer optimizer, uint64_t seed)
+    : precision_(precision) {
+  const DType var_dtype = precision.master ? DType::kFloat32 : precision.compute;
+  Rng rng(stream_seed(seed, 4));
+  auto add_param = [&](std::string name, std::vector<int64_t> shape, float lo, float hi,
+                       bool uniform) {
+    Parameter p;
+    p.name = std::move(name);
+    p.var.reset(var_dtype, shape);
+    for (int64_t i = 0; i < p.var.numel(); ++i) {
+      const float f = uniform ? static_cast<float>(lo + (hi - lo) * rng.uniform()) : lo;
+      store_from_float(var_dtype, p.var.data(), i, f);
+    }
+    if (precision.master) {
+      p.working.reset(precision.compute, shape);
+      narrow(p.var.f32(), &p.working);
+    }
+    p.grad.reset(precision.compute, shape);
+    p.m.reset(var_dtype, shape);
+    p.v.reset(var_dtype, shape);
+    if (optimizer == Optimizer::kSgd) {  // stat = 1: every element's first step
+      for (int64_t i = 0; i < p.v.numel(); ++i) store_from_float(var_dtype, p.v.data(), i, 1.0f);
+    }
+    if (!precision.master && precision.rounding == WeightRounding::kKahan &&
+        var_dtype == DType::kBFloat16) {
+      p.compensation.reset(DType::kBFloat16, shape);
+    }
+    params_.push_back(std::move(p));
+    return static_cast<int>(params_.size()) - 1;
+  };
+  for (std::size_t l = 0; l + 1 < widths.size(); ++l) {
+    const int64_t in = widths[l], out = widths[l + 1];
+    const float bound = 1.0f / std::sqrt(static_cast<float>(in));
+    Layer lin;
+    lin.kind = LayerKind::kLinear;
+    lin.name = "linear" + std::to_string(l);
+    lin.in = in;
+    lin.out = out;
+    lin.weight = add_param(lin.name + ".weight", {in, out}, -bound, bound, true);
+    lin.bias = add_param(lin.name + ".bias", {out}, -bound, bound, true);
+    layers_.push_back(std::move(lin));
+    if (l + 2 == widths.size()) break;  // the classifier has no norm or activation
+    Layer norm;
+    norm.kind = LayerKind::kLayerNorm;
+    norm.name = "layernorm" + std::to_string(l);
+    norm.in = norm.out = out;
+    norm.weight = add_param(norm.name + ".weight", {out}, 1.0f, 1.0f, false);
+    norm.bias = add_param(norm.name + ".bias", {out}, 0.0f, 0.0f, false);
+    layers_.push_back(std::move(norm));
+    Layer act;
+    act.kind = LayerKind::kActivation;
+    act.name = std::string(activation_name(activation)) + std::to_string(l);
+    act.in = act.out = out;
+    act.activation = activation;
+    layers_.push_back(std::move(act));
+  }
+}
+
+Status Mlp::forward(const float* x, int64_t rows) {
+  const DType cd = precision_.compute;
+  rows_ = rows;
+  input_.ensure(cd, {rows, layers_.front().in});
+  narrow(x, &input_);
+  for (std::size_t li = 0; li < layers_.size(); ++li) {
+    Layer& L = layers_[li];
+    const Buffer& in = layer_input(li);
+    L.output.ensure(cd, {rows, L.out});
+    switch (L.kind) {
+      case LayerKind::kLinear: {
+        scratch32_.ensure(DType::kFloat32, {rows, L.out});
+        const Parameter& w = params_[L.weight];
+        const Parameter& b = params_[L.bias];
+        // y = fp32(product) + b in fp32, rounded once to the compute dtype.
+        bias32_.ensure(DType::kFloat32, {L.out});
+        widen(b.weights(), bias32_.f32());
+        gemm(cd, in.data(), w.weights().data(), bias32_.f32(), scratch32_.f32(), rows, L.in, L.out);
+        narrow(scratch32_.f32(), &L.output);
+        break;
+      }
+      case LayerKind::kLayerNorm: {
+        L.mean.ensure(DType::kFloat32, {rows, 1});
+        L.rstd.ensure(DType::kFloat32, {rows, 1});
+        // Statistics in fp64, output rounded once; mean and rstd kept (FLOAT) for backward.
+        MANTISSA_RETURN_IF_ERROR(layer_norm({.input = in.view(),
+                                             .weight = params_[L.weight].weights().view(),
+                                             .bias = params_[L.bias].weights().view(),
+                                             .out = L.output.view(),
+                                             .mean = L.mean.view(),
+                                             .rstd = L.rstd.view()},
+                                            {.normalized_shape = Dims{L.out}, .eps = 1e-5}));
+        break;
+      }
+      case LayerKind::kActivation: {
+        if (L.activation == Activation::kRelu) {
+          relu_forward(in, &L.output);
+        } else {
+          scratch32_.ensure(DType::kFloat32, {rows, L.out});
+          scratch32b_.ensure(DType::kFloat32, {rows, L.out});
+          widen(in, scratch32_.f32());
+          gelu_forward(scratch32_.f32(), scratch32b_.f32(), in.numel());
+          narrow(scratch32b_.f32(), &L.output);
+        }
+        break;
+      }
+    }
+  }
+  return {};
+}
+
+Status Mlp::loss(const int32_t* labels, int64_t rows, float loss_scale, bool want_grad,
+                 double* mean_loss, int64_t* correct) {
+  const int64_t c = classes();
+  const Buffer& logits = layers_.back().output;
+  // The loss runs in fp32 on the exactly widened logits; its gradient is rounded once.
+  logits32_.ensure(DType::kFloat32, {rows, c});
+  onehot_.ensure(DType::kFloat32, {rows, c});
+  loss32_.ensure(DType::kFloat32, {rows});
+  backprop32_.ensure(DType::kFloat32, {rows, c});
+  widen(logits, logits32_.f32());
+  std::fill(onehot_.f32(), onehot_.f32() + rows * c, 0.0f);
+  for (int64_t r = 0; r < rows; ++r) onehot_.f32()[r * c + labels[r]] = 1.0f;
+  MANTISSA_RETURN_IF_ERROR(softmax_cross_entropy_with_logits({.features = logits32_.view(),
+                                                              .labels = onehot_.view(),
+                                                              .loss = loss32_.view(),
+                                                              .backprop = backprop32_.view()}));
+  double sum = 0.0;
+  int64_t right = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    sum += loss32_.f32()[r];
+    const float* z = logits32_.f32() + r * c;
+    int64_t best = 0;
+    for (int64_t j = 1; j < c; ++j) {
+      if (z[j] > z[best]) best = j;
+    }
+    right += best == labels[r] ? 1 : 0;
+  }
+  *mean_loss = sum / static_cast<double>(rows);
+  *correct = right;
+  if (want_grad) {
+    // d(mean loss * scale)/dz = (softmax - y) * (scale / rows): the factor in fp64, rounded to
+    // fp32, one fp32 product, rounded once to the compute dtype.
+    const float factor = static_cast<float>(static_cast<double>(loss_scale) / rows);
+    dy_.ensure(precision_.compute, {rows, c});
+    float* g = backprop32_.f32();
+    for (int64_t i = 0; i < rows * c; ++i) g[i] = g[i] * factor;
+    narrow_grad(g, &dy_);
+  }
+  return {};
+}
+
+Status Mlp::backward() {
+  const DType cd = precision_.compute;
+  const std::size_t es = dtype_size(cd);
+  const int64_t rows = rows_;
+  for (std::size_t li = layers_.size(); li-- > 0;) {
+    Layer& L = layers_[li];
+    const Buffer& in = layer_input(li);
+    switch (L.kind) {
+      case LayerKind::kLinear: {
+        Parameter& w = params_[L.weight];
+        Parameter& b = params_[L.bias];
+        // dW [in, out] = X^T [in, rows] * dY [rows, out].
+        transposed_.ensure(cd, {L.in, rows});
+        transpose(in.data(), transposed_.data(), rows, L.in, es);
+        scratch32_.ensure(DType::kFloat32, {L.in, L.out});
+        gemm(cd, transposed_.data(), dy_.data(), nullptr, scratch32_.f32(), L.in, rows, L.out);
+        narrow_grad(scratch32_.f32(), &w.grad);
+        // db = column sums of dY, fp64 in row order, rounded once.
+        scratch32_.ensure(DType::kFloat32, {rows, L.out});
+        widen(dy_, scratch32_.f32());
+        bias32_.ensure(DType::kFloat32, {L.out});
+        // Each column summed over the rows in row order (row by row, so the sums of all
+        // columns run side by side).
+        column_sums_.assign(static_cast<std::size_t>(L.out), 0.0);
+        for (int64_t r = 0; r < rows; ++r) {
+          const float* g = scratch32_.f32() + r * L.out;
+          for (int64_t j = 0; j < L.out; ++j) column_sums_[j] += g[j];
+        }
+        for (int64_t j = 0; j < L.out; ++j) bias32_.f32()[j] = static_cast<float>(column_sums_[j]);
+        narrow_grad(bias32_.f32(), &b.grad);
+        if (li == 0) break;  // no gradient for the data
+        // dX [rows, in] = dY [rows, out] * W^T [out, in].
+        transposed_.ensure(cd, {L.out, L.in});
+        transpose(w.weights().data(), transposed_.data(), L.in, L.out, es);
+        scratch32_.ensure(DType::kFloat32, {rows, L.in});
+        gemm(cd, dy_.data(), transposed_.data(), nullptr, scratch32_.f32(), rows, L.out, L.in);
+        dx_.ensure(cd, {rows, L.in});
+        narrow_grad(scratch32_.f32(), &dx_);
+        std::swap(dx_, dy_);
+        break;
+      }
+      case LayerKind::kLayerNorm: {
+        dx_.ensure(cd, {rows, L.in});
+        MANTISSA_RETURN_IF_ERROR(layer_norm_grad({.dy = dy_.view(),
+                                                  .input = in.view(),
+                                                  .mean = L.mean.view(),
+                                                  .rstd = L.rstd.view(),
+                                                  .weight = params_[L.weight].weights().view(),
+                                                  .bias = std::nullopt,
+                                                  .dx = dx_.view(),
+                                                  .dweight = params_[L.weight].grad.view(),
+                                                  .dbias = params_[L.bias].grad.view()},
+                                                 {.normalized_shape = Dims{L.in}}));
+        std::swap(dx_, dy_);
+        break;
+      }
+      case LayerKind::kActivation: {
+        dx_.ensure(cd, {rows, L.in});
+        if (L.activation == Activation::kRelu) {
+          relu_backward(in, dy_, &dx_);
+        } else {
+          scratch32_.ensure(DType::kFloat32, {rows, L.in});
+          scratch32b_.ensure(DType::kFloat32, {rows, L.in});
+          widen(in, scratch32_.f32());
+          widen(dy_, scratch32b_.f32());
+          gelu_backward(scratch32_.f32(), scratch32b_.f32(), scratch32b_.f32(), dy_.numel());
+          narrow_grad(scratch32b_.f32(), &dx_);
+        }
+        std::swap(dx_, dy_);
+        break;
+      }
+    }
+  }
+  return {};
+}
+
+void Mlp::narrow_grad(const float* src, Buffer* dst) {
+  narrow(src, dst);
+  const int64_t n = dst->numel();
+  grad_values_ += n;
+  if (dst->dtype() == DType::kFloat32) return;
+  // A nonzero fp32 gradient whose 16-bit rounding is +-0 (both formats: magnitude bits 0).
+  grad_underflows_ += count_underflow(src, static_cast<const uint16_t*>(dst->data()), n);
+}
+
+std::vector<TensorView> Mlp::grad_views() const {
+  std::vector<TensorView> v;
+  for (const Parameter& p : params_) v.push_back(p.grad.view());
+  return v;
+}
+
+std::vector<std::string> Mlp::param_names() const {
+  std::vector<std::string> v;
+  for (const Parameter& p : params_) v.push_back(p.name);
+  return v;
+}
+
+int64_t Mlp::state_bytes() const {
+  int64_t b = 0;
+  for (const Parameter& p : params_) b += p.state_bytes();
+  return b;
+}
+
+std::string weights_digest(const Mlp& model) {
+  uint64_t h = 0xCBF29CE484222325ull;  // FNV-1a 64 offset basis
+  for (const Parameter& p : model.params()) {
+    const auto* bytes = static_cast<const unsigned char*>(p.var.data());
+    for (int64_t i = 0; i < p.var.bytes(); ++i) {
+      h ^= bytes[i];
+      h *= 0x100000001B3ull;  // FNV prime
+    }
+  }
+  char out[17];
+  std::snprintf(out, sizeof(out), "%016llx", static_cast<unsigned long long>(h));
+  return out;
+}
+
+}  // namespace mantissa::train::detail

@@ -1,0 +1,540 @@
+// mantissa train's pieces: the GEMM (against its normative fp32 order and an fp64 bound, the
+// same bits on every target and thread count), the backward pass against an independent fp64
+// computation (itself checked by finite differences), the CSV reader's refusals, the split and
+// scaling, and whole runs: every mode trains, and the digest depends only on data, options and
+// seed.
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "mantissa/runtime.h"
+#include "mantissa/train.h"
+#include "target_sweep.h"
+#include "train/kernels.h"
+#include "train/model.h"
+
+namespace mantissa::train {
+namespace {
+
+using testing::for_each_target;
+using testing::ThreadCountGuard;
+
+// ---- GEMM -----------------------------------------------------------------------------------
+
+struct GemmCase {
+  int64_t m, k, n;
+};
+
+std::vector<uint32_t> random_matrix(DType dtype, int64_t count, std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  std::vector<uint32_t> words(static_cast<std::size_t>(count), 0u);
+  for (int64_t i = 0; i < count; ++i) store_from_float(dtype, words.data(), i, dist(rng));
+  return words;
+}
+
+TEST(TrainGemm, NormativeOrderFp64BoundAndSameBitsEverywhere) {
+  ThreadCountGuard guard;
+  std::mt19937 rng(42);
+  // Sizes around the vector widths (4, 8, 16 lanes) and the 4- and 8-row tiles; the last two
+  // are large enough (2^17 products per 8 rows) to be split into several chunks for threads.
+  const GemmCase cases[] = {{1, 1, 1},    {3, 7, 5},  {4, 16, 16},   {5, 17, 33},   {9, 64, 31},
+                            {17, 33, 48}, {8, 3, 65}, {33, 100, 10}, {44, 256, 64}, {21, 512, 260}};
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    for (const GemmCase& c : cases) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " m=" + std::to_string(c.m) +
+                   " k=" + std::to_string(c.k) + " n=" + std::to_string(c.n));
+      const auto a = random_matrix(dtype, c.m * c.k, rng);
+      const auto b = random_matrix(dtype, c.k * c.n, rng);
+      std::vector<float> bias(static_cast<std::size_t>(c.n));
+      for (float& v : bias) v = std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng);
+      std::vector<float> out(static_cast<std::size_t>(c.m * c.n), -1.0f);
+      detail::gemm(dtype, a.data(), b.data(), nullptr, out.data(), c.m, c.k, c.n);
+      std::vector<float> with_bias(out.size(), -1.0f);
+      detail::gemm(dtype, a.data(), b.data(), bias.data(), with_bias.data(), c.m, c.k, c.n);
+      for (int64_t i = 0; i < c.m; ++i) {
+        for (int64_t j = 0; j < c.n; ++j) {
+          // The normative order, scalar: acc = acc + a * b, k ascending, no FMA (the build
+          // forbids contraction).
+          float acc = 0.0f;
+          double ref = 0.0, magnitude = 0.0;
+          for (int64_t kk = 0; kk < c.k; ++kk) {
+            const float x = load_as_float(dtype, a.data(), i * c.k + kk);
+            const float y = load_as_float(dtype, b.data(), kk * c.n + j);
+            const float p = x * y;
+            acc = acc + p;
+            ref += static_cast<double>(x) * y;
+            magnitude += std::fabs(static_cast<double>(x) * y);
+          }
+          const float got = out[i * c.n + j];
+          ASSERT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(acc)) << i << "," << j;
+          const float biased = acc + bias[j];
+          ASSERT_EQ(std::bit_cast<uint32_t>(with_bias[i * c.n + j]),
+                    std::bit_cast<uint32_t>(biased));
+          // Recursive summation bound: |error| <= gamma_k * sum |a b|, gamma_k = k u / (1 - k u).
+          const double u = 0x1.0p-24, ku = static_cast<double>(c.k) * u;
+          EXPECT_LE(std::fabs(got - ref), ku / (1.0 - ku) * magnitude + 1e-30);
+        }
+      }
+      for_each_target([&](const std::string&) {
+        for (int threads : {1, 2}) {
+          ASSERT_TRUE(set_num_threads(threads).ok());
+          std::vector<float> again(out.size(), -2.0f);
+          detail::gemm(dtype, a.data(), b.data(), nullptr, again.data(), c.m, c.k, c.n);
+          ASSERT_EQ(0, std::memcmp(again.data(), out.data(), out.size() * sizeof(float)))
+              << threads << " threads";
+          detail::gemm(dtype, a.data(), b.data(), bias.data(), again.data(), c.m, c.k, c.n);
+          ASSERT_EQ(0, std::memcmp(again.data(), with_bias.data(), out.size() * sizeof(float)))
+              << threads << " threads, bias";
+        }
+      });
+    }
+  }
+}
+
+TEST(TrainGelu, MatchesFp64AndDerivative) {
+  std::vector<float> x;
+  for (float v = -9.0f; v <= 9.0f; v += 0.0625f) x.push_back(v);
+  std::vector<float> y(x.size()), dx(x.size()), ones(x.size(), 1.0f);
+  detail::gelu_forward(x.data(), y.data(), static_cast<int64_t>(x.size()));
+  detail::gelu_backward(x.data(), ones.data(), dx.data(), static_cast<int64_t>(x.size()));
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double v = x[i];
+    const double u = std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v);
+    const double t = std::tanh(u);
+    const double g = 0.5 * v * (1.0 + t);
+    const double dg = 0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * std::sqrt(2.0 / M_PI) *
+                                            (1.0 + 3 * 0.044715 * v * v);
+    EXPECT_NEAR(y[i], g, 1e-6 + 1e-6 * std::fabs(g)) << v;
+    // The derivative loses a few ulps of 1 to cancellation in 1 - t^2 where t is near -1.
+    EXPECT_NEAR(dx[i], dg, 4e-6 + 1e-6 * std::fabs(dg)) << v;
+  }
+  // The same bits on every target.
+  for_each_target([&](const std::string&) {
+    std::vector<float> y2(x.size());
+    detail::gelu_forward(x.data(), y2.data(), static_cast<int64_t>(x.size()));
+    ASSERT_EQ(0, std::memcmp(y.data(), y2.data(), y.size() * sizeof(float)));
+  });
+}
+
+TEST(TrainUnderflowCount, MatchesScalarOnEveryTarget) {
+  // Values around the fp16 and bf16 underflow thresholds, zeros and signs, at lengths around
+  // the vector widths.
+  std::mt19937 rng(8);
+  std::uniform_real_distribution<float> exponent(-30.0f, 2.0f);
+  for (DType dtype : {DType::kFloat16, DType::kBFloat16}) {
+    for (int64_t n : {0, 1, 7, 16, 33, 1000}) {
+      std::vector<float> src(static_cast<std::size_t>(n));
+      std::vector<uint16_t> bits(src.size());
+      int64_t want = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        src[i] = (i % 5 == 0) ? 0.0f : std::exp2(exponent(rng)) * (i % 2 ? -1.0f : 1.0f);
+        store_from_float(dtype, bits.data(), i, src[i]);
+        want += (src[i] != 0.0f && load_as_float(dtype, bits.data(), i) == 0.0f) ? 1 : 0;
+      }
+      if (dtype == DType::kFloat16 && n == 1000) {
+        EXPECT_GT(want, 0);
+      }
+      for_each_target([&](const std::string&) {
+        EXPECT_EQ(detail::count_underflow(src.data(), bits.data(), n), want) << n;
+      });
+    }
+  }
+}
+
+// ---- Backward pass against an independent fp64 computation ---------------------------------
+
+// A plain fp64 MLP with the same layers, written without the model's code.
+struct Ref {
+  std::vector<int64_t> widths;
+  bool gelu = false;
+  // Per Linear l: w [in, out], b [out]; per hidden layer: gamma, beta.
+  std::vector<std::vector<double>> w, b, gamma, beta;
+
+  static double act(double v, bool gelu) {
+    if (!gelu) return v > 0 ? v : 0.0;
+    return 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+  }
+  static double dact(double v, bool gelu) {
+    if (!gelu) return v > 0 ? 1.0 : 0.0;
+    const double c = std::sqrt(2.0 / M_PI);
+    const double t = std::tanh(c * (v + 0.044715 * v * v * v));
+    return 0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * c * (1.0 + 3 * 0.044715 * v * v);
+  }
+
+  // Mean cross-entropy; when grads are given, the gradients in the layout of w, b, gamma, beta.
+  double run(const std::vector<double>& x, const std::vector<int32_t>& y, int64_t rows,
+             Ref* grads) const {
+    const std::size_t layers = widths.size() - 1;
+    std::vector<std::vector<double>> h(1, x), pre(layers), normed(layers), xhat(layers);
+    std::vector<std::vector<double>> rstd(layers);
+    for (std::size_t l = 0; l < layers; ++l) {
+      const int64_t in = widths[l], out = widths[l + 1];
+      std::vector<double> z(rows * out);
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t j = 0; j < out; ++j) {
+          double s = b[l][j];
+          for (int64_t i = 0; i < in; ++i) s += h[l][r * in + i] * w[l][i * out + j];
+          z[r * out + j] = s;
+        }
+      }
+      pre[l] = z;
+      if (l + 1 == layers) {
+        h.push_back(z);
+        break;
+      }
+      std::vector<double> a(rows * out), xh(rows * out), n(rows * out);
+      rstd[l].resize(rows);
+      for (int64_t r = 0; r < rows; ++r) {
+        double mean = 0, var = 0;
+        for (int64_t j = 0; j < out; ++j) mean += z[r * out + j] / out;
+        for (int64_t j = 0; j < out; ++j)
+          var += (z[r * out + j] - mean) * (z[r * out + j] - mean) / out;
+        rstd[l][r] = 1.0 / std::sqrt(var + 1e-5);
+        for (int64_t j = 0; j < out; ++j) {
+          xh[r * out + j] = (z[r * out + j] - mean) * rstd[l][r];
+          n[r * out + j] = xh[r * out + j] * gamma[l][j] + beta[l][j];
+          a[r * out + j] = act(n[r * out + j], gelu);
+        }
+      }
+      xhat[l] = xh;
+      normed[l] = n;
+      h.push_back(a);
+    }
+    const int64_t c = widths.back();
+    double loss = 0;
+    std::vector<double> dz(rows * c);
+    for (int64_t r = 0; r < rows; ++r) {
+      const double* z = &h.back()[r * c];
+      double m = z[0];
+      for (int64_t j = 1; j < c; ++j) m = std::max(m, z[j]);
+      double s = 0;
+      for (int64_t j = 0; j < c; ++j) s += std::exp(z[j] - m);
+      loss += (std::log(s) - (z[y[r]] - m)) / rows;
+      for (int64_t j = 0; j < c; ++j) {
+        dz[r * c + j] = (std::exp(z[j] - m) / s - (j == y[r] ? 1.0 : 0.0)) / rows;
+      }
+    }
+    if (grads == nullptr) return loss;
+    *grads = *this;
+    for (std::size_t l = layers; l-- > 0;) {
+      const int64_t in = widths[l], out = widths[l + 1];
+      if (l + 1 < layers) {  // through the activation and LayerNorm: dz holds d(activation out)
+        std::vector<double> dn(rows * out), dpre(rows * out);
+        for (int64_t i = 0; i < rows * out; ++i) dn[i] = dz[i] * dact(normed[l][i], gelu);
+        for (int64_t j = 0; j < out; ++j) {
+          double dg = 0, db = 0;
+          for (int64_t r = 0; r < rows; ++r) {
+            dg += dn[r * out + j] * xhat[l][r * out + j];
+            db += dn[r * out + j];
+          }
+          grads->gamma[l][j] = dg;
+          grads->beta[l][j] = db;
+        }
+        for (int64_t r = 0; r < rows; ++r) {
+          double mg = 0, mgx = 0;
+          for (int64_t j = 0; j < out; ++j) {
+            const double g = dn[r * out + j] * gamma[l][j];
+            mg += g / out;
+            mgx += g * xhat[l][r * out + j] / out;
+          }
+          for (int64_t j = 0; j < out; ++j) {
+            const double g = dn[r * out + j] * gamma[l][j];
+            dpre[r * out + j] = rstd[l][r] * (g - mg - xhat[l][r * out + j] * mgx);
+          }
+        }
+        dz = dpre;
+      }
+      for (int64_t i = 0; i < in; ++i) {
+        for (int64_t j = 0; j < out; ++j) {
+          double s = 0;
+          for (int64_t r = 0; r < rows; ++r) s += h[l][r * in + i] * dz[r * out + j];
+          grads->w[l][i * out + j] = s;
+        }
+      }
+      for (int64_t j = 0; j < out; ++j) {
+        double s = 0;
+        for (int64_t r = 0; r < rows; ++r) s += dz[r * out + j];
+        grads->b[l][j] = s;
+      }
+      std::vector<double> dh(rows * in, 0.0);
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t i = 0; i < in; ++i) {
+          double s = 0;
+          for (int64_t j = 0; j < out; ++j) s += dz[r * out + j] * w[l][i * out + j];
+          dh[r * in + i] = s;
+        }
+      }
+      dz = dh;
+    }
+    return loss;
+  }
+};
+
+std::vector<double> as_doubles(const detail::Buffer& buf) {
+  std::vector<double> v(static_cast<std::size_t>(buf.numel()));
+  for (int64_t i = 0; i < buf.numel(); ++i) v[i] = load_as_float(buf.dtype(), buf.data(), i);
+  return v;
+}
+
+void expect_close(const detail::Buffer& got, const std::vector<double>& want,
+                  const std::string& what, double rel) {
+  double scale = 0;
+  for (double v : want) scale = std::max(scale, std::fabs(v));
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    EXPECT_NEAR(load_as_float(got.dtype(), got.data(), i), want[i], rel * scale + 1e-9)
+        << what << "[" << i << "]";
+  }
+}
+
+class TrainBackward : public ::testing::TestWithParam<Activation> {};
+
+TEST_P(TrainBackward, MatchesFp64AndFiniteDifferences) {
+  const std::vector<int64_t> widths{5, 7, 6, 3};
+  const int64_t rows = 4;
+  detail::Mlp model(widths, GetParam(), detail::precision_of(Mode::kFp32), Optimizer::kAdamW, 3);
+  // LayerNorm weight and bias away from 1 and 0, so that their gradients matter.
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (auto& p : model.params()) {
+    if (p.name.rfind("layernorm", 0) == 0) {
+      for (int64_t i = 0; i < p.var.numel(); ++i) p.var.f32()[i] += 0.5f * dist(rng);
+    }
+  }
+  std::vector<float> x(rows * widths[0]);
+  for (float& v : x) v = 2.0f * dist(rng);
+  const std::vector<int32_t> y{0, 2, 1, 2};
+  ASSERT_TRUE(model.forward(x.data(), rows).ok());
+  double loss = 0;
+  int64_t correct = 0;
+  ASSERT_TRUE(model.loss(y.data(), rows, 1.0f, true, &loss, &correct).ok());
+  ASSERT_TRUE(model.backward().ok());
+
+  Ref ref;
+  ref.widths = widths;
+  ref.gelu = GetParam() == Activation::kGelu;
+  for (const auto& layer : model.layers()) {
+    if (layer.kind == detail::LayerKind::kLinear) {
+      ref.w.push_back(as_doubles(model.params()[layer.weight].var));
+      ref.b.push_back(as_doubles(model.params()[layer.bias].var));
+    } else if (layer.kind == detail::LayerKind::kLayerNorm) {
+      ref.gamma.push_back(as_doubles(model.params()[layer.weight].var));
+      ref.beta.push_back(as_doubles(model.params()[layer.bias].var));
+    }
+  }
+  const std::vector<double> x64(x.begin(), x.end());
+  Ref g;
+  const double loss64 = ref.run(x64, y, rows, &g);
+  EXPECT_NEAR(loss, loss64, 1e-5 * std::fabs(loss64));
+
+  std::size_t li = 0, ni = 0;
+  for (const auto& layer : model.layers()) {
+    if (layer.kind == detail::LayerKind::kLinear) {
+      expect_close(model.params()[layer.weight].grad, g.w[li], layer.name + ".weight", 1e-4);
+      expect_close(model.params()[layer.bias].grad, g.b[li], layer.name + ".bias", 1e-4);
+      ++li;
+    } else if (layer.kind == detail::LayerKind::kLayerNorm) {
+      expect_close(model.params()[layer.weight].grad, g.gamma[ni], layer.name + ".weight", 1e-4);
+      expect_close(model.params()[layer.bias].grad, g.beta[ni], layer.name + ".bias", 1e-4);
+      ++ni;
+    }
+  }
+
+  // The fp64 reference itself against central differences.
+  auto fd = [&](std::vector<double>& v, std::size_t i) {
+    const double h = 1e-6, keep = v[i];
+    v[i] = keep + h;
+    const double up = ref.run(x64, y, rows, nullptr);
+    v[i] = keep - h;
+    const double down = ref.run(x64, y, rows, nullptr);
+    v[i] = keep;
+    return (up - down) / (2 * h);
+  };
+  for (std::size_t l = 0; l < ref.w.size(); ++l) {
+    for (std::size_t i = 0; i < ref.w[l].size(); i += 3) {
+      EXPECT_NEAR(fd(ref.w[l], i), g.w[l][i], 1e-7) << "w" << l << "[" << i << "]";
+    }
+    for (std::size_t i = 0; i < ref.b[l].size(); ++i) {
+      EXPECT_NEAR(fd(ref.b[l], i), g.b[l][i], 1e-7) << "b" << l << "[" << i << "]";
+    }
+  }
+  for (std::size_t l = 0; l < ref.gamma.size(); ++l) {
+    for (std::size_t i = 0; i < ref.gamma[l].size(); ++i) {
+      EXPECT_NEAR(fd(ref.gamma[l], i), g.gamma[l][i], 1e-7) << "gamma" << l << "[" << i << "]";
+      EXPECT_NEAR(fd(ref.beta[l], i), g.beta[l][i], 1e-7) << "beta" << l << "[" << i << "]";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Activations, TrainBackward,
+                         ::testing::Values(Activation::kRelu, Activation::kGelu));
+
+// ---- Data -----------------------------------------------------------------------------------
+
+class TrainData : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("mantissa_test_train_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& text) {
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path, std::ios::binary) << text;
+    return path;
+  }
+  // The load must fail, name "<path>:<line>:<column>:" and leave the output untouched.
+  void expect_refused(const std::string& text, const std::string& where, const std::string& what) {
+    const std::string path = write("bad.csv", text);
+    Dataset d;
+    d.source = "untouched";
+    const Status st = load_dataset({.spec = path}, &d);
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.code(), StatusCode::kParamInvalid);
+    EXPECT_NE(st.message().find(path + ":" + where + ":"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find(what), std::string::npos) << st.message();
+    EXPECT_EQ(d.source, "untouched");
+    EXPECT_TRUE(d.x_train.empty());
+  }
+  std::filesystem::path dir_;
+};
+
+std::string rows_csv(int64_t rows, int classes) {
+  std::string s;
+  for (int64_t r = 0; r < rows; ++r) {
+    s += std::to_string(r % 7) + "," + std::to_string(0.5 * r) + "," + std::to_string(r % classes) +
+         "\n";
+  }
+  return s;
+}
+
+TEST_F(TrainData, MalformedFilesAreRefusedWithLineAndColumn) {
+  expect_refused("1,2,0\n1,2,1\n3,x,0\n", "3:2", "not a finite number: 'x'");
+  expect_refused("1,2,0\n1,2,3,1\n", "2:4", "expected 3 columns, found 4");
+  expect_refused("1,2,0\n1,1\n", "2:3", "expected 3 columns, found 2");
+  expect_refused("f1,f2,label\n1,2,0\n1,2,1.5\n", "3:3", "the label must be an integer");
+  expect_refused("1,2,0\n1,nan,1\n", "2:2", "not a finite number");
+  expect_refused("1,2,0\n1,2,-1\n", "2:3", "the label must be an integer");
+  Dataset d;
+  EXPECT_FALSE(load_dataset({.spec = (dir_ / "missing.csv").string()}, &d).ok());
+  EXPECT_FALSE(load_dataset({.spec = "synthetic:x"}, &d).ok());
+  // One row per class: nothing left to train on.
+  const Status few = load_dataset({.spec = write("few.csv", "1,2,0\n3,4,1\n")}, &d);
+  EXPECT_FALSE(few.ok());
+  EXPECT_NE(few.message().find("too few rows"), std::string::npos) << few.message();
+}
+
+TEST_F(TrainData, HeaderGzipSplitAndScaling) {
+  const std::string text = "a,b,label\n" + rows_csv(100, 3);
+  const std::string plain = write("plain.csv", text);
+  const std::string gz = (dir_ / "packed.csv.gz").string();
+  gzFile f = gzopen(gz.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(gzwrite(f, text.data(), static_cast<unsigned>(text.size())),
+            static_cast<int>(text.size()));
+  gzclose(f);
+  Dataset a, b;
+  ASSERT_TRUE(load_dataset({.spec = plain, .test_fraction = 0.2, .seed = 9}, &a).ok());
+  ASSERT_TRUE(load_dataset({.spec = gz, .test_fraction = 0.2, .seed = 9}, &b).ok());
+  EXPECT_EQ(a.x_train, b.x_train);
+  EXPECT_EQ(a.y_test, b.y_test);
+  EXPECT_EQ(a.features, 2);
+  EXPECT_EQ(a.classes, 3);
+  // Stratified: round(n_c * 0.2) test rows per class (34, 33, 33 rows: 7, 7, 7).
+  std::vector<int> test_per_class(3, 0);
+  for (int32_t y : a.y_test) ++test_per_class[y];
+  EXPECT_EQ(test_per_class, (std::vector<int>{7, 7, 7}));
+  EXPECT_EQ(a.train_rows() + a.test_rows(), 100);
+  // Standardised with the training split: mean 0 and deviation 1 there.
+  for (int64_t c = 0; c < a.features; ++c) {
+    double s = 0, ss = 0;
+    for (int64_t r = 0; r < a.train_rows(); ++r) s += a.x_train[r * a.features + c];
+    const double mean = s / a.train_rows();
+    for (int64_t r = 0; r < a.train_rows(); ++r) {
+      ss += (a.x_train[r * a.features + c] - mean) * (a.x_train[r * a.features + c] - mean);
+    }
+    EXPECT_NEAR(mean, 0.0, 1e-6);
+    EXPECT_NEAR(std::sqrt(ss / a.train_rows()), 1.0, 1e-5);
+  }
+  // Another seed, another split.
+  Dataset c;
+  ASSERT_TRUE(load_dataset({.spec = plain, .test_fraction = 0.2, .seed = 10}, &c).ok());
+  EXPECT_NE(a.x_test, c.x_test);
+}
+
+// ---- Whole runs ---------------------------------------------------------------------------
+
+TrainOptions small_options() {
+  TrainOptions o;
+  o.hidden = {24, 16};
+  o.epochs = 3;
+  o.batch_size = 32;
+  o.seed = 11;
+  o.lr = 0.01f;
+  return o;
+}
+
+TEST(TrainRun, EveryModeLearnsAndIsReproducibleAcrossThreadsAndTargets) {
+  ThreadCountGuard guard;
+  Dataset data;
+  ASSERT_TRUE(load_dataset({.spec = "synthetic:320", .seed = 4}, &data).ok());
+  ASSERT_EQ(data.classes, 4);
+  const TrainOptions o = small_options();
+  for (Mode mode : all_modes()) {
+    SCOPED_TRACE(mode_name(mode));
+    ModeResult first;
+    ASSERT_TRUE(train_model(data, mode, o, {}, &first).ok());
+    EXPECT_GE(first.test_accuracy, 0.95);
+    EXPECT_EQ(first.epochs.size(), 3u);
+    EXPECT_LT(first.epochs.back().train_loss, first.epochs.front().train_loss);
+    EXPECT_EQ(first.digest.size(), 16u);
+    EXPECT_GT(first.state_bytes, 0);
+    for_each_target([&](const std::string&) {
+      for (int threads : {1, 2}) {
+        ASSERT_TRUE(set_num_threads(threads).ok());
+        ModeResult again;
+        ASSERT_TRUE(train_model(data, mode, o, {}, &again).ok());
+        EXPECT_EQ(again.digest, first.digest) << threads << " threads";
+        EXPECT_EQ(again.test_loss, first.test_loss);
+      }
+    });
+    TrainOptions other = o;
+    other.seed = 12;
+    ModeResult different;
+    ASSERT_TRUE(train_model(data, mode, other, {}, &different).ok());
+    EXPECT_NE(different.digest, first.digest);
+  }
+}
+
+TEST(TrainRun, OptimizersActivationsAndClipping) {
+  Dataset data;
+  ASSERT_TRUE(load_dataset({.spec = "synthetic:256", .seed = 2}, &data).ok());
+  for (Optimizer opt : {Optimizer::kAdamW, Optimizer::kAdam, Optimizer::kSgd}) {
+    for (Activation act : {Activation::kRelu, Activation::kGelu}) {
+      TrainOptions o = small_options();
+      o.optimizer = opt;
+      o.activation = act;
+      if (opt == Optimizer::kSgd) o.lr = 0.1f;
+      o.clip = 0.5;
+      SCOPED_TRACE(std::string(optimizer_name(opt)) + " " + activation_name(act));
+      ModeResult r;
+      ASSERT_TRUE(train_model(data, Mode::kBf16Amp, o, {}, &r).ok());
+      EXPECT_GE(r.test_accuracy, 0.9);
+    }
+  }
+  TrainOptions bad = small_options();
+  bad.batch_size = 0;
+  ModeResult r;
+  EXPECT_FALSE(train_model(data, Mode::kFp32, bad, {}, &r).ok());
+}
+
+}  // namespace
+}  // namespace mantissa::train

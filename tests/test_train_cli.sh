@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# mantissa train end to end: malformed data refused with line and column, the JSONL/CSV/SVG
+# outputs, the same digests for 1 and 2 threads and every SIMD target, and a short digits run
+# that reaches a stated accuracy.
+set -euo pipefail
+tool="${MANTISSA_BINARY_DIR:?MANTISSA_BINARY_DIR must name the build directory}/mantissa"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# ---- Malformed files: exit status 1, "<file>:<line>:<column>: ..." on stderr, nothing trained.
+refused() {  # refused NAME CONTENT EXPECTED-LOCATION EXPECTED-TEXT
+  printf '%b' "$2" > "$work/$1"
+  if "$tool" train --data "$work/$1" --epochs 1 > "$work/out.txt" 2> "$work/err.txt"; then
+    fail "$1 was accepted"
+  fi
+  grep -qF "$work/$1:$3: $4" "$work/err.txt" || { cat "$work/err.txt"; fail "$1: message"; }
+  ! grep -q "epoch" "$work/out.txt" || fail "$1: training started"
+}
+refused bad_number.csv '1,2,0\n1,2,1\n1,2e,0\n' 3:2 "not a finite number: '2e'"
+refused columns.csv 'x,y,label\n1,2,0\n1,2,1\n4,5,6,1\n' 4:4 "expected 3 columns, found 4"
+refused label.csv '1,2,0\n1,2,0.5\n' 2:3 "the label must be an integer"
+
+# ---- Unknown mode: a usage error.
+if "$tool" train --data synthetic:64 --precision fp8 --epochs 1 > /dev/null 2> "$work/err.txt"; then
+  fail "unknown mode accepted"
+fi
+grep -q "unknown precision mode 'fp8'" "$work/err.txt" || fail "unknown mode message"
+
+# ---- Every mode, outputs, and the digests for threads and targets.
+run() {  # run OUTPUT-PREFIX [env...]
+  local prefix="$1"
+  shift
+  env "$@" "$tool" train --data synthetic:400 --compare --epochs 2 --hidden 32,16 --batch-size 32 \
+    --lr 0.01 --seed 3 --log "$prefix.jsonl" --csv "$prefix.csv" --plot "$prefix.svg" \
+    > "$prefix.out" 2>&1 || { cat "$prefix.out"; fail "run $prefix ($*)"; }
+}
+digests() { grep '"event":"final"' "$1" | sed 's/.*"digest":"\([0-9a-f]*\)".*/\1/'; }
+run "$work/t2" MANTISSA_NUM_THREADS=2
+[ "$(grep -c '"event":"final"' "$work/t2.jsonl")" -eq 7 ] || fail "7 final records expected"
+/usr/bin/python3 - "$work/t2.jsonl" "$work/t2.csv" "$work/t2.svg" <<'PY' || fail "outputs"
+import csv, json, sys
+finals = [json.loads(l) for l in open(sys.argv[1]) if '"final"' in l]
+modes = [f["mode"] for f in finals]
+assert modes == ["fp32", "fp16-amp", "bf16-amp", "bf16-pure", "bf16-kahan", "bf16-sr",
+                 "fp16-noscale"], modes
+for f in finals:
+    for key in ("epochs", "test_accuracy", "test_loss", "skipped_steps", "digest"):
+        assert key in f, (key, f)
+    assert f["epochs"] == 2 and len(f["digest"]) == 16 and f["test_accuracy"] >= 0.9, f
+rows = list(csv.DictReader(open(sys.argv[2])))
+assert len(rows) == 14 and {r["mode"] for r in rows} == set(modes), len(rows)
+svg = open(sys.argv[3]).read()
+assert svg.startswith("<svg") and svg.count("<polyline") == 14, svg.count("<polyline")
+PY
+# Distinct modes give distinct weights.
+[ "$(digests "$work/t2.jsonl" | sort -u | wc -l)" -eq 7 ] || fail "modes share a digest"
+run "$work/t1" MANTISSA_NUM_THREADS=1
+[ "$(digests "$work/t1.jsonl")" = "$(digests "$work/t2.jsonl")" ] || fail "1 vs 2 threads"
+run "$work/again" MANTISSA_NUM_THREADS=2
+[ "$(digests "$work/again.jsonl")" = "$(digests "$work/t2.jsonl")" ] || fail "run to run"
+targets="$("$tool" info | sed -n 's/^available targets: *//p')"
+for target in $targets; do
+  run "$work/$target" MANTISSA_SIMD_TARGET="$target" MANTISSA_NUM_THREADS=2
+  [ "$(digests "$work/$target.jsonl")" = "$(digests "$work/t2.jsonl")" ] ||
+    fail "digests differ under MANTISSA_SIMD_TARGET=$target"
+done
+
+# ---- An exploding run under fp16-amp: overflowing steps are skipped, the scale backs off, the
+# anomaly detector's findings reach the log and (severity >= 7) the screen.
+"$tool" train --data synthetic:400 --precision fp16-amp --lr 3 --epochs 2 --hidden 32,16 \
+  --batch-size 32 --seed 3 --log "$work/boom.jsonl" > /dev/null 2> "$work/boom.err" ||
+  fail "exploding run failed"
+grep -q "nan_inf (severity" "$work/boom.err" || { cat "$work/boom.err"; fail "finding not shown"; }
+/usr/bin/python3 - "$work/boom.jsonl" <<'PY' || fail "exploding run's log"
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1])]
+final = [r for r in records if r["event"] == "final"][0]
+findings = [r for r in records if r["event"] == "finding"]
+epochs = [r for r in records if r["event"] == "epoch"]
+assert final["skipped_steps"] >= 1 and final["skipped_steps"] == final["overflow_steps"], final
+assert len(findings) >= final["skipped_steps"], len(findings)
+assert all(f["pattern"] == "nan_inf" and f["severity"] >= 7 for f in findings), findings[0]
+assert epochs[-1]["loss_scale"] < 65536, epochs[-1]
+PY
+
+# ---- The digits set (when python3-sklearn is installed): 5 epochs of fp32 reach 95%.
+if "$tool" train --epochs 5 --precision fp32 --log "$work/digits.jsonl" > "$work/digits.out" 2>&1; then
+  /usr/bin/python3 - "$work/digits.jsonl" <<'PY' || { cat "$work/digits.out"; fail "digits accuracy"; }
+import json, sys
+final = [json.loads(l) for l in open(sys.argv[1]) if '"final"' in l][0]
+assert final["test_accuracy"] >= 0.95, final
+PY
+elif grep -q "digits set .* was not found" "$work/digits.out"; then
+  echo "train: digits set not installed, its check skipped"
+else
+  cat "$work/digits.out"
+  fail "digits run"
+fi
+echo "train: all checks passed ($(echo $targets | wc -w) targets)"

@@ -1,0 +1,443 @@
+// `mantissa train`: trains the MLP on a data set in one or several precision modes, with a
+// progress bar on a terminal (plain per-epoch lines otherwise), a JSONL log, a CSV, an SVG of
+// the loss and accuracy curves, and with --compare a final side-by-side table. See
+// docs/training.md.
+#include "mantissa/train_command.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "mantissa/runtime.h"
+#include "mantissa/train.h"
+
+namespace mantissa::tool {
+namespace {
+
+namespace tr = mantissa::train;
+
+struct Options {
+  std::string data, precision = "fp32", optimizer = "adamw", activation = "relu";
+  std::string hidden = "256,256", log_path, csv_path, plot_path;
+  bool compare = false;
+  int epochs = 30;
+  int64_t batch_size = 64;
+  double lr = 0.0;             // 0: the optimizer's default
+  double weight_decay = -1.0;  // < 0: 0.01 for AdamW, 0 otherwise
+  double clip = 0.0;
+  double test_fraction = 0.2;
+  uint64_t seed = 0;
+  int show_severity = 7;
+};
+
+nlohmann::json number(double v) {
+  if (std::isfinite(v)) return v;
+  return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, sep);) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+// The curves of every mode in one picture: test loss (log scale) on the left, test accuracy on
+// the right, one colour per mode.
+std::string svg_plot(const std::vector<tr::ModeResult>& results, const std::string& title) {
+  static const char* kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
+                                   "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+  constexpr double kW = 420, kH = 300, kLeft = 60, kTop = 40, kGap = 90;
+  int max_epoch = 1;
+  double lo = INFINITY, hi = -INFINITY, acc_lo = 1.0;
+  for (const auto& r : results) {
+    for (const auto& e : r.epochs) {
+      max_epoch = std::max(max_epoch, e.epoch);
+      if (std::isfinite(e.test_loss) && e.test_loss > 0) {
+        lo = std::min(lo, e.test_loss);
+        hi = std::max(hi, e.test_loss);
+      }
+      if (std::isfinite(e.test_accuracy)) acc_lo = std::min(acc_lo, e.test_accuracy);
+    }
+  }
+  if (!(lo < hi)) lo = 1e-3, hi = 10;
+  const double llo = std::floor(std::log10(lo)), lhi = std::ceil(std::log10(hi));
+  std::string s = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
+      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" "
+      "fill=\"white\"/>\n<text x=\"{}\" y=\"20\" font-size=\"14\">{}</text>\n",
+      kLeft + 2 * kW + kGap + 150, kTop + kH + 50, kLeft, title);
+  auto panel = [&](double x0, const std::string& label, auto y_of, const std::vector<double>& ticks,
+                   auto tick_label, auto value_of) {
+    s += fmt::format(
+        "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#444\"/>\n", x0,
+        kTop, kW, kH);
+    s += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", x0, kTop - 6, label);
+    for (double t : ticks) {
+      const double y = kTop + kH * (1.0 - y_of(t));
+      s += fmt::format(
+          "<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/><text x=\"{}\" "
+          "y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n",
+          x0, x0 + kW, y, y, x0 - 4, y + 4, tick_label(t));
+    }
+    for (int e = 0; e <= max_epoch; e += std::max(1, max_epoch / 6)) {
+      const double x = x0 + kW * e / max_epoch;
+      s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x,
+                       kTop + kH + 16, e);
+    }
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">epoch</text>\n", x0 + kW / 2,
+                     kTop + kH + 34);
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      std::string points;
+      for (const auto& e : results[i].epochs) {
+        const double v = value_of(e);
+        if (!std::isfinite(v)) continue;
+        const double f = std::clamp(y_of(v), 0.0, 1.0);
+        points += fmt::format("{:.1f},{:.1f} ", x0 + kW * e.epoch / max_epoch, kTop + kH * (1 - f));
+      }
+      s += fmt::format(
+          "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.6\" points=\"{}\"/>\n",
+          kColours[i % 8], points);
+    }
+  };
+  std::vector<double> loss_ticks;
+  for (double p = llo; p <= lhi; p += 1) loss_ticks.push_back(std::pow(10.0, p));
+  panel(
+      kLeft, "test loss (log scale)",
+      [&](double v) { return v > 0 ? (std::log10(v) - llo) / (lhi - llo) : 0.0; }, loss_ticks,
+      [](double t) { return fmt::format("{:g}", t); },
+      [](const tr::EpochRecord& e) { return e.test_loss; });
+  // Accuracy from the lowest value seen (rounded down to 5%) to 100%.
+  const double acc_floor = std::min(0.95, std::floor(acc_lo * 20.0) / 20.0);
+  std::vector<double> acc_ticks;
+  for (int i = 0; i <= 5; ++i) acc_ticks.push_back(acc_floor + (1.0 - acc_floor) * i / 5.0);
+  panel(
+      kLeft + kW + kGap, "test accuracy",
+      [&](double v) { return (v - acc_floor) / (1.0 - acc_floor); }, acc_ticks,
+      [](double t) { return fmt::format("{:.1f}%", 100 * t); },
+      [](const tr::EpochRecord& e) { return e.test_accuracy; });
+  const double lx = kLeft + 2 * kW + kGap + 15;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const double y = kTop + 10 + 20.0 * i;
+    s += fmt::format(
+        "<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"3\"/><text "
+        "x=\"{}\" y=\"{}\">{}</text>\n",
+        lx, lx + 20, y, y, kColours[i % 8], lx + 26, y + 4, tr::mode_name(results[i].mode));
+  }
+  s += "</svg>\n";
+  return s;
+}
+
+std::string human_bytes(int64_t b) {
+  if (b >= 1 << 20) return fmt::format("{:.2f} MiB", b / 1048576.0);
+  return fmt::format("{:.1f} KiB", b / 1024.0);
+}
+
+int run(const Options& o) {
+  // ---- Arguments --------------------------------------------------------------------------
+  std::vector<tr::Mode> modes;
+  if (o.compare) {
+    modes.assign(tr::all_modes().begin(), tr::all_modes().end());
+  } else {
+    for (const std::string& name : split(o.precision, ',')) {
+      const auto m = tr::mode_from_name(name);
+      if (!m) {
+        std::string known;
+        for (tr::Mode k : tr::all_modes())
+          known += std::string(known.empty() ? "" : ", ") + tr::mode_name(k);
+        fmt::print(stderr, "mantissa train: unknown precision mode '{}' ({})\n", name, known);
+        return 2;
+      }
+      modes.push_back(*m);
+    }
+    if (modes.empty()) {
+      fmt::print(stderr, "mantissa train: --precision names no mode\n");
+      return 2;
+    }
+  }
+  tr::TrainOptions to;
+  to.hidden.clear();
+  for (const std::string& w : split(o.hidden, ',')) {
+    char* end = nullptr;
+    const long long v = std::strtoll(w.c_str(), &end, 10);
+    if (*end != '\0' || v <= 0 || v > 65536) {
+      fmt::print(stderr, "mantissa train: --hidden: '{}' is not a width in [1, 65536]\n", w);
+      return 2;
+    }
+    to.hidden.push_back(v);
+  }
+  to.activation = o.activation == "gelu" ? tr::Activation::kGelu : tr::Activation::kRelu;
+  to.optimizer = o.optimizer == "sgd"    ? tr::Optimizer::kSgd
+                 : o.optimizer == "adam" ? tr::Optimizer::kAdam
+                                         : tr::Optimizer::kAdamW;
+  to.epochs = o.epochs;
+  to.batch_size = o.batch_size;
+  if (o.lr > 0) to.lr = static_cast<float>(o.lr);
+  to.weight_decay = static_cast<float>(
+      o.weight_decay >= 0 ? o.weight_decay : (to.optimizer == tr::Optimizer::kAdamW ? 0.01 : 0.0));
+  to.clip = o.clip;
+  to.seed = o.seed;
+
+  // ---- Data ---------------------------------------------------------------------------------
+  tr::Dataset data;
+  if (Status st = tr::load_dataset(
+          {.spec = o.data, .test_fraction = o.test_fraction, .seed = o.seed}, &data);
+      !st.ok()) {
+    fmt::print(stderr, "mantissa train: {}\n", st.message());
+    return 1;
+  }
+  std::string widths = std::to_string(data.features);
+  for (int64_t w : to.hidden) widths += "-" + std::to_string(w);
+  widths += "-" + std::to_string(data.classes);
+  const float lr = to.lr.value_or(to.optimizer == tr::Optimizer::kSgd ? 0.05f : 1e-3f);
+  fmt::print(
+      "data {}: {} train / {} test rows, {} features, {} classes\nmodel {} ({}), {} lr {:g} "
+      "weight decay {:g}{}, batch {}, {} epochs, seed {}, {} threads, SIMD {}\n",
+      data.source, data.train_rows(), data.test_rows(), data.features, data.classes, widths,
+      tr::activation_name(to.activation), tr::optimizer_name(to.optimizer), lr, to.weight_decay,
+      to.clip > 0 ? fmt::format(", clip {:g}", to.clip) : std::string(), to.batch_size, to.epochs,
+      to.seed, num_threads(), simd_target());
+
+  std::ofstream log, csv;
+  if (!o.log_path.empty()) {
+    log.open(o.log_path, std::ios::binary);
+    if (!log) {
+      fmt::print(stderr, "mantissa train: cannot write {}\n", o.log_path);
+      return 1;
+    }
+  }
+  if (!o.csv_path.empty()) {
+    csv.open(o.csv_path, std::ios::binary);
+    if (!csv) {
+      fmt::print(stderr, "mantissa train: cannot write {}\n", o.csv_path);
+      return 1;
+    }
+    csv << "mode,epoch,train_loss,train_accuracy,test_loss,test_accuracy,loss_scale,"
+           "skipped_steps,overflow_steps,findings,grad_underflow,stalled_updates,seconds\n";
+  }
+  const bool tty = isatty(STDERR_FILENO) != 0;
+
+  // ---- Runs ---------------------------------------------------------------------------------
+  std::vector<tr::ModeResult> results;
+  for (tr::Mode mode : modes) {
+    const std::string name = tr::mode_name(mode);
+    if (log.is_open()) {
+      log << nlohmann::json{{"event", "start"},
+                            {"mode", name},
+                            {"data", data.source},
+                            {"train_rows", data.train_rows()},
+                            {"test_rows", data.test_rows()},
+                            {"widths", widths},
+                            {"activation", tr::activation_name(to.activation)},
+                            {"optimizer", tr::optimizer_name(to.optimizer)},
+                            {"lr", lr},
+                            {"weight_decay", to.weight_decay},
+                            {"clip", to.clip},
+                            {"batch_size", to.batch_size},
+                            {"epochs", to.epochs},
+                            {"seed", to.seed},
+                            {"threads", num_threads()},
+                            {"simd_target", simd_target()}}
+                 .dump()
+          << "\n";
+    }
+    if (!tty) fmt::print("== {}\n", name);
+    std::map<std::string, int64_t> shown;  // findings printed per pattern
+    tr::TrainCallbacks cb;
+    cb.on_step = [&](const tr::StepProgress& p) {
+      if (!tty) return;
+      const int width = 24;
+      const int64_t total = static_cast<int64_t>(to.epochs) * p.steps_per_epoch;
+      const int64_t done = static_cast<int64_t>(p.epoch - 1) * p.steps_per_epoch + p.step;
+      const int filled = static_cast<int>(width * done / std::max<int64_t>(1, total));
+      fmt::print(stderr,
+                 "\r{:<13}[{}{}] epoch {}/{} step {}/{} loss {:.4f} acc {:5.1f}% scale {:g} "
+                 "skipped {}\033[K",
+                 name, std::string(filled, '#'), std::string(width - filled, '.'), p.epoch,
+                 to.epochs, p.step, p.steps_per_epoch, p.loss, 100 * p.running_accuracy,
+                 p.loss_scale, p.skipped_steps);
+    };
+    cb.on_epoch = [&](const tr::EpochRecord& e) {
+      if (!tty) {
+        fmt::print(
+            "{:<13} epoch {:>3}  train loss {:.4f} acc {:6.2f}%  test loss {:.4f} acc {:6.2f}%  "
+            "scale {:g}  skipped {}  {:.3f} s\n",
+            name, e.epoch, e.train_loss, 100 * e.train_accuracy, e.test_loss, 100 * e.test_accuracy,
+            e.loss_scale, e.skipped_steps, e.seconds);
+      }
+      if (log.is_open()) {
+        log << nlohmann::json{{"event", "epoch"},
+                              {"mode", name},
+                              {"epoch", e.epoch},
+                              {"train_loss", number(e.train_loss)},
+                              {"train_accuracy", e.train_accuracy},
+                              {"test_loss", number(e.test_loss)},
+                              {"test_accuracy", e.test_accuracy},
+                              {"loss_scale", e.loss_scale},
+                              {"skipped_steps", e.skipped_steps},
+                              {"overflow_steps", e.overflow_steps},
+                              {"findings", e.findings},
+                              {"grad_underflow", e.grad_underflow},
+                              {"stalled_updates", e.stalled_updates},
+                              {"seconds", e.seconds}}
+                   .dump()
+            << "\n";
+      }
+      if (csv.is_open()) {
+        csv << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", name, e.epoch, e.train_loss,
+                           e.train_accuracy, e.test_loss, e.test_accuracy, e.loss_scale,
+                           e.skipped_steps, e.overflow_steps, e.findings, e.grad_underflow,
+                           e.stalled_updates, e.seconds);
+      }
+    };
+    cb.on_anomaly = [&](int epoch, int64_t step, const amp::AnomalyReport& report) {
+      for (const amp::Finding& f : report.findings) {
+        if (log.is_open()) {
+          log << nlohmann::json{{"event", "finding"},
+                                {"mode", name},
+                                {"epoch", epoch},
+                                {"step", step},
+                                {"pattern", f.pattern},
+                                {"severity", f.severity},
+                                {"root_cause", f.root_cause},
+                                {"tensor", f.tensor},
+                                {"count", f.count},
+                                {"first_index", f.first_index},
+                                {"actions", f.actions}}
+                     .dump()
+              << "\n";
+        }
+        // The first finding of each pattern at or above the threshold goes to the screen.
+        if (f.severity >= o.show_severity && shown[f.pattern]++ == 0) {
+          fmt::print(stderr, "{}{} epoch {} step {}: {} (severity {}): {}{}\n",
+                     tty ? "\r\033[K" : "", name, epoch, step, f.pattern, f.severity, f.root_cause,
+                     f.tensor.empty() ? "" : " [" + f.tensor + "]");
+        }
+      }
+    };
+    tr::ModeResult r;
+    if (Status st = tr::train_model(data, mode, to, cb, &r); !st.ok()) {
+      if (tty) fmt::print(stderr, "\r\033[K");
+      fmt::print(stderr, "mantissa train: {}: {}\n", name, st.message());
+      return 1;
+    }
+    if (tty) fmt::print(stderr, "\r\033[K");
+    for (const auto& [pattern, count] : shown) {
+      if (count > 1)
+        fmt::print(stderr, "{}: {} more {} findings (see the log)\n", name, count - 1, pattern);
+    }
+    fmt::print(
+        "{:<13} final: test acc {:.2f}%  test loss {:.4f}  skipped {}  overflow {}  {:.3f} "
+        "s/epoch  digest {}\n",
+        name, 100 * r.test_accuracy, r.test_loss, r.skipped_steps, r.overflow_steps,
+        r.seconds_per_epoch, r.digest);
+    if (log.is_open()) {
+      log << nlohmann::json{{"event", "final"},
+                            {"mode", name},
+                            {"epochs", to.epochs},
+                            {"test_accuracy", r.test_accuracy},
+                            {"test_loss", number(r.test_loss)},
+                            {"skipped_steps", r.skipped_steps},
+                            {"overflow_steps", r.overflow_steps},
+                            {"findings", r.findings},
+                            {"grad_underflow", r.grad_underflow},
+                            {"stalled_updates", r.stalled_updates},
+                            {"seconds_per_epoch", r.seconds_per_epoch},
+                            {"state_bytes", r.state_bytes},
+                            {"digest", r.digest}}
+                 .dump()
+          << "\n";
+      log.flush();
+    }
+    results.push_back(std::move(r));
+  }
+
+  // ---- Summary ------------------------------------------------------------------------------
+  if (results.size() > 1) {
+    fmt::print("\n{:<13} {:>9} {:>10} {:>8} {:>9} {:>10} {:>8} {:>8} {:>11}  {}\n", "mode",
+               "test acc", "test loss", "skipped", "overflow", "underflow", "stalled", "s/epoch",
+               "state", "digest");
+    for (const auto& r : results) {
+      fmt::print("{:<13} {:>8.2f}% {:>10.4f} {:>8} {:>9} {:>9.3f}% {:>7.2f}% {:>8.3f} {:>11}  {}\n",
+                 tr::mode_name(r.mode), 100 * r.test_accuracy, r.test_loss, r.skipped_steps,
+                 r.overflow_steps, 100 * r.grad_underflow, 100 * r.stalled_updates,
+                 r.seconds_per_epoch, human_bytes(r.state_bytes), r.digest);
+    }
+    fmt::print(
+        "underflow: gradient values nonzero in fp32 and zero in the mode's 16-bit dtype; stalled: "
+        "weights an applied step left unchanged\n");
+  }
+  if (!o.plot_path.empty()) {
+    std::ofstream plot(o.plot_path, std::ios::binary);
+    plot << svg_plot(results, fmt::format("mantissa train: {} {}, {}, batch {}", data.source,
+                                          widths, tr::optimizer_name(to.optimizer), to.batch_size));
+    if (!plot) {
+      fmt::print(stderr, "mantissa train: cannot write {}\n", o.plot_path);
+      return 1;
+    }
+  }
+  if (csv.is_open() && !csv.flush()) {
+    fmt::print(stderr, "mantissa train: cannot write {}\n", o.csv_path);
+    return 1;
+  }
+  if (log.is_open() && !log.flush()) {
+    fmt::print(stderr, "mantissa train: cannot write {}\n", o.log_path);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::function<int()> add_train_command(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(
+      "train", "Train an MLP end to end in one or every precision mode (fp32, AMP, bf16 ...)");
+  cmd->add_option("--data", o->data,
+                  "CSV(.gz) with the integer label last, or synthetic:N (default: the digits set "
+                  "of python3-sklearn)");
+  cmd->add_option("--precision", o->precision,
+                  "Modes, comma-separated: fp32, fp16-amp, bf16-amp, bf16-pure, bf16-kahan, "
+                  "bf16-sr, fp16-noscale");
+  cmd->add_flag("--compare", o->compare, "Every mode, then a side-by-side table");
+  cmd->add_option("--epochs", o->epochs, "Epochs (default 30)")->check(CLI::Range(0, 100000));
+  cmd->add_option("--batch-size", o->batch_size, "Rows per step (default 64)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  cmd->add_option("--lr", o->lr, "Learning rate (default 1e-3; SGD 0.05)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--optimizer", o->optimizer, "adamw, adam or sgd (default adamw)")
+      ->check(CLI::IsMember({"adamw", "adam", "sgd"}));
+  cmd->add_option("--weight-decay", o->weight_decay,
+                  "AdamW's decoupled decay, SGD's L2 term (default 0.01 for AdamW, else 0)")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--clip", o->clip, "Clip gradients to this global L2 norm (default: no)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--hidden", o->hidden, "Hidden widths, comma-separated (default 256,256)");
+  cmd->add_option("--activation", o->activation, "relu or gelu (default relu)")
+      ->check(CLI::IsMember({"relu", "gelu"}));
+  cmd->add_option("--test-fraction", o->test_fraction, "Test rows per class (default 0.2)")
+      ->check(CLI::Range(0.01, 0.99));
+  cmd->add_option("--seed", o->seed, "Split, initial weights, batch order, rounding (default 0)");
+  cmd->add_option("--log", o->log_path, "Write JSONL records (epochs, findings, finals)");
+  cmd->add_option("--csv", o->csv_path, "Write per-epoch rows as CSV");
+  cmd->add_option("--plot", o->plot_path, "Write the loss and accuracy curves as SVG");
+  cmd->add_option("--show-severity", o->show_severity,
+                  "Print anomaly findings of at least this severity (0..10, default 7)")
+      ->check(CLI::Range(0, 11));
+  return [cmd, o] { return cmd->parsed() ? run(*o) : -1; };
+}
+
+}  // namespace mantissa::tool
