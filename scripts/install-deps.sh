@@ -11,6 +11,8 @@ packages=(
   python3-torchvision  # model shapes for bench/lists (scripts/bench_lists.py --write-lists)
   python3-sklearn      # the digits set mantissa train uses by default (digits.csv.gz)
   pybind11-dev python3-pybind11 python3-pytest python3-dev  # the Python module (python/)
+  clang libclang-rt-14-dev  # the libFuzzer targets (fuzz/, scripts/fuzz.sh)
+  libdnnl-dev               # oneDNN, the peer of scripts/bench_stable_kernels.py
 )
 
 missing=()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test suite: install what is missing, build with warnings as errors and run every test
 # (the exhaustive sweeps included); then build again with AddressSanitizer and
-# UndefinedBehaviorSanitizer and run every test but the exhaustive sweeps.
+# UndefinedBehaviorSanitizer and run every test but the exhaustive sweeps; then build the
+# libFuzzer targets with clang and run each for a bounded time (scripts/fuzz.sh).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 jobs="$(nproc)"
@@ -21,4 +22,9 @@ if [ "${MANTISSA_SKIP_SANITIZERS:-0}" != "1" ]; then
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir "$root/build-asan" --output-on-failure -j "$jobs" -LE exhaustive
+fi
+
+if [ "${MANTISSA_SKIP_FUZZ:-0}" != "1" ]; then
+  echo "== libFuzzer targets (clang, ASan + UBSan), 20 s each"
+  bash "$root/scripts/fuzz.sh" "${MANTISSA_FUZZ_SECONDS:-20}"
 fi

@@ -98,6 +98,15 @@ struct ArgSpec {
   bool is_list = false;         // a tensor list (TensorList in C++, aclTensorList* in aclnn)
   int list_ref = -1;            // an output list: the input list it has one element per element of
 
+  // A copy with f applied (defined before its users: clang evaluates the builders in constant
+  // expressions while the class is being defined).
+  template <class F>
+  constexpr ArgSpec with(F f) const {
+    ArgSpec a = *this;
+    f(a);
+    return a;
+  }
+
   // Builders, so a declaration reads as a sentence.
   constexpr ArgSpec training_float() const {
     return with([](ArgSpec& a) { a.dtype = DtypeRule::kTrainingFloat; });
@@ -183,13 +192,6 @@ struct ArgSpec {
   }
   constexpr bool written() const { return role != Role::kIn; }
 
- private:
-  template <class F>
-  constexpr ArgSpec with(F f) const {
-    ArgSpec a = *this;
-    f(a);
-    return a;
-  }
 };
 
 constexpr ArgSpec In(std::string_view name, std::string_view acl_name) {

@@ -15,6 +15,10 @@
 #include <thread>
 
 #include "core/runtime_internal.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include "hwy/highway.h"
 #include "hwy/targets.h"
 
@@ -205,6 +209,17 @@ Status set_simd_target(std::string_view name) {
   return {};
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+namespace {
+// Bit `bit` of register `reg` (0 EAX, 1 EBX, 2 ECX, 3 EDX) of CPUID leaf `leaf`, subleaf `sub`.
+int cpuid_bit(unsigned leaf, unsigned sub, int reg, int bit) {
+  unsigned r[4] = {0, 0, 0, 0};
+  if (!__get_cpuid_count(leaf, sub, &r[0], &r[1], &r[2], &r[3])) return 0;
+  return static_cast<int>((r[reg] >> bit) & 1u);
+}
+}  // namespace
+#endif
+
 std::string cpu_features() {
   std::string out;
 #if defined(__x86_64__) || defined(__i386__)
@@ -214,13 +229,13 @@ std::string cpu_features() {
       {"avx", __builtin_cpu_supports("avx")},
       {"avx2", __builtin_cpu_supports("avx2")},
       {"fma", __builtin_cpu_supports("fma")},
-      {"f16c", __builtin_cpu_supports("f16c")},
+      {"f16c", cpuid_bit(1, 0, 2, 29)},  // ECX bit 29 (clang 14 has no "f16c" builtin name)
       {"avx512f", __builtin_cpu_supports("avx512f")},
       {"avx512bw", __builtin_cpu_supports("avx512bw")},
       {"avx512vl", __builtin_cpu_supports("avx512vl")},
       {"avx512dq", __builtin_cpu_supports("avx512dq")},
       {"avx512bf16", __builtin_cpu_supports("avx512bf16")},
-      {"avx512fp16", __builtin_cpu_supports("avx512fp16")},
+      {"avx512fp16", cpuid_bit(7, 0, 3, 23)},  // EDX bit 23
   };
   for (const auto& [name, present] : features) {
     if (present) out += (out.empty() ? "" : " ") + std::string(name);

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang, ASan and UBSan (in BUILD_DIR, default build-fuzz) and
+# runs each for SECONDS seconds (default 20) on its corpus (fuzz/corpus/<target>, checked in;
+# new inputs the run finds go to BUILD_DIR/corpus/<target>, not into the source tree).
+#   bash scripts/fuzz.sh [SECONDS] [TARGET...]
+# A long run: bash scripts/fuzz.sh 3600. Exit status: non-zero when a target crashes (its
+# reproducer is left in BUILD_DIR/crashes/).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build_dir="${BUILD_DIR:-$root/build-fuzz}"
+seconds="${1:-20}"
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_case_file fuzz_loaders fuzz_c_api)
+
+CC=clang CXX=clang++ cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DMANTISSA_SANITIZE=address,undefined \
+  -DMANTISSA_BUILD_FUZZERS=ON -DMANTISSA_BUILD_TESTS=OFF -DMANTISSA_BUILD_BENCH=OFF \
+  -DMANTISSA_BUILD_EXAMPLES=OFF -DMANTISSA_BUILD_PYTHON=OFF >/dev/null
+cmake --build "$build_dir" -j "$(nproc)" --target "${targets[@]}"
+
+status=0
+mkdir -p "$build_dir/crashes"
+for t in "${targets[@]}"; do
+  work="$build_dir/corpus/$t"
+  mkdir -p "$work"
+  log="$build_dir/$t.log"
+  echo "== $t: ${seconds} s"
+  # -rss_limit_mb and -malloc_limit_mb: a call that asks for more memory is a finding too.
+  if ! "$build_dir/fuzz/$t" -max_total_time="$seconds" -rss_limit_mb=2048 -malloc_limit_mb=1024 \
+      -max_len=4096 -timeout=10 -artifact_prefix="$build_dir/crashes/$t-" -print_final_stats=1 \
+      "$work" "$root/fuzz/corpus/$t" >"$log" 2>&1; then
+    echo "FAIL: $t found a crash (see $log and $build_dir/crashes/)" >&2
+    tail -30 "$log" >&2
+    status=1
+  fi
+  grep -E "stat::number_of_executed_units|stat::new_units_added|cov: " "$log" | tail -3 || true
+done
+exit $status
