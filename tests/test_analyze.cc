@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -152,26 +153,30 @@ TEST(Analyze, ShadowMatchesAnIndependentFp64Computation) {
 // [0, h1, h2] with h1 / h2 = 0.4 exactly; the classifier's column [0, 1, -w] with w the 16-bit
 // rounding of 0.4 leaves h1 - w h2 = (0.4 - w) h2, about 1e-3 of the terms: the rounding errors
 // of h1 and h2 (independent, 2^-9 relative in bf16) become an O(1) error of the logits.
-AnalysisReport cancelling(Mode mode, Mlp** keep = nullptr) {
-  static std::vector<std::unique_ptr<Mlp>> models;
+std::unique_ptr<Mlp> cancelling_model(Mode mode) {
   const std::vector<int64_t> widths{3, 3, 2};
-  models.push_back(std::make_unique<Mlp>(widths, Activation::kRelu, detail::precision_of(mode),
-                                         Optimizer::kAdamW, 0));
-  Mlp& m = *models.back();
-  set_param(m.params()[0], {1, 0, 0, 0, 1, 0, 0, 0, 1});
-  set_param(m.params()[1], {0, 0, 0});
-  set_param(m.params()[4], {0, 0, 1, -1, -0.4f, 0.4f});
-  set_param(m.params()[5], {0, 0});
+  auto m = std::make_unique<Mlp>(widths, Activation::kRelu, detail::precision_of(mode),
+                                 Optimizer::kAdamW, 0);
+  set_param(m->params()[0], {1, 0, 0, 0, 1, 0, 0, 0, 1});
+  set_param(m->params()[1], {0, 0, 0});
+  set_param(m->params()[4], {0, 0, 1, -1, -0.4f, 0.4f});
+  set_param(m->params()[5], {0, 0});
+  return m;
+}
+
+AnalysisReport cancelling(Mode mode, std::unique_ptr<Mlp>* keep = nullptr) {
+  std::unique_ptr<Mlp> owned = cancelling_model(mode);
+  Mlp& m = *owned;
   const std::vector<float> x{0.0f, 3.0f, 4.0f};
   const std::vector<int32_t> y{0};
   AnalysisReport r;
   EXPECT_TRUE(detail::analyze_model(m, x.data(), y.data(), 1, 1.0f, &r).ok());
-  if (keep) *keep = &m;
+  if (keep) *keep = std::move(owned);
   return r;
 }
 
 TEST(Analyze, PointsAtTheCancellingLayer) {
-  Mlp* m = nullptr;
+  std::unique_ptr<Mlp> m;
   const AnalysisReport r = cancelling(Mode::kBf16Amp, &m);
   // The exact logits, from the known values: rstd = 1 / sqrt(78/27 + 1e-5).
   const double rstd = 1.0 / std::sqrt(78.0 / 27.0 + 1e-5);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numbers>
 
 #include "core/validate.h"
 #include "mantissa/dtype.h"
@@ -178,11 +179,11 @@ void layer_norm_grad64(const Vec& dy, const Vec& x, const Vec& g, int64_t rows, 
 }
 
 double gelu64(double x) {
-  const double u = std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
+  const double u = std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x);
   return 0.5 * x * (1.0 + std::tanh(u));
 }
 double gelu_grad64(double x) {
-  const double c = std::sqrt(2.0 / M_PI);
+  const double c = std::sqrt(2.0 / std::numbers::pi);
   const double t = std::tanh(c * (x + 0.044715 * x * x * x));
   return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c * (1.0 + 3.0 * 0.044715 * x * x);
 }
