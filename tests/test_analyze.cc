@@ -89,7 +89,7 @@ struct Net {
 
 Net net_of(const Mlp& m) {
   const auto& p = m.params();
-  const auto& L = const_cast<Mlp&>(m).layers();
+  const auto& L = m.layers();
   return {L[0].in,         L[0].out,        L[3].out,        weights64(p[0]), weights64(p[1]),
           weights64(p[2]), weights64(p[3]), weights64(p[4]), weights64(p[5])};
 }
@@ -215,6 +215,32 @@ TEST(Analyze, PointsAtTheCancellingLayer) {
     EXPECT_LT(t.condition * 1000, lin32.condition) << t.layer;
     EXPECT_LT(t.rel_error_norm, 1e-6) << t.layer;
   }
+}
+
+// Sensitivity on the cancelling network: h1 and h2 alone in bf16 (LayerNorm's output, and
+// ReLU's, which passes them on) wreck the logits; the cancelling Linear's own output in bf16
+// costs one rounding; the first Linear's output (0, 3, 4) is exact in bf16 and costs nothing.
+TEST(Analyze, SensitivityRanksTheLayersFeedingTheCancellation) {
+  std::unique_ptr<Mlp> m = cancelling_model(Mode::kFp32);
+  const std::vector<float> x{0.0f, 3.0f, 4.0f};
+  const std::vector<int32_t> y{0};
+  const auto s = detail::sensitivity(*m, x.data(), y.data(), 1, 1.0f, DType::kBFloat16);
+  ASSERT_EQ(s.size(), 5u);
+  EXPECT_EQ(s[0].layer, "linear0");
+  EXPECT_EQ(s[4].layer, "loss");
+  EXPECT_EQ(s[0].logits_error, 0.0);
+  EXPECT_GT(s[1].logits_error, 0.05);  // layernorm0
+  EXPECT_GT(s[2].logits_error, 0.05);  // relu0
+  EXPECT_GT(s[3].logits_error, 0.0);   // linear1: its own rounding
+  EXPECT_LT(s[3].logits_error, std::ldexp(1.0, -8));
+  EXPECT_EQ(s[4].logits_error, 0.0);  // the loss gradient comes after the logits
+  EXPECT_GT(s[4].grad_error, 0.0);
+  EXPECT_LT(s[4].grad_error, std::ldexp(1.0, -8));
+  // The same rounding on layernorm0 through the mode's own passes: the analysis of bf16-amp
+  // measures the same logits error as the shadow with layernorm0 alone rounded.
+  const AnalysisReport r = cancelling(Mode::kBf16Amp);
+  EXPECT_NEAR(find(r, "linear1", "activation").rel_error_norm, r.sensitivity[1].logits_error,
+              0.05 * r.sensitivity[1].logits_error);
 }
 
 // A random model on random data: each mode's errors sit at its dtype's rounding level.

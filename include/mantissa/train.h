@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "mantissa/amp/anomaly.h"
+#include "mantissa/dtype.h"
 #include "mantissa/export.h"
 #include "mantissa/status.h"
 
@@ -140,12 +141,15 @@ MANTISSA_API Status train_model(const Dataset& data, Mode mode, const TrainOptio
 // the mode's values m against an fp64 shadow s computed from the same weights and batch.
 // Errors are relative: per element e_i = |m_i - s_i| / max(|s_i|, 1e-3 * rms(s)) (max, mean,
 // RMS over the elements), and normwise ||m - s|| / ||s|| (2-norms). ulps are |m_i - s_i| in
-// units of the mode's dtype's spacing at max(|s_i|, 1e-3 * rms(s)). NaN where a value does not apply.
+// units of the mode's dtype's spacing at max(|s_i|, 1e-3 * rms(s)). NaN where a value does not
+// apply.
 struct TensorError {
   std::string layer;   // "linear0", "layernorm0", "relu0", ..., "loss"
   std::string tensor;  // "activation" (the layer's output), "grad_input", "grad_weight"
   int depth = 0;       // position in the layer list; the loss is one past the last layer
   int64_t count = 0;   // elements
+  double shadow_rms = 0, shadow_max = 0;  // of the shadow's values: the tensor's scale
+  int64_t sign_flips = 0;  // elements where m > 0 and s > 0 disagree (a ReLU mask that differs)
   double rel_error_max = 0, rel_error_mean = 0, rel_error_rms = 0, rel_error_norm = 0;
   double ulp_max = 0, ulp_mean = 0;
   // Normwise errors: of what the computation reads (the largest over its inputs: inherited),
@@ -159,6 +163,18 @@ struct TensorError {
   double condition = 0;
 };
 
+// The fp64 shadow run again with one layer's tensors alone stored in a 16-bit dtype (rounded
+// through fp32, as the modes store them; every other value exact): the layer's output, its
+// input gradient and its weight gradient ("loss": the logits' gradient). Measured against the
+// exact shadow on the same batch.
+struct LayerSensitivity {
+  std::string layer;
+  int depth = 0;
+  double loss_change = 0;   // |loss - shadow loss| / shadow loss
+  double logits_error = 0;  // normwise, the last layer's output
+  double grad_error = 0;    // normwise, every weight gradient (Linear, LayerNorm) as one vector
+};
+
 struct AnalysisReport {
   Mode mode = Mode::kFp32;
   int epochs = 0;           // trained before the analysis (0: the initial weights)
@@ -166,6 +182,9 @@ struct AnalysisReport {
   float loss_scale = 1.0f;  // the gradients analysed are of loss * loss_scale
   double loss = 0.0, shadow_loss = 0.0;
   std::vector<TensorError> tensors;  // forward in layer order, then backward from the loss
+  // In layer order, then the loss; the dtype is the mode's compute dtype (bf16 for fp32).
+  DType sensitivity_dtype = DType::kBFloat16;
+  std::vector<LayerSensitivity> sensitivity;
 };
 
 // Trains as train_model (options.epochs epochs; 0 analyses the initial weights), then runs one

@@ -65,10 +65,13 @@ TensorError compare(std::string layer, std::string tensor, int depth, DType dt, 
   t.tensor = std::move(tensor);
   t.depth = depth;
   t.count = static_cast<int64_t>(s.size());
-  const double floor = 1e-3 * (s.empty() ? 0.0 : norm(s) / std::sqrt(double(s.size())));
+  t.shadow_rms = s.empty() ? 0.0 : norm(s) / std::sqrt(double(s.size()));
+  for (double v : s) t.shadow_max = std::max(t.shadow_max, std::fabs(v));
+  const double floor = 1e-3 * t.shadow_rms;
   double sum = 0.0, sum2 = 0.0, ulp_sum = 0.0;
   for (std::size_t i = 0; i < s.size(); ++i) {
     const double d = std::fabs(m[i] - s[i]);
+    t.sign_flips += (m[i] > 0) != (s[i] > 0) ? 1 : 0;
     const double denom = std::max(std::fabs(s[i]), floor);
     const double e = denom > 0 ? d / denom : (d > 0 ? std::numeric_limits<double>::infinity() : 0);
     t.rel_error_max = std::max(t.rel_error_max, e);
@@ -252,7 +255,95 @@ double activation_condition(Activation a, const Vec& x) {
 
 double max_of(double a, double b) { return std::isnan(a) || a < b ? b : a; }
 
+// Rounds v in place to `dt` through fp32 (RNE twice, as the modes store an fp32 result).
+void round_to(DType dt, Vec* v) {
+  for (double& x : *v) {
+    const float f = static_cast<float>(x);
+    uint32_t word = 0;
+    store_from_float(dt, &word, 0, f);
+    x = load_as_float(dt, &word, 0);
+  }
+}
+
+struct ShadowRun {
+  std::vector<Vec> activations;
+  Vec grads;  // every weight gradient, backward order
+  double loss = 0.0;
+};
+
+// The shadow's forward, loss and weight gradients; with round_layer in [0, layers] that layer's
+// output, input gradient and weight gradient (layers: the logits' gradient) rounded to dt.
+ShadowRun shadow_run(const Mlp& model, const Vec& x, const int32_t* labels, int64_t rows,
+                     double scale, int round_layer, DType dt) {
+  const std::vector<Layer>& layers = model.layers();
+  const std::vector<Parameter>& params = model.params();
+  const int nl = static_cast<int>(layers.size());
+  auto weights = [&](int index) { return widen64(params[index].weights()); };
+  ShadowRun run;
+  run.activations.resize(static_cast<std::size_t>(nl));
+  auto input = [&](int l) -> const Vec& { return l == 0 ? x : run.activations[l - 1]; };
+  for (int l = 0; l < nl; ++l) {
+    const Layer& L = layers[l];
+    Vec& y = run.activations[l];
+    switch (L.kind) {
+      case LayerKind::kLinear: {
+        const Vec b = weights(L.bias);
+        y = linear(input(l), weights(L.weight), &b, rows, L.in, L.out);
+        break;
+      }
+      case LayerKind::kLayerNorm:
+        y = layer_norm64(input(l), weights(L.weight), weights(L.bias), rows, L.in);
+        break;
+      case LayerKind::kActivation: y = activation64(L.activation, input(l)); break;
+    }
+    if (l == round_layer) round_to(dt, &y);
+  }
+  Vec dy = loss_grad64(run.activations.back(), labels, rows, model.classes(), scale, &run.loss);
+  if (round_layer == nl) round_to(dt, &dy);
+  for (int l = nl - 1; l >= 0; --l) {
+    const Layer& L = layers[l];
+    Vec dx, gw;
+    switch (L.kind) {
+      case LayerKind::kLinear:
+        gw = linear_dw(input(l), dy, rows, L.in, L.out);
+        if (l > 0) dx = linear_dx(dy, weights(L.weight), rows, L.in, L.out);
+        break;
+      case LayerKind::kLayerNorm:
+        layer_norm_grad64(dy, input(l), weights(L.weight), rows, L.in, &dx, &gw);
+        break;
+      case LayerKind::kActivation: dx = activation_grad64(L.activation, input(l), dy); break;
+    }
+    if (l == round_layer) {
+      round_to(dt, &gw);
+      round_to(dt, &dx);
+    }
+    run.grads.insert(run.grads.end(), gw.begin(), gw.end());
+    dy = std::move(dx);
+  }
+  return run;
+}
+
 }  // namespace
+
+std::vector<LayerSensitivity> sensitivity(const Mlp& model, const float* x, const int32_t* labels,
+                                          int64_t rows, float loss_scale, DType dtype) {
+  const std::vector<Layer>& layers = model.layers();
+  const int nl = static_cast<int>(layers.size());
+  const Vec x64(x, x + rows * layers.front().in);
+  const ShadowRun exact = shadow_run(model, x64, labels, rows, loss_scale, -1, dtype);
+  std::vector<LayerSensitivity> out;
+  for (int l = 0; l <= nl; ++l) {
+    const ShadowRun r = shadow_run(model, x64, labels, rows, loss_scale, l, dtype);
+    LayerSensitivity s;
+    s.layer = l < nl ? layers[l].name : "loss";
+    s.depth = l;
+    s.loss_change = std::fabs(r.loss - exact.loss) / std::fabs(exact.loss);
+    s.logits_error = rel_norm(r.activations.back(), exact.activations.back());
+    s.grad_error = rel_norm(r.grads, exact.grads);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
 
 Status analyze_model(Mlp& model, const float* x, const int32_t* labels, int64_t rows,
                      float loss_scale, AnalysisReport* report, ShadowTrace* trace) {
@@ -396,6 +487,8 @@ Status analyze_model(Mlp& model, const float* x, const int32_t* labels, int64_t 
   report->loss = mode_loss;
   report->shadow_loss = shadow_loss;
   report->tensors = std::move(out);
+  report->sensitivity_dtype = dt == DType::kFloat32 ? DType::kBFloat16 : dt;
+  report->sensitivity = sensitivity(model, x, labels, rows, loss_scale, report->sensitivity_dtype);
   return {};
 }
 

@@ -28,8 +28,13 @@ struct ShadowTrace {
 
 // Analyses `model` (its weights as they are) on one batch x [rows, inputs], labels [rows].
 // Leaves the model's trace on. The report's mode, epochs and rows are the caller's to fill
-// (rows, loss_scale, losses and tensors are set here).
+// (rows, loss_scale, losses, tensors and the sensitivity in the mode's compute dtype,
+// bf16 for fp32, are set here).
 Status analyze_model(Mlp& model, const float* x, const int32_t* labels, int64_t rows,
                      float loss_scale, AnalysisReport* report, ShadowTrace* trace = nullptr);
+
+// Each layer alone in `dtype` (LayerSensitivity), in layer order, then the loss.
+std::vector<LayerSensitivity> sensitivity(const Mlp& model, const float* x, const int32_t* labels,
+                                          int64_t rows, float loss_scale, DType dtype);
 
 }  // namespace mantissa::train::detail

@@ -90,6 +90,7 @@ class Mlp {
 
   const Precision& precision() const { return precision_; }
   std::vector<Layer>& layers() { return layers_; }
+  const std::vector<Layer>& layers() const { return layers_; }
   std::vector<Parameter>& params() { return params_; }
   const std::vector<Parameter>& params() const { return params_; }
   int64_t classes() const { return layers_.back().out; }

@@ -243,6 +243,28 @@ int run_analysis(const Options& o, tr::Mode mode, const tr::Dataset& data,
                by_local->layer, by_local->tensor, by_local->local, by_amp->layer, by_amp->tensor,
                by_amp->amplification);
   }
+  // Sensitivity, largest gradient error first.
+  std::vector<tr::LayerSensitivity> ranked = r.sensitivity;
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const auto& a, const auto& b) { return a.grad_error > b.grad_error; });
+  const char* sdt = r.sensitivity_dtype == DType::kFloat16 ? "fp16" : "bf16";
+  fmt::print(
+      "\nsensitivity: the fp64 shadow with one layer alone stored in {} (output, input gradient, "
+      "weight gradient), ranked\n{:<12} {:>12} {:>12} {:>12}\n",
+      sdt, "layer", "grad error", "logits error", "loss change");
+  for (const auto& s : ranked) {
+    fmt::print("{:<12} {:>12.3e} {:>12.3e} {:>12.3e}\n", s.layer, s.grad_error, s.logits_error,
+               s.loss_change);
+  }
+  nlohmann::json sensitivity = nlohmann::json::array();
+  for (const auto& s : r.sensitivity) {
+    sensitivity.push_back({{"name", s.layer},
+                           {"depth", s.depth},
+                           {"dtype", sdt},
+                           {"grad_error", number(s.grad_error)},
+                           {"logits_error", number(s.logits_error)},
+                           {"loss_change", number(s.loss_change)}});
+  }
   nlohmann::json layers = nlohmann::json::array();
   for (const auto& t : r.tensors) {
     layers.push_back(
@@ -250,6 +272,9 @@ int run_analysis(const Options& o, tr::Mode mode, const tr::Dataset& data,
          {"tensor", t.tensor},
          {"depth", t.depth},
          {"count", t.count},
+         {"shadow_rms", number(t.shadow_rms)},
+         {"shadow_max", number(t.shadow_max)},
+         {"sign_flips", t.sign_flips},
          {"rel_error_max", number(t.rel_error_max)},
          {"rel_error_mean", number(t.rel_error_mean)},
          {"rel_error_rms", number(t.rel_error_rms)},
@@ -271,7 +296,8 @@ int run_analysis(const Options& o, tr::Mode mode, const tr::Dataset& data,
                            {"loss_scale", r.loss_scale},
                            {"loss", number(r.loss)},
                            {"shadow_loss", number(r.shadow_loss)},
-                           {"layers", layers}};
+                           {"layers", layers},
+                           {"sensitivity", sensitivity}};
   std::ofstream json(o.analyze_path, std::ios::binary);
   json << doc.dump(2) << "\n";
   if (!json.flush()) {
