@@ -173,6 +173,7 @@ struct LayerSensitivity {
   double loss_change = 0;   // |loss - shadow loss| / shadow loss
   double logits_error = 0;  // normwise, the last layer's output
   double grad_error = 0;    // normwise, every weight gradient (Linear, LayerNorm) as one vector
+  int64_t mask_flips = 0;   // activation inputs whose sign (> 0) differs from the exact run's
 };
 
 struct AnalysisReport {

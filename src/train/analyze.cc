@@ -340,6 +340,11 @@ std::vector<LayerSensitivity> sensitivity(const Mlp& model, const float* x, cons
     s.loss_change = std::fabs(r.loss - exact.loss) / std::fabs(exact.loss);
     s.logits_error = rel_norm(r.activations.back(), exact.activations.back());
     s.grad_error = rel_norm(r.grads, exact.grads);
+    for (int k = 1; k < nl; ++k) {
+      if (layers[k].kind != LayerKind::kActivation) continue;
+      const Vec &a = r.activations[k - 1], &b = exact.activations[k - 1];
+      for (std::size_t i = 0; i < a.size(); ++i) s.mask_flips += (a[i] > 0) != (b[i] > 0) ? 1 : 0;
+    }
     out.push_back(std::move(s));
   }
   return out;

@@ -250,11 +250,11 @@ int run_analysis(const Options& o, tr::Mode mode, const tr::Dataset& data,
   const char* sdt = r.sensitivity_dtype == DType::kFloat16 ? "fp16" : "bf16";
   fmt::print(
       "\nsensitivity: the fp64 shadow with one layer alone stored in {} (output, input gradient, "
-      "weight gradient), ranked\n{:<12} {:>12} {:>12} {:>12}\n",
-      sdt, "layer", "grad error", "logits error", "loss change");
+      "weight gradient), ranked\n{:<12} {:>12} {:>12} {:>12} {:>10}\n",
+      sdt, "layer", "grad error", "logits error", "loss change", "mask flips");
   for (const auto& s : ranked) {
-    fmt::print("{:<12} {:>12.3e} {:>12.3e} {:>12.3e}\n", s.layer, s.grad_error, s.logits_error,
-               s.loss_change);
+    fmt::print("{:<12} {:>12.3e} {:>12.3e} {:>12.3e} {:>10}\n", s.layer, s.grad_error,
+               s.logits_error, s.loss_change, s.mask_flips);
   }
   nlohmann::json sensitivity = nlohmann::json::array();
   for (const auto& s : r.sensitivity) {
@@ -263,7 +263,8 @@ int run_analysis(const Options& o, tr::Mode mode, const tr::Dataset& data,
                            {"dtype", sdt},
                            {"grad_error", number(s.grad_error)},
                            {"logits_error", number(s.logits_error)},
-                           {"loss_change", number(s.loss_change)}});
+                           {"loss_change", number(s.loss_change)},
+                           {"mask_flips", s.mask_flips}});
   }
   nlohmann::json layers = nlohmann::json::array();
   for (const auto& t : r.tensors) {
