@@ -103,6 +103,9 @@ for l in doc["layers"]:
     assert l["local"] < 1e-2, l
 lin = [l for l in doc["layers"] if l["name"] == "linear0" and l["tensor"] == "activation"][0]
 assert 1e-4 < lin["rel_error_norm"] < 1e-2, lin
+names = [s["name"] for s in doc["sensitivity"]]
+assert names[-1] == "loss" and names[0] == "linear0", names
+assert all(s["dtype"] == "bf16" and s["grad_error"] >= 0 for s in doc["sensitivity"]), doc
 PY
 if "$tool" train --data synthetic:64 --precision fp32,bf16-amp --analyze "$work/x.json" \
   > /dev/null 2> "$work/err.txt"; then
