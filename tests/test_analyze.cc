@@ -201,6 +201,23 @@ TEST(Analyze, PointsAtTheCancellingLayer) {
     EXPECT_LT(t.condition * 100, lin1.condition) << t.layer;
     EXPECT_LT(t.rel_error_norm, 4e-3) << t.layer;
   }
+  // Exact where the mode is exact; one RNE rounding (at most half an ulp) where the mode rounds
+  // exact inputs once: the first Linear of (0, 3, 4) by the identity, and LayerNorm's output.
+  const TensorError& l0 = find(r, "linear0", "activation");
+  EXPECT_EQ(l0.rel_error_max, 0.0);
+  EXPECT_EQ(l0.ulp_max, 0.0);
+  const TensorError& n0 = find(r, "layernorm0", "activation");
+  EXPECT_GT(n0.ulp_max, 0.0);
+  EXPECT_LE(n0.ulp_max, 0.5 + 1e-6);
+  EXPECT_LE(n0.rel_error_max, std::ldexp(1.0, -8));
+  // Sign flips of the logits: the mode's stored values against the exact ones.
+  const auto& logits = m->layers()[3].output;
+  int64_t flips = 0;
+  for (int j = 0; j < 2; ++j) {
+    const double mj = load_as_float(logits.dtype(), logits.data(), j);
+    flips += (mj > 0) != ((j == 0 ? exact : -exact) > 0) ? 1 : 0;
+  }
+  EXPECT_EQ(lin1.sign_flips, flips);
   // The layer's own arithmetic adds only its output's rounding: the error is inherited.
   EXPECT_LT(lin1.local, 4e-3);
   EXPECT_GT(lin1.propagated, 0.05);
