@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # mantissa train end to end: malformed data refused with line and column, the JSONL/CSV/SVG
 # outputs, the same digests for 1 and 2 threads and every SIMD target, and a short digits run
-# that reaches a stated accuracy.
+# that reaches a stated accuracy; the precision analysis's outputs.
 set -euo pipefail
 tool="${MANTISSA_BINARY_DIR:?MANTISSA_BINARY_DIR must name the build directory}/mantissa"
 work="$(mktemp -d)"
@@ -83,6 +83,35 @@ assert len(findings) >= final["skipped_steps"], len(findings)
 assert all(f["pattern"] == "nan_inf" and f["severity"] >= 7 for f in findings), findings[0]
 assert epochs[-1]["loss_scale"] < 65536, epochs[-1]
 PY
+
+# ---- --analyze: the table, the JSON of the interface, the SVG next to it; one mode only.
+"$tool" train --data synthetic:200 --hidden 16,16 --epochs 1 --precision bf16-amp \
+  --analyze "$work/an.json" > "$work/an.out" || fail "analyze run"
+grep -q "largest added (local) error" "$work/an.out" || fail "analyze table"
+grep -q "<polyline" "$work/an.svg" || fail "analyze svg"
+/usr/bin/python3 - "$work/an.json" <<'PY' || fail "analyze json"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["mode"] == "bf16-amp", doc["mode"]
+kinds = {l["tensor"] for l in doc["layers"]}
+assert kinds == {"activation", "grad_input", "grad_weight"}, kinds
+for l in doc["layers"]:
+    for k in ("name", "rel_error_max", "rel_error_rms", "amplification"):
+        assert k in l, (k, l)
+    assert 0 <= l["rel_error_rms"] <= l["rel_error_max"], l
+    # bf16 storage: output errors of a few 2^-9, not fp32's 2^-24 nor garbage.
+    assert l["local"] < 1e-2, l
+lin = [l for l in doc["layers"] if l["name"] == "linear0" and l["tensor"] == "activation"][0]
+assert 1e-4 < lin["rel_error_norm"] < 1e-2, lin
+names = [s["name"] for s in doc["sensitivity"]]
+assert names[-1] == "loss" and names[0] == "linear0", names
+assert all(s["dtype"] == "bf16" and s["grad_error"] >= 0 for s in doc["sensitivity"]), doc
+PY
+if "$tool" train --data synthetic:64 --precision fp32,bf16-amp --analyze "$work/x.json" \
+  > /dev/null 2> "$work/err.txt"; then
+  fail "--analyze with two modes accepted"
+fi
+grep -q "one --precision mode" "$work/err.txt" || fail "--analyze modes message"
 
 # ---- The digits set (when python3-sklearn is installed): 5 epochs of fp32 reach 95%.
 if "$tool" train --epochs 5 --precision fp32 --log "$work/digits.jsonl" > "$work/digits.out" 2>&1; then

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "mantissa/amp/anomaly.h"
+#include "mantissa/dtype.h"
 #include "mantissa/export.h"
 #include "mantissa/status.h"
 
@@ -133,5 +134,64 @@ struct TrainCallbacks {
 // digest on every SIMD target and for every thread count.
 MANTISSA_API Status train_model(const Dataset& data, Mode mode, const TrainOptions& options,
                                 const TrainCallbacks& callbacks, ModeResult* result);
+
+// ---- Precision analysis -------------------------------------------------------------------
+
+// One tensor of one layer in the precision analysis (docs/training.md, "Precision analysis"):
+// the mode's values m against an fp64 shadow s computed from the same weights and batch.
+// Errors are relative: per element e_i = |m_i - s_i| / max(|s_i|, 1e-3 * rms(s)) (max, mean,
+// RMS over the elements), and normwise ||m - s|| / ||s|| (2-norms). ulps are |m_i - s_i| in
+// units of the mode's dtype's spacing at max(|s_i|, 1e-3 * rms(s)). NaN where a value does not
+// apply.
+struct TensorError {
+  std::string layer;   // "linear0", "layernorm0", "relu0", ..., "loss"
+  std::string tensor;  // "activation" (the layer's output), "grad_input", "grad_weight"
+  int depth = 0;       // position in the layer list; the loss is one past the last layer
+  int64_t count = 0;   // elements
+  double shadow_rms = 0, shadow_max = 0;  // of the shadow's values: the tensor's scale
+  int64_t sign_flips = 0;  // elements where m > 0 and s > 0 disagree (a ReLU mask that differs)
+  double rel_error_max = 0, rel_error_mean = 0, rel_error_rms = 0, rel_error_norm = 0;
+  double ulp_max = 0, ulp_mean = 0;
+  // Normwise errors: of what the computation reads (the largest over its inputs: inherited),
+  // of the mode's result against fp64 on the mode's own inputs (local: what the layer adds),
+  // and of fp64 on the mode's inputs against the shadow (propagated: the inherited error
+  // carried through). amplification = propagated / inherited (NaN when inherited is 0).
+  double inherited = 0, local = 0, propagated = 0, amplification = 0;
+  // Condition estimate of the computation at the shadow's values: Linear
+  // || |A||B| (+ |b|) ||_F / ||AB (+ b)||_F for its product; LayerNorm max over rows of
+  // rms(x) / sqrt(var + eps); ReLU 1; GELU || |x gelu'(x)| || / ||gelu(x)||; the loss: NaN.
+  double condition = 0;
+};
+
+// The fp64 shadow run again with one layer's tensors alone stored in a 16-bit dtype (rounded
+// through fp32, as the modes store them; every other value exact): the layer's output, its
+// input gradient and its weight gradient ("loss": the logits' gradient). Measured against the
+// exact shadow on the same batch.
+struct LayerSensitivity {
+  std::string layer;
+  int depth = 0;
+  double loss_change = 0;   // |loss - shadow loss| / shadow loss
+  double logits_error = 0;  // normwise, the last layer's output
+  double grad_error = 0;    // normwise, every weight gradient (Linear, LayerNorm) as one vector
+  int64_t mask_flips = 0;   // activation inputs whose sign (> 0) differs from the exact run's
+};
+
+struct AnalysisReport {
+  Mode mode = Mode::kFp32;
+  int epochs = 0;           // trained before the analysis (0: the initial weights)
+  int64_t rows = 0;         // the analysed batch: the first rows of the training split
+  float loss_scale = 1.0f;  // the gradients analysed are of loss * loss_scale
+  double loss = 0.0, shadow_loss = 0.0;
+  std::vector<TensorError> tensors;  // forward in layer order, then backward from the loss
+  // In layer order, then the loss; the dtype is the mode's compute dtype (bf16 for fp32).
+  DType sensitivity_dtype = DType::kBFloat16;
+  std::vector<LayerSensitivity> sensitivity;
+};
+
+// Trains as train_model (options.epochs epochs; 0 analyses the initial weights), then runs one
+// batch (the first options.batch_size training rows) forward and backward in `mode` and in an
+// fp64 shadow from the weights the mode's passes read (widened exactly) and the fp32 batch.
+MANTISSA_API Status analyze_precision(const Dataset& data, Mode mode, const TrainOptions& options,
+                                      AnalysisReport* report);
 
 }  // namespace mantissa::train

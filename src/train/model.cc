@@ -324,6 +324,7 @@ Status Mlp::loss(const int32_t* labels, int64_t rows, float loss_scale, bool wan
     float* g = backprop32_.f32();
     for (int64_t i = 0; i < rows * c; ++i) g[i] = g[i] * factor;
     narrow_grad(g, &dy_);
+    if (keep_trace_) loss_grad_ = dy_;
   }
   return {};
 }
@@ -366,6 +367,7 @@ Status Mlp::backward() {
         gemm(cd, dy_.data(), transposed_.data(), nullptr, scratch32_.f32(), rows, L.out, L.in);
         dx_.ensure(cd, {rows, L.in});
         narrow_grad(scratch32_.f32(), &dx_);
+        if (keep_trace_) L.grad_input = dx_;
         std::swap(dx_, dy_);
         break;
       }
@@ -381,6 +383,7 @@ Status Mlp::backward() {
                                                   .dweight = params_[L.weight].grad.view(),
                                                   .dbias = params_[L.bias].grad.view()},
                                                  {.normalized_shape = Dims{L.in}}));
+        if (keep_trace_) L.grad_input = dx_;
         std::swap(dx_, dy_);
         break;
       }
@@ -396,6 +399,7 @@ Status Mlp::backward() {
           gelu_backward(scratch32_.f32(), scratch32b_.f32(), scratch32b_.f32(), dy_.numel());
           narrow_grad(scratch32b_.f32(), &dx_);
         }
+        if (keep_trace_) L.grad_input = dx_;
         std::swap(dx_, dy_);
         break;
       }

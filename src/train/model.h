@@ -77,6 +77,7 @@ struct Layer {
   int weight = -1, bias = -1;  // indices into Mlp::params() (Linear: [in, out] and [out])
   Buffer output;               // [rows, out], compute dtype
   Buffer mean, rstd;           // LayerNorm: [rows, 1], FLOAT
+  Buffer grad_input;           // with keep_trace(true): the gradient of the layer's input
 };
 
 class Mlp {
@@ -89,9 +90,16 @@ class Mlp {
 
   const Precision& precision() const { return precision_; }
   std::vector<Layer>& layers() { return layers_; }
+  const std::vector<Layer>& layers() const { return layers_; }
   std::vector<Parameter>& params() { return params_; }
   const std::vector<Parameter>& params() const { return params_; }
   int64_t classes() const { return layers_.back().out; }
+  // The precision analysis (analyze.h) reads what each pass produced: with keep_trace(true),
+  // backward() also keeps every layer's input gradient (Layer::grad_input; none for the first
+  // Linear) and loss() the logits' gradient. Off by default: training copies nothing.
+  void keep_trace(bool keep) { keep_trace_ = keep; }
+  const Buffer& input() const { return input_; }
+  const Buffer& loss_grad() const { return loss_grad_; }
 
   // x: [rows, inputs] fp32, rounded once to the compute dtype as the first layer's input.
   Status forward(const float* x, int64_t rows);
@@ -122,6 +130,8 @@ class Mlp {
   std::vector<Parameter> params_;
   int64_t rows_ = 0;
   int64_t grad_values_ = 0, grad_underflows_ = 0;
+  bool keep_trace_ = false;
+  Buffer loss_grad_;
   std::vector<double> column_sums_;
   Buffer input_;
   Buffer onehot_, logits32_, loss32_, backprop32_;       // the loss, in fp32

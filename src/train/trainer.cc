@@ -13,6 +13,7 @@
 #include "mantissa/amp/loss_scaler.h"
 #include "mantissa/optim.h"
 #include "mantissa/train.h"
+#include "train/analyze.h"
 #include "train/model.h"
 #include "train/rng.h"
 
@@ -207,6 +208,12 @@ const char* activation_name(Activation a) noexcept {
 
 Status train_model(const Dataset& data, Mode mode, const TrainOptions& o, const TrainCallbacks& cb,
                    ModeResult* result) {
+  return detail::train_model_then(data, mode, o, cb, result, {});
+}
+
+Status detail::train_model_then(const Dataset& data, Mode mode, const TrainOptions& o,
+                                const TrainCallbacks& cb, ModeResult* result,
+                                const AfterTraining& after) {
   if (data.train_rows() == 0 || data.test_rows() == 0 || data.features <= 0 || data.classes < 2) {
     return invalid("train: the data set needs train and test rows, features and 2 classes");
   }
@@ -386,6 +393,7 @@ Status train_model(const Dataset& data, Mode mode, const TrainOptions& o, const 
   r.seconds_per_epoch = o.epochs > 0 ? total_seconds / o.epochs : 0.0;
   r.state_bytes = model.state_bytes();
   r.digest = detail::weights_digest(model);
+  if (after) MANTISSA_RETURN_IF_ERROR(after(model, scaler.scale()));
   *result = std::move(r);
   return {};
 }

@@ -29,7 +29,7 @@ namespace tr = mantissa::train;
 
 struct Options {
   std::string data, precision = "fp32", optimizer = "adamw", activation = "relu";
-  std::string hidden = "256,256", log_path, csv_path, plot_path;
+  std::string hidden = "256,256", log_path, csv_path, plot_path, analyze_path, analyze_svg;
   bool compare = false;
   int epochs = 30;
   int64_t batch_size = 64;
@@ -141,6 +141,190 @@ std::string svg_plot(const std::vector<tr::ModeResult>& results, const std::stri
   return s;
 }
 
+// Normwise relative error against depth, log scale, one line per tensor kind.
+std::string svg_analysis(const tr::AnalysisReport& r, const std::string& title) {
+  constexpr double kW = 560, kH = 300, kLeft = 70, kTop = 40;
+  static const char* kKinds[] = {"activation", "grad_input", "grad_weight"};
+  static const char* kColours[] = {"#1f77b4", "#d62728", "#2ca02c"};
+  int max_depth = 1;
+  double lo = INFINITY, hi = -INFINITY;
+  for (const auto& t : r.tensors) {
+    max_depth = std::max(max_depth, t.depth);
+    if (std::isfinite(t.rel_error_norm) && t.rel_error_norm > 0) {
+      lo = std::min(lo, t.rel_error_norm);
+      hi = std::max(hi, t.rel_error_norm);
+    }
+  }
+  if (!(lo <= hi)) lo = 1e-8, hi = 1;
+  const double llo = std::floor(std::log10(lo)), lhi = std::max(llo + 1, std::ceil(std::log10(hi)));
+  auto y_of = [&](double v) {
+    const double f = v > 0 ? (std::log10(v) - llo) / (lhi - llo) : 0.0;
+    return kTop + kH * (1.0 - std::clamp(f, 0.0, 1.0));
+  };
+  auto x_of = [&](int depth) { return kLeft + kW * depth / max_depth; };
+  std::string s = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
+      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" "
+      "fill=\"white\"/>\n<text x=\"{}\" y=\"20\" font-size=\"14\">{}</text>\n"
+      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#444\"/>\n"
+      "<text x=\"{}\" y=\"{}\">relative error ||m - s|| / ||s|| against the fp64 shadow (log "
+      "scale)</text>\n",
+      kLeft + kW + 160, kTop + kH + 110, kLeft, title, kLeft, kTop, kW, kH, kLeft, kTop - 6);
+  for (double p = llo; p <= lhi; p += 1) {
+    const double y = y_of(std::pow(10.0, p));
+    s += fmt::format(
+        "<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/><text "
+        "x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">1e{}</text>\n",
+        kLeft, kLeft + kW, y, y, kLeft - 4, y + 4, p);
+  }
+  // Layer names under the axis (the loss is one past the last layer), rotated.
+  std::set<int> named;
+  for (const auto& t : r.tensors) {
+    if (!named.insert(t.depth).second) continue;
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" transform=\"rotate(40 {:.1f} {})\">{}</text>\n",
+                     x_of(t.depth), kTop + kH + 14, x_of(t.depth), kTop + kH + 14, t.layer);
+  }
+  for (int k = 0; k < 3; ++k) {
+    std::vector<std::pair<int, double>> pts;
+    for (const auto& t : r.tensors) {
+      if (t.tensor == kKinds[k] && std::isfinite(t.rel_error_norm))
+        pts.emplace_back(t.depth, t.rel_error_norm);
+    }
+    std::sort(pts.begin(), pts.end());
+    std::string points;
+    for (const auto& [d, v] : pts) {
+      points += fmt::format("{:.1f},{:.1f} ", x_of(d), y_of(v));
+      s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"/>\n", x_of(d),
+                       y_of(v), kColours[k]);
+    }
+    s += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.6\" points=\"{}\"/>\n",
+                     kColours[k], points);
+    const double ly = kTop + 10 + 20.0 * k;
+    s += fmt::format(
+        "<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"3\"/><text "
+        "x=\"{}\" y=\"{}\">{}</text>\n",
+        kLeft + kW + 15, kLeft + kW + 35, ly, ly, kColours[k], kLeft + kW + 41, ly + 4, kKinds[k]);
+  }
+  s += "</svg>\n";
+  return s;
+}
+
+// --analyze: one mode, the table on stdout, the JSON and the SVG.
+int run_analysis(const Options& o, tr::Mode mode, const tr::Dataset& data,
+                 const tr::TrainOptions& to, const std::string& widths) {
+  tr::AnalysisReport r;
+  if (Status st = tr::analyze_precision(data, mode, to, &r); !st.ok()) {
+    fmt::print(stderr, "mantissa train: {}: {}\n", tr::mode_name(mode), st.message());
+    return 1;
+  }
+  fmt::print(
+      "precision analysis of {} after {} epochs: batch of {} rows, loss scale {:g}, loss {:.6f} "
+      "(fp64 shadow {:.6f})\n",
+      tr::mode_name(mode), r.epochs, r.rows, r.loss_scale, r.loss, r.shadow_loss);
+  fmt::print("{:<12} {:<11} {:>9} {:>9} {:>9} {:>8} {:>8} {:>9} {:>9} {:>8} {:>9}\n", "layer",
+             "tensor", "rel max", "rel rms", "rel norm", "ulp max", "ulp mean", "inherited",
+             "local", "amplif", "cond");
+  for (const auto& t : r.tensors) {
+    fmt::print(
+        "{:<12} {:<11} {:>9.2e} {:>9.2e} {:>9.2e} {:>8.3g} {:>8.3g} {:>9.2e} {:>9.2e} {:>8.3g} "
+        "{:>9.3g}\n",
+        t.layer, t.tensor, t.rel_error_max, t.rel_error_rms, t.rel_error_norm, t.ulp_max,
+        t.ulp_mean, t.inherited, t.local, t.amplification, t.condition);
+  }
+  const auto by_local =
+      std::max_element(r.tensors.begin(), r.tensors.end(),
+                       [](const auto& a, const auto& b) { return a.local < b.local; });
+  const auto by_amp =
+      std::max_element(r.tensors.begin(), r.tensors.end(), [](const auto& a, const auto& b) {
+        return !(a.amplification >= b.amplification) && std::isfinite(b.amplification);
+      });
+  if (by_local != r.tensors.end()) {
+    fmt::print("largest added (local) error: {} {} {:.2e}; largest amplification: {} {} {:.3g}\n",
+               by_local->layer, by_local->tensor, by_local->local, by_amp->layer, by_amp->tensor,
+               by_amp->amplification);
+  }
+  // Sensitivity, largest gradient error first.
+  std::vector<tr::LayerSensitivity> ranked = r.sensitivity;
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const auto& a, const auto& b) { return a.grad_error > b.grad_error; });
+  const char* sdt = r.sensitivity_dtype == DType::kFloat16 ? "fp16" : "bf16";
+  fmt::print(
+      "\nsensitivity: the fp64 shadow with one layer alone stored in {} (output, input gradient, "
+      "weight gradient), ranked\n{:<12} {:>12} {:>12} {:>12} {:>10}\n",
+      sdt, "layer", "grad error", "logits error", "loss change", "mask flips");
+  for (const auto& s : ranked) {
+    fmt::print("{:<12} {:>12.3e} {:>12.3e} {:>12.3e} {:>10}\n", s.layer, s.grad_error,
+               s.logits_error, s.loss_change, s.mask_flips);
+  }
+  nlohmann::json sensitivity = nlohmann::json::array();
+  for (const auto& s : r.sensitivity) {
+    sensitivity.push_back({{"name", s.layer},
+                           {"depth", s.depth},
+                           {"dtype", sdt},
+                           {"grad_error", number(s.grad_error)},
+                           {"logits_error", number(s.logits_error)},
+                           {"loss_change", number(s.loss_change)},
+                           {"mask_flips", s.mask_flips}});
+  }
+  nlohmann::json layers = nlohmann::json::array();
+  for (const auto& t : r.tensors) {
+    layers.push_back(
+        {{"name", t.layer},
+         {"tensor", t.tensor},
+         {"depth", t.depth},
+         {"count", t.count},
+         {"shadow_rms", number(t.shadow_rms)},
+         {"shadow_max", number(t.shadow_max)},
+         {"sign_flips", t.sign_flips},
+         {"rel_error_max", number(t.rel_error_max)},
+         {"rel_error_mean", number(t.rel_error_mean)},
+         {"rel_error_rms", number(t.rel_error_rms)},
+         {"rel_error_norm", number(t.rel_error_norm)},
+         {"ulp_max", number(t.ulp_max)},
+         {"ulp_mean", number(t.ulp_mean)},
+         {"inherited", number(t.inherited)},
+         {"local", number(t.local)},
+         {"propagated", number(t.propagated)},
+         {"amplification",
+          std::isnan(t.amplification) ? nlohmann::json() : number(t.amplification)},
+         {"condition", std::isnan(t.condition) ? nlohmann::json() : number(t.condition)}});
+  }
+  const nlohmann::json doc{{"mode", tr::mode_name(mode)},
+                           {"data", data.source},
+                           {"widths", widths},
+                           {"epochs", r.epochs},
+                           {"rows", r.rows},
+                           {"loss_scale", r.loss_scale},
+                           {"loss", number(r.loss)},
+                           {"shadow_loss", number(r.shadow_loss)},
+                           {"layers", layers},
+                           {"sensitivity", sensitivity}};
+  std::ofstream json(o.analyze_path, std::ios::binary);
+  json << doc.dump(2) << "\n";
+  if (!json.flush()) {
+    fmt::print(stderr, "mantissa train: cannot write {}\n", o.analyze_path);
+    return 1;
+  }
+  std::string svg_path = o.analyze_svg;
+  if (svg_path.empty()) {
+    svg_path = o.analyze_path;
+    const auto dot = svg_path.rfind('.');
+    const auto slash = svg_path.rfind('/');
+    if (dot != std::string::npos && (slash == std::string::npos || dot > slash))
+      svg_path.resize(dot);
+    svg_path += ".svg";
+  }
+  std::ofstream svg(svg_path, std::ios::binary);
+  svg << svg_analysis(r, fmt::format("mantissa train --analyze: {} {}, {} epochs",
+                                     tr::mode_name(mode), widths, r.epochs));
+  if (!svg.flush()) {
+    fmt::print(stderr, "mantissa train: cannot write {}\n", svg_path);
+    return 1;
+  }
+  fmt::print("wrote {} and {}\n", o.analyze_path, svg_path);
+  return 0;
+}
+
 std::string human_bytes(int64_t b) {
   if (b >= 1 << 20) return fmt::format("{:.2f} MiB", b / 1048576.0);
   return fmt::format("{:.1f} KiB", b / 1024.0);
@@ -210,6 +394,14 @@ int run(const Options& o) {
       tr::activation_name(to.activation), tr::optimizer_name(to.optimizer), lr, to.weight_decay,
       to.clip > 0 ? fmt::format(", clip {:g}", to.clip) : std::string(), to.batch_size, to.epochs,
       to.seed, num_threads(), simd_target());
+
+  if (!o.analyze_path.empty()) {
+    if (modes.size() != 1) {
+      fmt::print(stderr, "mantissa train: --analyze takes one --precision mode\n");
+      return 2;
+    }
+    return run_analysis(o, modes.front(), data, to, widths);
+  }
 
   std::ofstream log, csv;
   if (!o.log_path.empty()) {
@@ -434,6 +626,11 @@ std::function<int()> add_train_command(CLI::App& app) {
   cmd->add_option("--log", o->log_path, "Write JSONL records (epochs, findings, finals)");
   cmd->add_option("--csv", o->csv_path, "Write per-epoch rows as CSV");
   cmd->add_option("--plot", o->plot_path, "Write the loss and accuracy curves as SVG");
+  cmd->add_option("--analyze", o->analyze_path,
+                  "After training (--epochs, 0: the initial weights), analyse one batch against "
+                  "an fp64 shadow: per-layer errors as a table and JSON to this file");
+  cmd->add_option("--analyze-svg", o->analyze_svg,
+                  "The analysis's error-against-depth SVG (default: next to the JSON, .svg)");
   cmd->add_option("--show-severity", o->show_severity,
                   "Print anomaly findings of at least this severity (0..10, default 7)")
       ->check(CLI::Range(0, 11));
