@@ -15,6 +15,7 @@
 #include "mantissa/ops/foreach_norm.h"
 #include "mantissa/ops/layer_norm.h"
 #include "mantissa/ops/layer_norm_grad.h"
+#include "mantissa/ops/quantize.h"
 #include "mantissa/ops/rms_norm.h"
 #include "mantissa/ops/rms_norm_grad.h"
 #include "mantissa/ops/sgd.h"

@@ -256,8 +256,8 @@ constexpr AttrType attr_type_of() {
     return AttrType::kIntList;
   } else if constexpr (is_bool_array<T>::value) {
     return AttrType::kBoolList;
-  } else if constexpr (std::is_integral_v<T>) {
-    return AttrType::kInt;
+  } else if constexpr (std::is_integral_v<T> || std::is_enum_v<T>) {
+    return AttrType::kInt;  // an enum (Quantize's DType) is held as its integer value
   } else {
     return AttrType::kFloat;
   }
@@ -412,6 +412,8 @@ double get_attr(const typename Op::Params& p, std::size_t index) {
     using T = typename member_type<decltype(member)>::type;
     if constexpr (std::is_arithmetic_v<T>) {
       if (i == index) value = static_cast<double>(p.*member);
+    } else if constexpr (std::is_enum_v<T>) {
+      if (i == index) value = static_cast<double>(static_cast<int64_t>(p.*member));
     }
   });
   return value;
@@ -469,6 +471,8 @@ void set_attr(typename Op::Params& p, std::size_t index, V value) {
       p.*member = static_cast<bool>(value);
     } else if constexpr (std::is_arithmetic_v<T>) {
       p.*member = static_cast<T>(value);
+    } else if constexpr (std::is_enum_v<T>) {
+      p.*member = static_cast<T>(static_cast<int64_t>(value));
     }
   });
 }

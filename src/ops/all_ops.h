@@ -12,6 +12,7 @@
 #include "ops/foreach_norm/foreach_norm_desc.h"
 #include "ops/layer_norm/layer_norm_desc.h"
 #include "ops/layer_norm_grad/layer_norm_grad_desc.h"
+#include "ops/quantize/quantize_desc.h"
 #include "ops/rms_norm/rms_norm_desc.h"
 #include "ops/rms_norm_grad/rms_norm_grad_desc.h"
 #include "ops/sgd/sgd_desc.h"
@@ -35,6 +36,6 @@ using AllOps =
     OpList<AmpUpdateScaleOp, SgdOp, ApplyAdamDOp, ApplyAdamWV2Op, SoftmaxOp, LogSoftmaxOp,
            SoftmaxGradOp, LogSoftmaxGradOp, RmsNormOp, RmsNormGradOp,
            ForeachNonFiniteCheckAndUnscaleOp, ForeachNormOp, SoftmaxCrossEntropyWithLogitsOp,
-           LayerNormOp, LayerNormGradOp>;
+           LayerNormOp, LayerNormGradOp, QuantizeOp>;
 
 }  // namespace mantissa::detail

@@ -24,6 +24,7 @@
 #include "aclnnop/aclnn_layer_norm_backward.h"
 #include "aclnnop/aclnn_logsoftmax.h"
 #include "aclnnop/aclnn_logsoftmax_backward.h"
+#include "aclnnop/aclnn_quantize.h"
 #include "aclnnop/aclnn_rms_norm.h"
 #include "aclnnop/aclnn_rms_norm_grad.h"
 #include "aclnnop/aclnn_softmax.h"
@@ -162,7 +163,7 @@ std::string aclnn_backend(aclnnStatus (*phase_one)(P...),
       return static_cast<T>(handle_of[next_tensor++]);
     } else if constexpr (std::is_same_v<T, bool>) {
       return in.attrs[next_attr++].b;
-    } else if constexpr (std::is_integral_v<T>) {
+    } else if constexpr (std::is_integral_v<T> || std::is_enum_v<T>) {  // aclDataType: an enum
       return static_cast<T>(in.attrs[next_attr++].i);
     } else {
       return static_cast<T>(in.attrs[next_attr++].f);
@@ -353,6 +354,7 @@ void add_compat_backends(std::map<std::string, OpEntry>& ops) {
   add_aclnn<detail::LayerNormGradOp>(ops, aclnnLayerNormBackwardGetWorkspaceSize,
                                      aclnnLayerNormBackward);
   add_aclnn<detail::RmsNormGradOp>(ops, aclnnRmsNormGradGetWorkspaceSize, aclnnRmsNormGrad);
+  add_aclnn<detail::QuantizeOp>(ops, aclnnQuantizeGetWorkspaceSize, aclnnQuantize);
 }
 
 }  // namespace mantissa::precision

@@ -117,7 +117,9 @@ std::size_t HostTensor::element_size() const noexcept {
     case DType::kBFloat16: return 2;
     case DType::kBool:
     case DType::kInt8:
-    case DType::kUInt8: return 1;
+    case DType::kUInt8:
+    case DType::kFloat8E4M3FN:
+    case DType::kFloat8E5M2: return 1;
     default: return 4;
   }
 }
@@ -149,6 +151,8 @@ void HostTensor::set_bits(int64_t i, uint32_t v) noexcept {
 double HostTensor::value(int64_t i) const noexcept {
   if (is_float(dtype)) return decode_bits(bits(i), dtype);
   if (dtype == DType::kInt32) return static_cast<double>(static_cast<int32_t>(bits(i)));
+  if (dtype == DType::kInt8) return static_cast<double>(static_cast<int8_t>(bits(i)));
+  if (is_fp8(dtype)) return decode_fp8(bits(i), dtype);
   if (dtype == DType::kInt64) {
     int64_t v;
     std::memcpy(&v, bytes.data() + i * 8, 8);
@@ -300,11 +304,14 @@ std::string generate_inputs(const CaseSpec& c, const OpEntry& op, uint64_t seed,
           break;
       }
     } else {
-      // Integer tensors: int32 or int64 (exact in double up to 2^53, the range accepted here).
+      // Integer tensors: int8, uint8, int32 or int64 (exact in double up to 2^53, the range
+      // accepted here).
       const std::string key = fmt::format("inputs({}).range_values", s.name);
       const bool wide = s.dtype == DType::kInt64;
-      const double min = wide ? -0x1p53 : INT32_MIN, max = wide ? 0x1p53 : INT32_MAX;
-      const char* type = wide ? "int64" : "int32";
+      double min = wide ? -0x1p53 : INT32_MIN, max = wide ? 0x1p53 : INT32_MAX;
+      if (s.dtype == DType::kInt8) min = -128, max = 127;
+      if (s.dtype == DType::kUInt8) min = 0, max = 255;
+      const char* type = dtype_short_name(s.dtype);
       auto store = [&](int64_t i, double v) {
         if (wide) {
           const auto x = static_cast<int64_t>(v);
