@@ -8,6 +8,7 @@
 #include "ops/amp_update_scale/amp_update_scale_desc.h"
 #include "ops/apply_adam_d/apply_adam_d_desc.h"
 #include "ops/apply_adam_w_v2/apply_adam_w_v2_desc.h"
+#include "ops/dynamic_quant/dynamic_quant_desc.h"
 #include "ops/foreach_non_finite_check_and_unscale/foreach_non_finite_check_and_unscale_desc.h"
 #include "ops/foreach_norm/foreach_norm_desc.h"
 #include "ops/layer_norm/layer_norm_desc.h"
@@ -36,6 +37,6 @@ using AllOps =
     OpList<AmpUpdateScaleOp, SgdOp, ApplyAdamDOp, ApplyAdamWV2Op, SoftmaxOp, LogSoftmaxOp,
            SoftmaxGradOp, LogSoftmaxGradOp, RmsNormOp, RmsNormGradOp,
            ForeachNonFiniteCheckAndUnscaleOp, ForeachNormOp, SoftmaxCrossEntropyWithLogitsOp,
-           LayerNormOp, LayerNormGradOp, QuantizeOp>;
+           LayerNormOp, LayerNormGradOp, QuantizeOp, DynamicQuantOp>;
 
 }  // namespace mantissa::detail

@@ -18,6 +18,7 @@
 #include "aclnnop/aclnn_amp_update_scale.h"
 #include "aclnnop/aclnn_apply_adam_d.h"
 #include "aclnnop/aclnn_apply_adam_w_v2.h"
+#include "aclnnop/aclnn_dynamic_quant.h"
 #include "aclnnop/aclnn_foreach_non_finite_check_and_unscale.h"
 #include "aclnnop/aclnn_foreach_norm.h"
 #include "aclnnop/aclnn_layer_norm.h"
@@ -355,6 +356,7 @@ void add_compat_backends(std::map<std::string, OpEntry>& ops) {
                                      aclnnLayerNormBackward);
   add_aclnn<detail::RmsNormGradOp>(ops, aclnnRmsNormGradGetWorkspaceSize, aclnnRmsNormGrad);
   add_aclnn<detail::QuantizeOp>(ops, aclnnQuantizeGetWorkspaceSize, aclnnQuantize);
+  add_aclnn<detail::DynamicQuantOp>(ops, aclnnDynamicQuantGetWorkspaceSize, aclnnDynamicQuant);
 }
 
 }  // namespace mantissa::precision

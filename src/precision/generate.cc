@@ -100,7 +100,8 @@ std::optional<uint32_t> special_value_bits(const std::string& raw, DType dtype) 
 
 HostTensor::HostTensor(DType type, std::vector<int64_t> dims)
     : dtype(type), shape(std::move(dims)) {
-  bytes.assign(static_cast<std::size_t>(numel()) * element_size(), 0);
+  const auto n = static_cast<std::size_t>(numel());
+  bytes.assign(dtype == DType::kInt4 ? (n + 1) / 2 : n * element_size(), 0);
 }
 
 int64_t HostTensor::numel() const noexcept {
@@ -119,12 +120,16 @@ std::size_t HostTensor::element_size() const noexcept {
     case DType::kInt8:
     case DType::kUInt8:
     case DType::kFloat8E4M3FN:
-    case DType::kFloat8E5M2: return 1;
+    case DType::kFloat8E5M2:
+    case DType::kInt4: return 1;  // INT4: two per byte (bits() and set_bits() take nibbles)
     default: return 4;
   }
 }
 
 uint32_t HostTensor::bits(int64_t i) const noexcept {
+  if (dtype == DType::kInt4) {  // element 2j in the low nibble of byte j
+    return (bytes[static_cast<std::size_t>(i / 2)] >> (4 * (i & 1))) & 0x0Fu;
+  }
   const std::size_t size = element_size();
   uint32_t v = 0;
   if (size == 8) std::memcpy(&v, bytes.data() + i * 8, 4);  // little-endian: the low half
@@ -139,6 +144,12 @@ uint32_t HostTensor::bits(int64_t i) const noexcept {
 }
 
 void HostTensor::set_bits(int64_t i, uint32_t v) noexcept {
+  if (dtype == DType::kInt4) {
+    uint8_t& b = bytes[static_cast<std::size_t>(i / 2)];
+    const int shift = 4 * static_cast<int>(i & 1);
+    b = static_cast<uint8_t>((b & ~(0x0Fu << shift)) | ((v & 0x0Fu) << shift));
+    return;
+  }
   const std::size_t size = element_size();
   if (size == 4) std::memcpy(bytes.data() + i * 4, &v, 4);
   if (size == 2) {
@@ -152,6 +163,7 @@ double HostTensor::value(int64_t i) const noexcept {
   if (is_float(dtype)) return decode_bits(bits(i), dtype);
   if (dtype == DType::kInt32) return static_cast<double>(static_cast<int32_t>(bits(i)));
   if (dtype == DType::kInt8) return static_cast<double>(static_cast<int8_t>(bits(i)));
+  if (dtype == DType::kInt4) return static_cast<double>(static_cast<int>(bits(i) ^ 8u) - 8);
   if (is_fp8(dtype)) return decode_fp8(bits(i), dtype);
   if (dtype == DType::kInt64) {
     int64_t v;
