@@ -106,6 +106,11 @@ ACL_FUNC_VISIBILITY aclError aclopSetAttrListBool(aclopAttr* attr, const char* a
 /* The last failure's reason on the calling thread (operator, argument, values); "" if none. */
 ACL_FUNC_VISIBILITY const char* aclGetRecentErrMsg(void);
 
+/* fp32 <-> fp16 bit patterns (round to nearest even; NaN stays NaN), as CANN's samples use them
+ * to fill FLOAT16 tensors. */
+ACL_FUNC_VISIBILITY aclFloat16 aclFloatToFloat16(float value);
+ACL_FUNC_VISIBILITY float aclFloat16ToFloat(aclFloat16 value);
+
 #ifdef __cplusplus
 }
 #endif
