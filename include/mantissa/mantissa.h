@@ -11,6 +11,7 @@
 #include "mantissa/ops/amp_update_scale.h"
 #include "mantissa/ops/apply_adam_d.h"
 #include "mantissa/ops/apply_adam_w_v2.h"
+#include "mantissa/ops/ascend_quant_v3.h"
 #include "mantissa/ops/dynamic_quant.h"
 #include "mantissa/ops/foreach_non_finite_check_and_unscale.h"
 #include "mantissa/ops/foreach_norm.h"

@@ -18,6 +18,7 @@
 #include "aclnnop/aclnn_amp_update_scale.h"
 #include "aclnnop/aclnn_apply_adam_d.h"
 #include "aclnnop/aclnn_apply_adam_w_v2.h"
+#include "aclnnop/aclnn_ascend_quant_v3.h"
 #include "aclnnop/aclnn_dynamic_quant.h"
 #include "aclnnop/aclnn_foreach_non_finite_check_and_unscale.h"
 #include "aclnnop/aclnn_foreach_norm.h"
@@ -156,6 +157,9 @@ std::string aclnn_backend(aclnnStatus (*phase_one)(P...),
       HostTensor v = scalar_tensor(in.attrs[next_attr++].f);
       scalars.emplace_back(aclCreateScalar(v.data(), acl_dtype(v.dtype)));
       return scalars.back().get();
+    } else if constexpr (std::is_same_v<T, const char*>) {  // an enumerated string attribute
+      const std::size_t i = next_attr++;
+      return Op::aclnn_string(i, in.attrs[i].i);
     } else if constexpr (std::is_same_v<T, uint64_t*>) {
       return &size;
     } else if constexpr (std::is_same_v<T, aclOpExecutor**>) {
@@ -357,6 +361,7 @@ void add_compat_backends(std::map<std::string, OpEntry>& ops) {
   add_aclnn<detail::RmsNormGradOp>(ops, aclnnRmsNormGradGetWorkspaceSize, aclnnRmsNormGrad);
   add_aclnn<detail::QuantizeOp>(ops, aclnnQuantizeGetWorkspaceSize, aclnnQuantize);
   add_aclnn<detail::DynamicQuantOp>(ops, aclnnDynamicQuantGetWorkspaceSize, aclnnDynamicQuant);
+  add_aclnn<detail::AscendQuantV3Op>(ops, aclnnAscendQuantV3GetWorkspaceSize, aclnnAscendQuantV3);
 }
 
 }  // namespace mantissa::precision

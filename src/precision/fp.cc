@@ -147,7 +147,7 @@ uint32_t round_to_fp8_saturating(double x, DType dtype) noexcept {
   if (std::isnan(x)) return e4m3 ? 0x7Fu : 0x7Eu;
   const uint32_t max_code = e4m3 ? 0x7Eu : 0x7Bu;
   const double a = std::fabs(x);
-  if (std::isinf(a)) return (x < 0 ? 0x80u : 0u) | max_code;  // saturates
+  if (a >= decode_fp8(max_code, dtype)) return (x < 0 ? 0x80u : 0u) | max_code;  // saturates
   uint32_t best = 0;
   double best_err = HUGE_VAL;
   for (uint32_t c = 0; c <= max_code; ++c) {
