@@ -213,6 +213,17 @@ for i, q in enumerate(y.reshape(-1)): print("y result[%d] is: %d" % (i, q))
 for i, c in enumerate(scale): print("scale result[%d] is: %.9g" % (i, c))
 '
 
+# The AscendQuantV3 sample (upstream's inputs): x * scale + offset in float32, rounded half to
+# even (docs/ops/ascend_quant_v3.md), INT8.
+check_sample test_aclnn_ascend_quant_v3 '
+import numpy as np
+x = np.arange(8, dtype=np.float32).reshape(4, 2)
+s = np.array([1, 2], np.float32)
+o = np.array([1, 2], np.float32)
+y = np.clip(np.rint(x * s + o), -128, 127).astype(np.int8)
+for i, v in enumerate(y.reshape(-1)): print("result[%d] is: %d" % (i, v))
+'
+
 # The ForeachNonFiniteCheckAndUnscale sample: a finite list scaled by 3.1 (values from numpy
 # float32, computed here), then a list holding an inf scaled by 0.5 with foundInf set to 1.
 unscale="$bin_dir/example_aclnn_foreach_unscale"
