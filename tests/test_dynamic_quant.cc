@@ -298,6 +298,17 @@ TEST(DynamicQuantAclnn, StridedInputAndNulls) {
   }
 }
 
+// A packed INT4 tensor takes row-major strides only: a transposed view is refused when made.
+TEST(DynamicQuantAclnn, PackedOutputsAreRowMajor) {
+  HostTensor y = sentinel(DType::kInt4, {6, 8});
+  EXPECT_EQ(acl(view(y), {1, 6}, {8, 6}), nullptr);
+  EXPECT_NE(std::string(aclGetRecentErrMsg()).find("row-major"), std::string::npos)
+      << aclGetRecentErrMsg();
+  aclTensor* ok = acl(view(y));
+  EXPECT_NE(ok, nullptr) << aclGetRecentErrMsg();
+  aclDestroyTensor(ok);
+}
+
 // By name: x and smooth_scales (optional), outputs y and scale, the Int attribute dst_type
 // (default INT8).
 TEST(DynamicQuantByName, InputsOutputsAndDstType) {
