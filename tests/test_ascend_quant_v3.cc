@@ -326,6 +326,22 @@ TEST(AscendQuantV3ByName, InputsAndAttributes) {
             ACL_SUCCESS)
       << aclGetRecentErrMsg();
   expect_same_bits(c.y, ref.y, "y");
+  // CANN's String form: "trunc" gives the same bits; "hybrid" is refused.
+  std::memset(c.y.data(), mt::kSentinel, c.y.bytes.size());
+  ASSERT_EQ(aclopSetAttrString(attr, "round_mode", "trunc"), ACL_SUCCESS);
+  ASSERT_EQ(aclopCompileAndExecuteV2("AscendQuantV2", 3, in, ib, 1, out, ob, attr, ACL_ENGINE_SYS,
+                                     ACL_COMPILE_SYS, nullptr, nullptr),
+            ACL_SUCCESS)
+      << aclGetRecentErrMsg();
+  expect_same_bits(c.y, ref.y, "y (round_mode \"trunc\")");
+  std::memset(c.y.data(), mt::kSentinel, c.y.bytes.size());
+  ASSERT_EQ(aclopSetAttrString(attr, "round_mode", "hybrid"), ACL_SUCCESS);
+  EXPECT_NE(aclopCompileAndExecuteV2("AscendQuantV2", 3, in, ib, 1, out, ob, attr, ACL_ENGINE_SYS,
+                                     ACL_COMPILE_SYS, nullptr, nullptr),
+            ACL_SUCCESS);
+  EXPECT_NE(std::string(aclGetRecentErrMsg()).find("round_mode"), std::string::npos)
+      << aclGetRecentErrMsg();
+  EXPECT_TRUE(untouched(c.y));
   for (auto* d : in) aclDestroyTensorDesc(d);
   for (auto* d : out) aclDestroyTensorDesc(d);
   for (auto* b : ib) aclDestroyDataBuffer(b);

@@ -453,6 +453,39 @@ TEST(QuantizeByName, InputsAndAttributes) {
       << aclGetRecentErrMsg();
   EXPECT_TRUE(untouched(y2));
   aclopDestroyAttr(attr);
+  // CANN's String form of dtype: "torch.qint8" is INT8; an unknown string is refused.
+  VCall c3;
+  attr = aclopCreateAttr();
+  ASSERT_EQ(aclopSetAttrString(attr, "dtype", "torch.qint8"), ACL_SUCCESS);
+  ASSERT_EQ(by_name({{ACL_FLOAT16, {4, 8}}, {ACL_FLOAT, {8}}, {ACL_INT8, {8}}},
+                    {c.x.data(), c.s.data(), c.z.data()},
+                    {c.x.bytes.size(), c.s.bytes.size(), c.z.bytes.size()}, {ACL_INT8, {4, 8}},
+                    c3.y.data(), c3.y.bytes.size(), attr),
+            ACL_SUCCESS)
+      << aclGetRecentErrMsg();
+  expect_same_bits(c3.y, ref.y, "y (dtype \"torch.qint8\")");
+  ASSERT_EQ(aclopSetAttrString(attr, "dtype", "torch.int8"), ACL_SUCCESS);
+  HostTensor y4 = sentinel(DType::kInt8, {4, 8});
+  EXPECT_NE(by_name({{ACL_FLOAT16, {4, 8}}, {ACL_FLOAT, {8}}, {ACL_INT8, {8}}},
+                    {c.x.data(), c.s.data(), c.z.data()},
+                    {c.x.bytes.size(), c.s.bytes.size(), c.z.bytes.size()}, {ACL_INT8, {4, 8}},
+                    y4.data(), y4.bytes.size(), attr),
+            ACL_SUCCESS);
+  EXPECT_NE(std::string(aclGetRecentErrMsg()).find("torch.quint8"), std::string::npos)
+      << aclGetRecentErrMsg();
+  EXPECT_TRUE(untouched(y4));
+  // A string for an attribute that has none (axis) is refused.
+  ASSERT_EQ(aclopSetAttrString(attr, "dtype", "torch.qint8"), ACL_SUCCESS);
+  ASSERT_EQ(aclopSetAttrString(attr, "axis", "1"), ACL_SUCCESS);
+  EXPECT_NE(by_name({{ACL_FLOAT16, {4, 8}}, {ACL_FLOAT, {8}}, {ACL_INT8, {8}}},
+                    {c.x.data(), c.s.data(), c.z.data()},
+                    {c.x.bytes.size(), c.s.bytes.size(), c.z.bytes.size()}, {ACL_INT8, {4, 8}},
+                    y4.data(), y4.bytes.size(), attr),
+            ACL_SUCCESS);
+  EXPECT_NE(std::string(aclGetRecentErrMsg()).find("axis"), std::string::npos)
+      << aclGetRecentErrMsg();
+  EXPECT_TRUE(untouched(y4));
+  aclopDestroyAttr(attr);
 }
 
 }  // namespace

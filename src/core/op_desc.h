@@ -222,6 +222,13 @@ constexpr bool is_list_attr(AttrType t) {
   return t == AttrType::kIntList || t == AttrType::kBoolList;
 }
 
+// One string an Int attribute takes by name where CANN's graph declares a String (Quantize's
+// dtype "torch.qint8", AscendQuantV2's round_mode "floor"), with the value it stands for.
+struct GraphString {
+  std::string_view name;
+  int64_t value;
+};
+
 struct AttrSpec {
   std::string_view name;
   AttrType type;
@@ -236,6 +243,9 @@ struct AttrSpec {
   // before in the graph's input order (LayerNormV4: normalized_shape before gamma), or -1: after
   // the tensor inputs.
   int graph_input_before = -1;
+  // Op-by-name only, for a kInt attribute: the strings CANN's graph takes for it (a String
+  // attribute, set with aclopSetAttrString), each standing for a value; the Int is accepted too.
+  std::span<const GraphString> graph_strings = {};
 };
 
 // AttrSpec::graph_input_before for an attribute CANN's graph does not have: op-by-name derives

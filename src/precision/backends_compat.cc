@@ -3,6 +3,7 @@
 // in place on copies of the generated inputs, as programs written for CANN do.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -299,9 +300,18 @@ std::string aclop_backend(const OpInputs& in, std::vector<HostTensor>& out) {
       case detail::AttrType::kInt:
         if (Op::kAttrs[i].graph_int_list) {
           aclopSetAttrListInt(call.attr(), name.c_str(), 1, &in.attrs[i].i);
-        } else {
-          aclopSetAttrInt(call.attr(), name.c_str(), in.attrs[i].i);
+          break;
         }
+        // An Int the graph declares as a String goes by its string (CANN's form) when it has one.
+        if (const auto& strings = Op::kAttrs[i].graph_strings; !strings.empty()) {
+          const auto it = std::find_if(strings.begin(), strings.end(),
+                                       [&](const auto& g) { return g.value == in.attrs[i].i; });
+          if (it != strings.end()) {
+            aclopSetAttrString(call.attr(), name.c_str(), std::string(it->name).c_str());
+            break;
+          }
+        }
+        aclopSetAttrInt(call.attr(), name.c_str(), in.attrs[i].i);
         break;
       case detail::AttrType::kFloat:
         aclopSetAttrFloat(call.attr(), name.c_str(), static_cast<float>(in.attrs[i].f));

@@ -99,6 +99,9 @@ ACL_FUNC_VISIBILITY aclError aclopSetAttrFloat(aclopAttr* attr, const char* attr
 /* A list of ints (CANN's ListInt attribute, e.g. SoftmaxV2's "axes"). */
 ACL_FUNC_VISIBILITY aclError aclopSetAttrListInt(aclopAttr* attr, const char* attrName,
                                                  int numValues, const int64_t* values);
+/* A string (CANN's String attribute, e.g. Quantize's "dtype", AscendQuantV2's "round_mode"). */
+ACL_FUNC_VISIBILITY aclError aclopSetAttrString(aclopAttr* attr, const char* attrName,
+                                                const char* attrValue);
 /* A list of bools (CANN's ListBool attribute, e.g. LayerNormGradV3's "output_mask"). */
 ACL_FUNC_VISIBILITY aclError aclopSetAttrListBool(aclopAttr* attr, const char* attrName,
                                                   int numValues, const uint8_t* values);

@@ -17,6 +17,10 @@ namespace mantissa::detail {
 // (ascend_quant_v3.cc).
 Status check_ascend_quant_v3_params(const AscendQuantV3Tensors& t, const AscendQuantV3Params& p);
 
+// The strings of CANN's graph attribute round_mode.
+inline constexpr std::array<GraphString, 4> kRoundModeStrings{
+    {{"round", 0}, {"floor", 1}, {"ceil", 2}, {"trunc", 3}}};
+
 struct AscendQuantV3Op {
   using Tensors = AscendQuantV3Tensors;
   using Params = AscendQuantV3Params;
@@ -35,11 +39,11 @@ struct AscendQuantV3Op {
   static constexpr std::tuple kTensorMembers{&Tensors::x, &Tensors::scale, &Tensors::offset,
                                              &Tensors::y};
 
-  // round_mode: a string in aclnn ("round", "floor", "ceil", "trunc", mapped by the entry) and
-  // by name an Int holding upstream's mode number (0..3); see docs/ops/ascend_quant_v3.md.
+  // round_mode: a string in aclnn ("round", "floor", "ceil", "trunc", mapped by the entry); by
+  // name CANN's String or an Int holding upstream's mode number (0..3).
   static constexpr std::array kAttrs{
       AttrSpec{"sqrt_mode", AttrType::kBool, false, 0.0},
-      AttrSpec{"round_mode", AttrType::kInt, false, 0.0},
+      AttrSpec{"round_mode", AttrType::kInt, false, 0.0, {}, false, -1, kRoundModeStrings},
       AttrSpec{"dst_type", AttrType::kInt, false, static_cast<double>(DType::kInt8)},
       AttrSpec{"axis", AttrType::kInt, false, -1.0},
   };

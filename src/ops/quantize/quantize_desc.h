@@ -20,6 +20,15 @@ inline constexpr std::array kQuantizeOutputs{DType::kInt8, DType::kUInt8, DType:
 // zero_points (quantize.cc).
 Status check_quantize_params(const QuantizeTensors& t, const QuantizeParams& p);
 
+// The strings of CANN's graph attribute dtype (PyTorch's quantized dtype names).
+inline constexpr std::array<GraphString, 5> kQuantizeDtypeStrings{{
+    {"torch.qint8", static_cast<int64_t>(DType::kInt8)},
+    {"torch.quint8", static_cast<int64_t>(DType::kUInt8)},
+    {"torch.qint32", static_cast<int64_t>(DType::kInt32)},
+    {"torch.float8_e4m3fn", static_cast<int64_t>(DType::kFloat8E4M3FN)},
+    {"torch.float8_e5m2", static_cast<int64_t>(DType::kFloat8E5M2)},
+}};
+
 struct QuantizeOp {
   using Tensors = QuantizeTensors;
   using Params = QuantizeParams;
@@ -44,10 +53,17 @@ struct QuantizeOp {
   static constexpr std::tuple kTensorMembers{&Tensors::x, &Tensors::scales, &Tensors::zero_points,
                                              &Tensors::y};
 
-  // dtype: an aclDataType in aclnn and an Int attribute holding its value by name (CANN's graph
-  // spells it as a String such as "torch.qint8"; see docs/ops/quantize.md). axis: default 1.
+  // dtype: an aclDataType in aclnn; by name CANN's String ("torch.qint8", ...) or an Int holding
+  // the aclDataType value. axis: default 1.
   static constexpr std::array kAttrs{
-      AttrSpec{"dtype", AttrType::kInt, true, static_cast<double>(DType::kInt8)},
+      AttrSpec{"dtype",
+               AttrType::kInt,
+               true,
+               static_cast<double>(DType::kInt8),
+               {},
+               false,
+               -1,
+               kQuantizeDtypeStrings},
       AttrSpec{"axis", AttrType::kInt, false, 1.0},
   };
   static constexpr std::tuple kAttrMembers{&Params::dtype, &Params::axis};
