@@ -189,6 +189,41 @@ for i, v in enumerate((dy * xhat).sum(axis=0).astype(np.float32)): print("gradWe
 for i, v in enumerate(dy.sum(axis=0).astype(np.float32)): print("gradBias result[%d] is: %f" % (i, v))
 '
 
+# The Quantize sample (upstream's inputs): x / scales + zero points in float32, rounded half to
+# even (np.rint), INT32 (docs/ops/quantize.md).
+check_sample test_aclnn_quantize '
+import numpy as np
+x = np.array([0.3382, -0.0919, 0.7564, 0.0234, 3.1024, 1.0761, 0.4228, 1.4621], np.float32).reshape(4, 2)
+s = np.array([1.0, -3.0], np.float32)
+z = np.array([2, 10], np.int32).astype(np.float32)
+out = np.rint(x / s + z).astype(np.int32)
+for i, v in enumerate(out.reshape(-1)): print("out[%d] is: %d" % (i, v))
+'
+
+# The DynamicQuant sample (upstream's inputs): float32 products, the row max over 127, the
+# quotient rounded half to even (docs/ops/dynamic_quant.md).
+check_sample test_aclnn_dynamic_quant '
+import numpy as np
+x = np.arange(128, dtype=np.float16).reshape(4, 32).astype(np.float32)
+s = (np.arange(32) * 32 + 1).astype(np.float16).astype(np.float32)
+v = x * s
+scale = np.abs(v).max(axis=1) / np.float32(127)
+y = np.clip(np.rint(v / scale[:, None]), -128, 127).astype(np.int8)
+for i, q in enumerate(y.reshape(-1)): print("y result[%d] is: %d" % (i, q))
+for i, c in enumerate(scale): print("scale result[%d] is: %.9g" % (i, c))
+'
+
+# The AscendQuantV3 sample (upstream's inputs): x * scale + offset in float32, rounded half to
+# even (docs/ops/ascend_quant_v3.md), INT8.
+check_sample test_aclnn_ascend_quant_v3 '
+import numpy as np
+x = np.arange(8, dtype=np.float32).reshape(4, 2)
+s = np.array([1, 2], np.float32)
+o = np.array([1, 2], np.float32)
+y = np.clip(np.rint(x * s + o), -128, 127).astype(np.int8)
+for i, v in enumerate(y.reshape(-1)): print("result[%d] is: %d" % (i, v))
+'
+
 # The ForeachNonFiniteCheckAndUnscale sample: a finite list scaled by 3.1 (values from numpy
 # float32, computed here), then a list holding an inf scaled by 0.5 with foundInf set to 1.
 unscale="$bin_dir/example_aclnn_foreach_unscale"

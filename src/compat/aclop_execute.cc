@@ -2,6 +2,7 @@
 // (counts, handles, formats, attributes), then hands views and attributes to the handler.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <limits>
@@ -91,6 +92,32 @@ Status resolve_attrs(const OpDef& def, const aclopAttr* attr,
         return fail(StatusCode::kParamInvalid, def.type,
                     "unknown attribute \"{}\" (the operator's attributes are: {})", name,
                     known.empty() ? "none" : known);
+      }
+      if (value.is_string) {
+        // A String CANN's graph declares for an Int of this library: one of the spec's strings.
+        const auto text = attr->strings.find(name);
+        std::string allowed;
+        for (const auto& g : spec->strings) {
+          allowed += fmt::format("{}\"{}\"", allowed.empty() ? "" : ", ", g.name);
+        }
+        if (spec->strings.empty() || text == attr->strings.end()) {
+          return fail(StatusCode::kParamInvalid, def.type,
+                      "attribute \"{}\" was set as a string but must be {} (aclopSetAttr{})", name,
+                      attr_type_name(spec->type),
+                      spec->type == AttrType::kBool  ? "Bool"
+                      : spec->type == AttrType::kInt ? "Int"
+                                                     : "Float");
+        }
+        const auto match = std::find_if(spec->strings.begin(), spec->strings.end(),
+                                        [&](const auto& g) { return g.name == text->second; });
+        if (match == spec->strings.end()) {
+          return fail(StatusCode::kParamInvalid, def.type,
+                      "attribute \"{}\" is \"{}\", not one of {}", name, text->second, allowed);
+        }
+        AttrValue v{AttrType::kInt};
+        v.i = match->value;
+        resolved.emplace(spec->name, v);
+        continue;
       }
       const bool is_list = value.list_size >= 0;
       const bool want_list = spec->int_list || spec->type == AttrType::kBoolList;

@@ -49,6 +49,9 @@ struct AttrValue {
   // kMaxListValues of them in `values` (and the first in `i`); -1 for a single value, and
   // kOperatorDefault for a list attribute left unset (the operator's Params default stands).
   int64_t list_size = -1;
+  // Set with aclopSetAttrString: the string is in aclopAttr::strings under the same name, and
+  // resolves to an Int through the operator's table (AttrSpec::strings).
+  bool is_string = false;
   std::array<int64_t, kMaxListValues> values{};
 };
 inline constexpr int64_t kOperatorDefault = -2;
@@ -59,6 +62,7 @@ const char* attr_type_name(AttrType type) noexcept;
 
 struct aclopAttr {
   std::map<std::string, mantissa::compat::aclop::AttrValue, std::less<>> values;
+  std::map<std::string, std::string, std::less<>> strings;  // aclopSetAttrString's values
 };
 
 namespace mantissa::compat::aclop {
@@ -70,6 +74,8 @@ struct AttrSpec {
   bool required;
   AttrValue default_value;
   bool int_list = false;  // set as a list of exactly one int (CANN's ListInt, one axis)
+  // An Int the graph declares as a String: the strings it takes (aclopSetAttrString).
+  std::span<const ::mantissa::detail::GraphString> strings = {};
 };
 
 class OpCall;

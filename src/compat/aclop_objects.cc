@@ -132,6 +132,26 @@ aclError aclopSetAttrInt(aclopAttr* attr, const char* attrName, int64_t attrValu
   return mantissa::compat::aclop::set_attr("aclopSetAttrInt", attr, attrName, v);
 }
 
+aclError aclopSetAttrString(aclopAttr* attr, const char* attrName, const char* attrValue) {
+  if (attrValue == nullptr) {
+    set_recent_error(fmt::format("aclopSetAttrString: attribute \"{}\": attrValue is null",
+                                 attrName == nullptr ? "(null)" : attrName));
+    return ACL_ERROR_INVALID_PARAM;
+  }
+  AttrValue v{AttrType::kInt};
+  v.is_string = true;
+  const aclError e = mantissa::compat::aclop::set_attr("aclopSetAttrString", attr, attrName, v);
+  if (e != ACL_SUCCESS) return e;
+  try {
+    attr->strings.insert_or_assign(std::string(attrName), std::string(attrValue));
+  } catch (const std::bad_alloc&) {
+    attr->values.erase(std::string(attrName));
+    set_recent_error(fmt::format("aclopSetAttrString: out of memory storing \"{}\"", attrName));
+    return ACL_ERROR_BAD_ALLOC;
+  }
+  return ACL_SUCCESS;
+}
+
 aclError aclopSetAttrFloat(aclopAttr* attr, const char* attrName, float attrValue) {
   AttrValue v{AttrType::kFloat};
   v.f = attrValue;

@@ -115,7 +115,8 @@ struct Row {
       if (a.graph_int_list) v.list_size = 1;
       // A list attribute left unset keeps the operator's default.
       if (a.type == AttrType::kBoolList) v.list_size = kOperatorDefault;
-      specs[i] = {attr_graph_name(a), a.type, a.required_by_name, v, a.graph_int_list};
+      specs[i] = {attr_graph_name(a), a.type,         a.required_by_name, v,
+                  a.graph_int_list,   a.graph_strings};
     }
     return specs;
   }();

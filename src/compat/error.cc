@@ -1,10 +1,11 @@
 // The calling thread's most recent failure, for aclGetRecentErrMsg, and the Status -> aclnn code
-// mapping used by every C entry point.
+// mapping used by every C entry point; the fp16 helpers of acl_base.h.
 #include <string>
 #include <utility>
 
 #include "acl/acl_base.h"
 #include "compat/compat_internal.h"
+#include "mantissa/dtype.h"
 
 namespace mantissa::compat {
 namespace {
@@ -24,3 +25,7 @@ int32_t report(const Status& status) {
 }  // namespace mantissa::compat
 
 extern "C" const char* aclGetRecentErrMsg(void) { return mantissa::compat::recent_error.c_str(); }
+
+extern "C" aclFloat16 aclFloatToFloat16(float value) { return mantissa::float_to_fp16_bits(value); }
+
+extern "C" float aclFloat16ToFloat(aclFloat16 value) { return mantissa::fp16_bits_to_float(value); }

@@ -24,8 +24,14 @@ ByteSpan byte_span(const TensorView& view) noexcept {
   }
   const auto base = reinterpret_cast<uintptr_t>(view.data);
   ByteSpan span;
-  span.lo = base + static_cast<uintptr_t>(lowest * std::max<int64_t>(elem, 1));
-  span.hi = base + static_cast<uintptr_t>((highest + 1) * std::max<int64_t>(elem, 1));
+  if (elem == 0) {  // a packed type (INT4): elements are bits/8 bytes, spans whole bytes
+    const auto bits = static_cast<int64_t>(std::max<size_t>(1, dtype_bits(view.dtype)));
+    span.lo = base + static_cast<uintptr_t>(lowest * bits / 8);
+    span.hi = base + static_cast<uintptr_t>(((highest + 1) * bits + 7) / 8);
+    return span;
+  }
+  span.lo = base + static_cast<uintptr_t>(lowest * elem);
+  span.hi = base + static_cast<uintptr_t>((highest + 1) * elem);
   return span;
 }
 

@@ -134,6 +134,21 @@ aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, aclDat
     }
   }
 
+  // A packed type (two elements per byte) has no byte address per element: its views are
+  // row-major (strides over dims of size 1 do not matter), so no copy ever splits a byte.
+  if (mantissa::dtype_bits(static_cast<mantissa::DType>(dtype)) == 4 && stride != nullptr) {
+    int64_t expected = 1;
+    for (size_t i = view.size(); i-- > 0;) {
+      if (view[i] != 1 && strides[i] != expected) {
+        return reject(
+            fmt::format("a packed (two per byte) dtype takes row-major strides; dim {} "
+                        "has stride {}, expected {}",
+                        i, strides[i], expected));
+      }
+      expected *= view[i];
+    }
+  }
+
   // The view must lie inside the storage: every element index offset + sum(i_k * stride_k)
   // within [0, storage element count). 128-bit sums cannot overflow for ranks up to 2^31.
   if (view_count > 0) {

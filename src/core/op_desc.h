@@ -224,6 +224,13 @@ constexpr bool is_list_attr(AttrType t) {
   return t == AttrType::kIntList || t == AttrType::kBoolList;
 }
 
+// One string an Int attribute takes by name where CANN's graph declares a String (Quantize's
+// dtype "torch.qint8", AscendQuantV2's round_mode "floor"), with the value it stands for.
+struct GraphString {
+  std::string_view name;
+  int64_t value;
+};
+
 struct AttrSpec {
   std::string_view name;
   AttrType type;
@@ -238,6 +245,9 @@ struct AttrSpec {
   // before in the graph's input order (LayerNormV4: normalized_shape before gamma), or -1: after
   // the tensor inputs.
   int graph_input_before = -1;
+  // Op-by-name only, for a kInt attribute: the strings CANN's graph takes for it (a String
+  // attribute, set with aclopSetAttrString), each standing for a value; the Int is accepted too.
+  std::span<const GraphString> graph_strings = {};
 };
 
 // AttrSpec::graph_input_before for an attribute CANN's graph does not have: op-by-name derives
@@ -258,8 +268,8 @@ constexpr AttrType attr_type_of() {
     return AttrType::kIntList;
   } else if constexpr (is_bool_array<T>::value) {
     return AttrType::kBoolList;
-  } else if constexpr (std::is_integral_v<T>) {
-    return AttrType::kInt;
+  } else if constexpr (std::is_integral_v<T> || std::is_enum_v<T>) {
+    return AttrType::kInt;  // an enum (Quantize's DType) is held as its integer value
   } else {
     return AttrType::kFloat;
   }
@@ -414,6 +424,8 @@ double get_attr(const typename Op::Params& p, std::size_t index) {
     using T = typename member_type<decltype(member)>::type;
     if constexpr (std::is_arithmetic_v<T>) {
       if (i == index) value = static_cast<double>(p.*member);
+    } else if constexpr (std::is_enum_v<T>) {
+      if (i == index) value = static_cast<double>(static_cast<int64_t>(p.*member));
     }
   });
   return value;
@@ -471,6 +483,8 @@ void set_attr(typename Op::Params& p, std::size_t index, V value) {
       p.*member = static_cast<bool>(value);
     } else if constexpr (std::is_arithmetic_v<T>) {
       p.*member = static_cast<T>(value);
+    } else if constexpr (std::is_enum_v<T>) {
+      p.*member = static_cast<T>(static_cast<int64_t>(value));
     }
   });
 }

@@ -8,10 +8,13 @@
 #include "ops/amp_update_scale/amp_update_scale_desc.h"
 #include "ops/apply_adam_d/apply_adam_d_desc.h"
 #include "ops/apply_adam_w_v2/apply_adam_w_v2_desc.h"
+#include "ops/ascend_quant_v3/ascend_quant_v3_desc.h"
+#include "ops/dynamic_quant/dynamic_quant_desc.h"
 #include "ops/foreach_non_finite_check_and_unscale/foreach_non_finite_check_and_unscale_desc.h"
 #include "ops/foreach_norm/foreach_norm_desc.h"
 #include "ops/layer_norm/layer_norm_desc.h"
 #include "ops/layer_norm_grad/layer_norm_grad_desc.h"
+#include "ops/quantize/quantize_desc.h"
 #include "ops/rms_norm/rms_norm_desc.h"
 #include "ops/rms_norm_grad/rms_norm_grad_desc.h"
 #include "ops/sgd/sgd_desc.h"
@@ -35,6 +38,6 @@ using AllOps =
     OpList<AmpUpdateScaleOp, SgdOp, ApplyAdamDOp, ApplyAdamWV2Op, SoftmaxOp, LogSoftmaxOp,
            SoftmaxGradOp, LogSoftmaxGradOp, RmsNormOp, RmsNormGradOp,
            ForeachNonFiniteCheckAndUnscaleOp, ForeachNormOp, SoftmaxCrossEntropyWithLogitsOp,
-           LayerNormOp, LayerNormGradOp>;
+           LayerNormOp, LayerNormGradOp, QuantizeOp, DynamicQuantOp, AscendQuantV3Op>;
 
 }  // namespace mantissa::detail

@@ -3,6 +3,7 @@
 // in place on copies of the generated inputs, as programs written for CANN do.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -18,12 +19,15 @@
 #include "aclnnop/aclnn_amp_update_scale.h"
 #include "aclnnop/aclnn_apply_adam_d.h"
 #include "aclnnop/aclnn_apply_adam_w_v2.h"
+#include "aclnnop/aclnn_ascend_quant_v3.h"
+#include "aclnnop/aclnn_dynamic_quant.h"
 #include "aclnnop/aclnn_foreach_non_finite_check_and_unscale.h"
 #include "aclnnop/aclnn_foreach_norm.h"
 #include "aclnnop/aclnn_layer_norm.h"
 #include "aclnnop/aclnn_layer_norm_backward.h"
 #include "aclnnop/aclnn_logsoftmax.h"
 #include "aclnnop/aclnn_logsoftmax_backward.h"
+#include "aclnnop/aclnn_quantize.h"
 #include "aclnnop/aclnn_rms_norm.h"
 #include "aclnnop/aclnn_rms_norm_grad.h"
 #include "aclnnop/aclnn_softmax.h"
@@ -154,6 +158,9 @@ std::string aclnn_backend(aclnnStatus (*phase_one)(P...),
       HostTensor v = scalar_tensor(in.attrs[next_attr++].f);
       scalars.emplace_back(aclCreateScalar(v.data(), acl_dtype(v.dtype)));
       return scalars.back().get();
+    } else if constexpr (std::is_same_v<T, const char*>) {  // an enumerated string attribute
+      const std::size_t i = next_attr++;
+      return Op::aclnn_string(i, in.attrs[i].i);
     } else if constexpr (std::is_same_v<T, uint64_t*>) {
       return &size;
     } else if constexpr (std::is_same_v<T, aclOpExecutor**>) {
@@ -162,7 +169,7 @@ std::string aclnn_backend(aclnnStatus (*phase_one)(P...),
       return static_cast<T>(handle_of[next_tensor++]);
     } else if constexpr (std::is_same_v<T, bool>) {
       return in.attrs[next_attr++].b;
-    } else if constexpr (std::is_integral_v<T>) {
+    } else if constexpr (std::is_integral_v<T> || std::is_enum_v<T>) {  // aclDataType: an enum
       return static_cast<T>(in.attrs[next_attr++].i);
     } else {
       return static_cast<T>(in.attrs[next_attr++].f);
@@ -293,9 +300,18 @@ std::string aclop_backend(const OpInputs& in, std::vector<HostTensor>& out) {
       case detail::AttrType::kInt:
         if (Op::kAttrs[i].graph_int_list) {
           aclopSetAttrListInt(call.attr(), name.c_str(), 1, &in.attrs[i].i);
-        } else {
-          aclopSetAttrInt(call.attr(), name.c_str(), in.attrs[i].i);
+          break;
         }
+        // An Int the graph declares as a String goes by its string (CANN's form) when it has one.
+        if (const auto& strings = Op::kAttrs[i].graph_strings; !strings.empty()) {
+          const auto it = std::find_if(strings.begin(), strings.end(),
+                                       [&](const auto& g) { return g.value == in.attrs[i].i; });
+          if (it != strings.end()) {
+            aclopSetAttrString(call.attr(), name.c_str(), std::string(it->name).c_str());
+            break;
+          }
+        }
+        aclopSetAttrInt(call.attr(), name.c_str(), in.attrs[i].i);
         break;
       case detail::AttrType::kFloat:
         aclopSetAttrFloat(call.attr(), name.c_str(), static_cast<float>(in.attrs[i].f));
@@ -353,6 +369,9 @@ void add_compat_backends(std::map<std::string, OpEntry>& ops) {
   add_aclnn<detail::LayerNormGradOp>(ops, aclnnLayerNormBackwardGetWorkspaceSize,
                                      aclnnLayerNormBackward);
   add_aclnn<detail::RmsNormGradOp>(ops, aclnnRmsNormGradGetWorkspaceSize, aclnnRmsNormGrad);
+  add_aclnn<detail::QuantizeOp>(ops, aclnnQuantizeGetWorkspaceSize, aclnnQuantize);
+  add_aclnn<detail::DynamicQuantOp>(ops, aclnnDynamicQuantGetWorkspaceSize, aclnnDynamicQuant);
+  add_aclnn<detail::AscendQuantV3Op>(ops, aclnnAscendQuantV3GetWorkspaceSize, aclnnAscendQuantV3);
 }
 
 }  // namespace mantissa::precision

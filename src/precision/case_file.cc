@@ -111,14 +111,16 @@ DType parse_dtype(const json& v, const std::string& key, bool attr) {
   const std::string s = v.get<std::string>();
   static const std::map<std::string, DType> kTensor{
       {"fp32", DType::kFloat32}, {"fp16", DType::kFloat16}, {"bf16", DType::kBFloat16},
-      {"int32", DType::kInt32},  {"int64", DType::kInt64},  {"bool", DType::kBool}};
+      {"int32", DType::kInt32},  {"int64", DType::kInt64},  {"bool", DType::kBool},
+      {"int8", DType::kInt8},    {"uint8", DType::kUInt8}};
   static const std::map<std::string, DType> kAttrExtra{{"fp64", DType::kFloat64}};
   if (auto it = kTensor.find(s); it != kTensor.end()) return it->second;
   if (attr) {
     if (auto it = kAttrExtra.find(s); it != kAttrExtra.end()) return it->second;
   }
-  fail(key, fmt::format("bad dtype \"{}\" (allowed: fp32, fp16, bf16, int32, int64, bool{})", s,
-                        attr ? ", fp64" : ""));
+  fail(key, fmt::format("bad dtype \"{}\" (allowed: fp32, fp16, bf16, int8, uint8, int32, int64, "
+                        "bool{})",
+                        s, attr ? ", fp64" : ""));
 }
 
 AttrValue parse_attr_literal(const json& v, DType dtype, const std::string& key) {

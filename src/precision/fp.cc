@@ -125,4 +125,39 @@ uint32_t min_normal_bits(DType dtype, bool negative) noexcept {
   return negative ? bits | (1u << (f.width - 1)) : bits;
 }
 
+bool is_fp8(DType dtype) noexcept {
+  return dtype == DType::kFloat8E4M3FN || dtype == DType::kFloat8E5M2;
+}
+
+double decode_fp8(uint32_t code, DType dtype) noexcept {
+  const bool e4m3 = dtype == DType::kFloat8E4M3FN;
+  const int mbits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
+  const uint32_t emax = e4m3 ? 15u : 31u;
+  const uint32_t e = (code >> mbits) & emax, m = code & ((1u << mbits) - 1u);
+  const double sign = (code & 0x80u) ? -1.0 : 1.0;
+  if (e4m3 && e == 15 && m == 7) return std::nan("");
+  if (!e4m3 && e == 31) return m == 0 ? sign * HUGE_VAL : std::nan("");
+  if (e == 0) return sign * std::ldexp(static_cast<double>(m), 1 - bias - mbits);
+  return sign *
+         std::ldexp(static_cast<double>(m + (1u << mbits)), static_cast<int>(e) - bias - mbits);
+}
+
+uint32_t round_to_fp8_saturating(double x, DType dtype) noexcept {
+  const bool e4m3 = dtype == DType::kFloat8E4M3FN;
+  if (std::isnan(x)) return e4m3 ? 0x7Fu : 0x7Eu;
+  const uint32_t max_code = e4m3 ? 0x7Eu : 0x7Bu;
+  const double a = std::fabs(x);
+  if (a >= decode_fp8(max_code, dtype)) return (x < 0 ? 0x80u : 0u) | max_code;  // saturates
+  uint32_t best = 0;
+  double best_err = HUGE_VAL;
+  for (uint32_t c = 0; c <= max_code; ++c) {
+    const double err = std::fabs(decode_fp8(c, dtype) - a);
+    if (err < best_err || (err == best_err && (c & 1u) == 0)) {
+      best = c;
+      best_err = err;
+    }
+  }
+  return (std::signbit(x) ? 0x80u : 0u) | best;
+}
+
 }  // namespace mantissa::precision

@@ -57,4 +57,13 @@ uint32_t max_finite_bits(DType dtype, bool negative) noexcept;
 uint32_t min_subnormal_bits(DType dtype, bool negative) noexcept;
 uint32_t min_normal_bits(DType dtype, bool negative) noexcept;
 
+// ---- Quantized outputs (FLOAT8_E4M3FN, FLOAT8_E5M2) -----------------------------------------
+// The kit's own FP8 codes, written from the OCP definitions by enumeration (independent of the
+// library's lowp conversions): decoding a code, and the saturating round-to-nearest-even of a
+// double (the nearest finite code, ties to the even code; NaN gives the canonical NaN code:
+// E4M3FN 0x7F, E5M2 0x7E, with the NaN's sign dropped).
+bool is_fp8(DType dtype) noexcept;
+double decode_fp8(uint32_t code, DType dtype) noexcept;
+uint32_t round_to_fp8_saturating(double x, DType dtype) noexcept;
+
 }  // namespace mantissa::precision

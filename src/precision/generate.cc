@@ -100,7 +100,8 @@ std::optional<uint32_t> special_value_bits(const std::string& raw, DType dtype) 
 
 HostTensor::HostTensor(DType type, std::vector<int64_t> dims)
     : dtype(type), shape(std::move(dims)) {
-  bytes.assign(static_cast<std::size_t>(numel()) * element_size(), 0);
+  const auto n = static_cast<std::size_t>(numel());
+  bytes.assign(dtype == DType::kInt4 ? (n + 1) / 2 : n * element_size(), 0);
 }
 
 int64_t HostTensor::numel() const noexcept {
@@ -117,12 +118,18 @@ std::size_t HostTensor::element_size() const noexcept {
     case DType::kBFloat16: return 2;
     case DType::kBool:
     case DType::kInt8:
-    case DType::kUInt8: return 1;
+    case DType::kUInt8:
+    case DType::kFloat8E4M3FN:
+    case DType::kFloat8E5M2:
+    case DType::kInt4: return 1;  // INT4: two per byte (bits() and set_bits() take nibbles)
     default: return 4;
   }
 }
 
 uint32_t HostTensor::bits(int64_t i) const noexcept {
+  if (dtype == DType::kInt4) {  // element 2j in the low nibble of byte j
+    return (bytes[static_cast<std::size_t>(i / 2)] >> (4 * (i & 1))) & 0x0Fu;
+  }
   const std::size_t size = element_size();
   uint32_t v = 0;
   if (size == 8) std::memcpy(&v, bytes.data() + i * 8, 4);  // little-endian: the low half
@@ -137,6 +144,12 @@ uint32_t HostTensor::bits(int64_t i) const noexcept {
 }
 
 void HostTensor::set_bits(int64_t i, uint32_t v) noexcept {
+  if (dtype == DType::kInt4) {
+    uint8_t& b = bytes[static_cast<std::size_t>(i / 2)];
+    const int shift = 4 * static_cast<int>(i & 1);
+    b = static_cast<uint8_t>((b & ~(0x0Fu << shift)) | ((v & 0x0Fu) << shift));
+    return;
+  }
   const std::size_t size = element_size();
   if (size == 4) std::memcpy(bytes.data() + i * 4, &v, 4);
   if (size == 2) {
@@ -149,6 +162,9 @@ void HostTensor::set_bits(int64_t i, uint32_t v) noexcept {
 double HostTensor::value(int64_t i) const noexcept {
   if (is_float(dtype)) return decode_bits(bits(i), dtype);
   if (dtype == DType::kInt32) return static_cast<double>(static_cast<int32_t>(bits(i)));
+  if (dtype == DType::kInt8) return static_cast<double>(static_cast<int8_t>(bits(i)));
+  if (dtype == DType::kInt4) return static_cast<double>(static_cast<int>(bits(i) ^ 8u) - 8);
+  if (is_fp8(dtype)) return decode_fp8(bits(i), dtype);
   if (dtype == DType::kInt64) {
     int64_t v;
     std::memcpy(&v, bytes.data() + i * 8, 8);
@@ -300,11 +316,14 @@ std::string generate_inputs(const CaseSpec& c, const OpEntry& op, uint64_t seed,
           break;
       }
     } else {
-      // Integer tensors: int32 or int64 (exact in double up to 2^53, the range accepted here).
+      // Integer tensors: int8, uint8, int32 or int64 (exact in double up to 2^53, the range
+      // accepted here).
       const std::string key = fmt::format("inputs({}).range_values", s.name);
       const bool wide = s.dtype == DType::kInt64;
-      const double min = wide ? -0x1p53 : INT32_MIN, max = wide ? 0x1p53 : INT32_MAX;
-      const char* type = wide ? "int64" : "int32";
+      double min = wide ? -0x1p53 : INT32_MIN, max = wide ? 0x1p53 : INT32_MAX;
+      if (s.dtype == DType::kInt8) min = -128, max = 127;
+      if (s.dtype == DType::kUInt8) min = 0, max = 255;
+      const char* type = dtype_short_name(s.dtype);
       auto store = [&](int64_t i, double v) {
         if (wide) {
           const auto x = static_cast<int64_t>(v);

@@ -115,7 +115,9 @@ struct Schema {
   static HostTensor new_output(std::size_t k, const OpInputs& in) {
     const detail::ArgSpec& a = Op::kArgs[k];
     const Layout l = layout(in);
-    const HostTensor& ref = in.tensors[l.first[static_cast<std::size_t>(a.shape_ref)]];
+    // An output without a shape rule (DynamicQuant's y, whose packed INT32 form shortens the
+    // last dim) starts from the first input's shape; infer_output says the rest.
+    const HostTensor& ref = in.tensors[l.first[static_cast<std::size_t>(std::max(a.shape_ref, 0))]];
     DType dtype = ref.dtype;
     if (a.dtype == detail::DtypeRule::kFloat32) dtype = DType::kFloat32;
     if (a.dtype == detail::DtypeRule::kSameAs) {

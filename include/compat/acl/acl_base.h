@@ -112,12 +112,20 @@ ACL_FUNC_VISIBILITY aclError aclopSetAttrFloat(aclopAttr* attr, const char* attr
 /* A list of ints (CANN's ListInt attribute, e.g. SoftmaxV2's "axes"). */
 ACL_FUNC_VISIBILITY aclError aclopSetAttrListInt(aclopAttr* attr, const char* attrName,
                                                  int numValues, const int64_t* values);
+/* A string (CANN's String attribute, e.g. Quantize's "dtype", AscendQuantV2's "round_mode"). */
+ACL_FUNC_VISIBILITY aclError aclopSetAttrString(aclopAttr* attr, const char* attrName,
+                                                const char* attrValue);
 /* A list of bools (CANN's ListBool attribute, e.g. LayerNormGradV3's "output_mask"). */
 ACL_FUNC_VISIBILITY aclError aclopSetAttrListBool(aclopAttr* attr, const char* attrName,
                                                   int numValues, const uint8_t* values);
 
 /* The last failure's reason on the calling thread (operator, argument, values); "" if none. */
 ACL_FUNC_VISIBILITY const char* aclGetRecentErrMsg(void);
+
+/* fp32 <-> fp16 bit patterns (round to nearest even; NaN stays NaN), as CANN's samples use them
+ * to fill FLOAT16 tensors. */
+ACL_FUNC_VISIBILITY aclFloat16 aclFloatToFloat16(float value);
+ACL_FUNC_VISIBILITY float aclFloat16ToFloat(aclFloat16 value);
 
 #ifdef __cplusplus
 }
