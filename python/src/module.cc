@@ -420,6 +420,82 @@ void bind_ops(py::module_& m) {
       py::arg("x"), py::arg("out"), py::kw_only(), py::arg("p") = 2.0,
       "ForeachNorm: out[i] = ||x[i]||_p, p = 2, 1 or inf.");
 
+  // Quantized outputs: numpy and torch have int8, uint8 and int32; FP8 results go into a uint8
+  // array of the same shape (one byte per element) named by `dtype` ("fp8_e4m3", "fp8_e5m2").
+  // Packed INT4 outputs are not offered here (two elements per byte do not map onto an array's
+  // shape); use the C++ API or aclnn.
+  const auto quantized_view = [](py::handle y, const char* dtype, Buffers& b) {
+    TensorView v = view_of(y, Access::kWrite, b, "y");
+    if (dtype != nullptr) {
+      const DType d = dtype_from_name(dtype);
+      if (d == DType::kUndefined || dtype_bits(d) != 8 || dtype_size(v.dtype) != 1) {
+        raise_error(StatusCode::kParamInvalid,
+                    std::string("y: dtype \"") + dtype +
+                        "\" needs a one-byte dtype name and a one-byte array (int8, uint8, "
+                        "fp8_e4m3, fp8_e5m2)");
+      }
+      v.dtype = d;
+    }
+    return v;
+  };
+
+  m.def(
+      "quantize",
+      [quantized_view](py::handle x, py::handle scales, py::handle y, py::handle zero_points,
+                       std::optional<std::string> dtype, int32_t axis) {
+        Buffers b;
+        QuantizeTensors t;
+        t.x = view_of(x, Access::kRead, b, "x");
+        t.scales = view_of(scales, Access::kRead, b, "scales");
+        t.zero_points = optional_view(zero_points, Access::kRead, b, "zero_points");
+        t.y = quantized_view(y, dtype ? dtype->c_str() : nullptr, b);
+        const QuantizeParams p{.dtype = t.y.dtype, .axis = axis};
+        run([&] { return quantize(t, p); });
+      },
+      py::arg("x"), py::arg("scales"), py::arg("y"), py::kw_only(),
+      py::arg("zero_points") = py::none(), py::arg("dtype") = py::none(), py::arg("axis") = 1,
+      "Quantize: y = round_half_even(x / scales + zero_points), saturating, into y's dtype.");
+
+  m.def(
+      "ascend_quant_v3",
+      [quantized_view](py::handle x, py::handle scale, py::handle y, py::handle offset,
+                       bool sqrt_mode, const std::string& round_mode,
+                       std::optional<std::string> dtype, int32_t axis) {
+        Buffers b;
+        AscendQuantV3Tensors t;
+        t.x = view_of(x, Access::kRead, b, "x");
+        t.scale = view_of(scale, Access::kRead, b, "scale");
+        t.offset = optional_view(offset, Access::kRead, b, "offset");
+        t.y = quantized_view(y, dtype ? dtype->c_str() : nullptr, b);
+        AscendQuantV3Params p{.sqrt_mode = sqrt_mode, .dst_type = t.y.dtype, .axis = axis};
+        if (!quant_round_mode_from_name(round_mode.c_str(), p.round_mode)) {
+          raise_error(StatusCode::kParamInvalid,
+                      "round_mode \"" + round_mode + "\" is not round, floor, ceil or trunc");
+        }
+        run([&] { return ascend_quant_v3(t, p); });
+      },
+      py::arg("x"), py::arg("scale"), py::arg("y"), py::kw_only(), py::arg("offset") = py::none(),
+      py::arg("sqrt_mode") = false, py::arg("round_mode") = "round", py::arg("dtype") = py::none(),
+      py::arg("axis") = -1,
+      "AscendQuantV3: y = round(x * scale (* scale) + offset), saturating, into y's dtype.");
+
+  m.def(
+      "dynamic_quant",
+      [quantized_view](py::handle x, py::handle y, py::handle scale, py::handle smooth_scales,
+                       std::optional<std::string> dtype) {
+        Buffers b;
+        DynamicQuantTensors t;
+        t.x = view_of(x, Access::kRead, b, "x");
+        t.smooth_scales = optional_view(smooth_scales, Access::kRead, b, "smooth_scales");
+        t.y = quantized_view(y, dtype ? dtype->c_str() : nullptr, b);
+        t.scale = view_of(scale, Access::kWrite, b, "scale");
+        const DynamicQuantParams p{.dst_type = t.y.dtype};
+        run([&] { return dynamic_quant(t, p); });
+      },
+      py::arg("x"), py::arg("y"), py::arg("scale"), py::kw_only(),
+      py::arg("smooth_scales") = py::none(), py::arg("dtype") = py::none(),
+      "DynamicQuant: per-row scale = max|x| / dtype max, y = round(x / scale).");
+
   m.def(
       "layer_norm",
       [](py::handle input, std::vector<int64_t> normalized_shape, py::handle out, py::handle weight,

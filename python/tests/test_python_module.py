@@ -201,6 +201,28 @@ def test_layer_norm_against_torch_and_fp64():
     assert torch.equal(out, before)
 
 
+def test_quantize_operators():
+    x = np.array([[0.5, 1.5, -2.5, 300.0], [1.0, -1.0, 2.0, -0.2]], f32)
+    y = np.zeros(x.shape, np.int8)
+    mantissa.quantize(x, np.array([1.0], f32), y, axis=1)
+    # Ties to even, saturation at 127.
+    assert y.tolist() == [[0, 2, -2, 127], [1, -1, 2, 0]]
+    y3 = np.zeros(x.shape, np.int8)
+    mantissa.ascend_quant_v3(x, np.array([2.0], f32), y3, round_mode="floor")
+    assert y3.tolist() == [[1, 3, -5, 127], [2, -2, 4, -1]]
+    fp8 = np.zeros(x.shape, np.uint8)
+    mantissa.quantize(x, np.array([1.0], f32), fp8, dtype="fp8_e4m3")
+    assert fp8[0, 0] == 0x30  # 0.5 in E4M3FN
+    xd = torch.tensor([[1.0, -4.0, 2.0], [0.5, 0.25, -0.125]], dtype=torch.float16)
+    yd, sd = torch.zeros(2, 3, dtype=torch.int8), torch.zeros(2)
+    mantissa.dynamic_quant(xd, yd, sd)
+    assert torch.allclose(sd, torch.tensor([4.0 / 127, 0.5 / 127]))
+    assert yd[0].tolist() == [32, -127, 64] and yd[1, 0].item() == 127
+    with pytest.raises(mantissa.Error) as e:
+        mantissa.ascend_quant_v3(x, np.array([2.0], f32), y3, round_mode="nearest")
+    assert e.value.code == 161002
+
+
 def test_zero_copy_in_place_numpy_and_torch():
     a = np.ones(1000, f32)
     ptr = a.ctypes.data
