@@ -57,17 +57,28 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--impl") o.impl = v;
-    else if (k == "--op") o.op = v;
-    else if (k == "--pass") o.pass = v;
-    else if (k == "--dtype") o.dtype = v;
-    else if (k == "--shape") o.shape = parse_shape(v);
-    else if (k == "--dim") o.dim = std::stoll(v);
-    else if (k == "--threads") o.threads = std::stoi(v);
-    else if (k == "--inputs") o.inputs = v;
-    else if (k == "--outputs") o.outputs = v;
-    else if (k == "--min-seconds") o.min_seconds = std::stod(v);
-    else throw std::runtime_error("unknown option " + k);
+    if (k == "--impl")
+      o.impl = v;
+    else if (k == "--op")
+      o.op = v;
+    else if (k == "--pass")
+      o.pass = v;
+    else if (k == "--dtype")
+      o.dtype = v;
+    else if (k == "--shape")
+      o.shape = parse_shape(v);
+    else if (k == "--dim")
+      o.dim = std::stoll(v);
+    else if (k == "--threads")
+      o.threads = std::stoi(v);
+    else if (k == "--inputs")
+      o.inputs = v;
+    else if (k == "--outputs")
+      o.outputs = v;
+    else if (k == "--min-seconds")
+      o.min_seconds = std::stod(v);
+    else
+      throw std::runtime_error("unknown option " + k);
   }
   return o;
 }
@@ -123,8 +134,8 @@ struct Buffers {
 // The call of one mantissa kernel; outputs into `buf`.
 std::function<void()> mantissa_call(const Options& o, Buffers& buf) {
   using mantissa::TensorView;
-  const mantissa::DType dt = o.dtype == "bf16" ? mantissa::DType::kBFloat16
-                                               : mantissa::DType::kFloat32;
+  const mantissa::DType dt =
+      o.dtype == "bf16" ? mantissa::DType::kBFloat16 : mantissa::DType::kFloat32;
   const int64_t n = o.shape.back();
   std::vector<int64_t> stats = o.shape;
   stats.back() = 1;
@@ -172,9 +183,9 @@ std::function<void()> mantissa_call(const Options& o, Buffers& buf) {
                                  tv(buf.out, dt, o.shape), tv(buf.rstd, f32, stats)};
       return [t] { check(mantissa::rms_norm(t, {.epsilon = 1e-6})); };
     }
-    mantissa::RmsNormGradTensors t{tv(buf.dy, dt, o.shape), tv(buf.x, dt, o.shape),
+    mantissa::RmsNormGradTensors t{tv(buf.dy, dt, o.shape),  tv(buf.x, dt, o.shape),
                                    tv(buf.rstd, f32, stats), tv(buf.g, f32, ns),
-                                   tv(buf.dx, dt, o.shape), tv(buf.dg, f32, ns)};
+                                   tv(buf.dx, dt, o.shape),  tv(buf.dg, f32, ns)};
     auto ws = std::make_shared<std::vector<double>>(
         mantissa::rms_norm_grad_workspace_size(t, {}) / sizeof(double) + 1);
     return [t, ws] {
@@ -198,7 +209,9 @@ std::function<void()> onednn_call(const Options& o, Buffers& buf) {
   memory::dims strides(dims.size(), 1);
   for (std::size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * dims[i];
   const memory::desc md(dims, dt, strides);
-  auto mem = [&](const memory::desc& d, std::vector<uint8_t>& v) { return memory(d, eng, v.data()); };
+  auto mem = [&](const memory::desc& d, std::vector<uint8_t>& v) {
+    return memory(d, eng, v.data());
+  };
   const bool fwd = o.pass == "forward";
   const int axis = static_cast<int>(o.dim < 0 ? o.dim + static_cast<int64_t>(dims.size()) : o.dim);
   if (o.op == "softmax" || o.op == "log_softmax") {
@@ -207,9 +220,8 @@ std::function<void()> onednn_call(const Options& o, Buffers& buf) {
     auto fpd = softmax_v2_forward::primitive_desc(fd, eng);
     if (fwd) {
       auto p = std::make_shared<softmax_v2_forward>(fpd);
-      auto args = std::make_shared<std::unordered_map<int, memory>>(
-          std::unordered_map<int, memory>{{DNNL_ARG_SRC, mem(md, buf.x)},
-                                          {DNNL_ARG_DST, mem(md, buf.out)}});
+      auto args = std::make_shared<std::unordered_map<int, memory>>(std::unordered_map<int, memory>{
+          {DNNL_ARG_SRC, mem(md, buf.x)}, {DNNL_ARG_DST, mem(md, buf.out)}});
       return [p, args] {
         p->execute(strm, *args);
         strm.wait();
@@ -218,10 +230,10 @@ std::function<void()> onednn_call(const Options& o, Buffers& buf) {
     auto bd = softmax_v2_backward::desc(alg, md, md, md, axis);
     auto bpd = softmax_v2_backward::primitive_desc(bd, eng, fpd);
     auto p = std::make_shared<softmax_v2_backward>(bpd);
-    auto args = std::make_shared<std::unordered_map<int, memory>>(
-        std::unordered_map<int, memory>{{DNNL_ARG_DST, mem(md, buf.y)},
-                                        {DNNL_ARG_DIFF_DST, mem(md, buf.dy)},
-                                        {DNNL_ARG_DIFF_SRC, mem(md, buf.dx)}});
+    auto args = std::make_shared<std::unordered_map<int, memory>>(std::unordered_map<int, memory>{
+        {DNNL_ARG_DST, mem(md, buf.y)},
+        {DNNL_ARG_DIFF_DST, mem(md, buf.dy)},
+        {DNNL_ARG_DIFF_SRC, mem(md, buf.dx)}});
     return [p, args] {
       p->execute(strm, *args);
       strm.wait();
@@ -237,18 +249,18 @@ std::function<void()> onednn_call(const Options& o, Buffers& buf) {
     }
     const memory::desc std_d(stat_dims, memory::data_type::f32, stat_strides);
     const auto flags = normalization_flags::use_scale | normalization_flags::use_shift;
-    auto fd = layer_normalization_forward::desc(prop_kind::forward_training, md, std_d, 1e-5f,
-                                                flags);
+    auto fd =
+        layer_normalization_forward::desc(prop_kind::forward_training, md, std_d, 1e-5f, flags);
     auto fpd = layer_normalization_forward::primitive_desc(fd, eng);
     if (fwd) {
       auto p = std::make_shared<layer_normalization_forward>(fpd);
-      auto args = std::make_shared<std::unordered_map<int, memory>>(
-          std::unordered_map<int, memory>{{DNNL_ARG_SRC, mem(md, buf.x)},
-                                          {DNNL_ARG_DST, mem(md, buf.out)},
-                                          {DNNL_ARG_SCALE, mem(sd, buf.g)},
-                                          {DNNL_ARG_SHIFT, mem(sd, buf.b)},
-                                          {DNNL_ARG_MEAN, mem(std_d, buf.mean)},
-                                          {DNNL_ARG_VARIANCE, mem(std_d, buf.rstd)}});
+      auto args = std::make_shared<std::unordered_map<int, memory>>(std::unordered_map<int, memory>{
+          {DNNL_ARG_SRC, mem(md, buf.x)},
+          {DNNL_ARG_DST, mem(md, buf.out)},
+          {DNNL_ARG_SCALE, mem(sd, buf.g)},
+          {DNNL_ARG_SHIFT, mem(sd, buf.b)},
+          {DNNL_ARG_MEAN, mem(std_d, buf.mean)},
+          {DNNL_ARG_VARIANCE, mem(std_d, buf.rstd)}});
       return [p, args] {
         p->execute(strm, *args);
         strm.wait();
@@ -260,16 +272,16 @@ std::function<void()> onednn_call(const Options& o, Buffers& buf) {
     auto bd = layer_normalization_backward::desc(prop_kind::backward, md, md, std_d, 1e-5f, flags);
     auto bpd = layer_normalization_backward::primitive_desc(bd, eng, fpd);
     auto p = std::make_shared<layer_normalization_backward>(bpd);
-    auto args = std::make_shared<std::unordered_map<int, memory>>(
-        std::unordered_map<int, memory>{{DNNL_ARG_SRC, mem(md, buf.x)},
-                                        {DNNL_ARG_DIFF_DST, mem(md, buf.dy)},
-                                        {DNNL_ARG_MEAN, mem(std_d, buf.mean)},
-                                        {DNNL_ARG_VARIANCE, mem(std_d, buf.rstd)},
-                                        {DNNL_ARG_SCALE, mem(sd, buf.g)},
-                                        {DNNL_ARG_SHIFT, mem(sd, buf.b)},
-                                        {DNNL_ARG_DIFF_SRC, mem(md, buf.dx)},
-                                        {DNNL_ARG_DIFF_SCALE, mem(sd, buf.dg)},
-                                        {DNNL_ARG_DIFF_SHIFT, mem(sd, buf.db)}});
+    auto args = std::make_shared<std::unordered_map<int, memory>>(std::unordered_map<int, memory>{
+        {DNNL_ARG_SRC, mem(md, buf.x)},
+        {DNNL_ARG_DIFF_DST, mem(md, buf.dy)},
+        {DNNL_ARG_MEAN, mem(std_d, buf.mean)},
+        {DNNL_ARG_VARIANCE, mem(std_d, buf.rstd)},
+        {DNNL_ARG_SCALE, mem(sd, buf.g)},
+        {DNNL_ARG_SHIFT, mem(sd, buf.b)},
+        {DNNL_ARG_DIFF_SRC, mem(md, buf.dx)},
+        {DNNL_ARG_DIFF_SCALE, mem(sd, buf.dg)},
+        {DNNL_ARG_DIFF_SHIFT, mem(sd, buf.db)}});
     return [p, args] {
       p->execute(strm, *args);
       strm.wait();

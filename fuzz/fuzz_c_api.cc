@@ -38,9 +38,12 @@ int32_t pick_dtype(Input& in) {
 
 std::size_t elem_bytes(int32_t dtype) {
   switch (dtype) {
-    case 0: case 3: return 4;
-    case 1: case 27: return 2;
-    case 9: case 11: return 8;
+    case 0:
+    case 3: return 4;
+    case 1:
+    case 27: return 2;
+    case 9:
+    case 11: return 8;
     default: return 1;
   }
 }
@@ -84,8 +87,8 @@ aclTensor* make_tensor(Input& in, Arena& a, int max_rank = 4) {
   const std::size_t eb = elem_bytes(dtype);
   const int64_t count = hi - lo + 1;
   if (count * static_cast<int64_t>(eb) > kMaxBytes) return nullptr;
-  auto* base = static_cast<uint8_t*>(a.alloc(static_cast<std::size_t>(count) * eb,
-                                             in.range(0, 7) == 0 ? 1 : 0));
+  auto* base = static_cast<uint8_t*>(
+      a.alloc(static_cast<std::size_t>(count) * eb, in.range(0, 7) == 0 ? 1 : 0));
   for (int64_t i = 0; i < count * static_cast<int64_t>(eb); ++i) base[i] = in.byte();
   const int64_t storage = count;
   // The data pointer is the storage start; the view starts -lo elements in.
@@ -231,15 +234,39 @@ void fuzz_aclnn(Input& in) {
   }
 }
 
-const char* const kOpTypes[] = {"AmpUpdateScale", "SGD", "ApplyAdamD", "ApplyAdamWV2", "SoftmaxV2",
-                                "LogSoftmaxV2", "SoftmaxGrad", "LogSoftmaxGrad", "RmsNorm",
-                                "RmsNormGrad", "ForeachNonFiniteCheckAndUnscale", "ForeachNorm",
-                                "SoftmaxCrossEntropyWithLogits", "LayerNormV4", "LayerNormGradV3",
+const char* const kOpTypes[] = {"AmpUpdateScale",
+                                "SGD",
+                                "ApplyAdamD",
+                                "ApplyAdamWV2",
+                                "SoftmaxV2",
+                                "LogSoftmaxV2",
+                                "SoftmaxGrad",
+                                "LogSoftmaxGrad",
+                                "RmsNorm",
+                                "RmsNormGrad",
+                                "ForeachNonFiniteCheckAndUnscale",
+                                "ForeachNorm",
+                                "SoftmaxCrossEntropyWithLogits",
+                                "LayerNormV4",
+                                "LayerNormGradV3",
                                 "NoSuchOp"};
-const char* const kAttrNames[] = {"axes", "axis", "epsilon", "output_mask", "growth_factor",
-                                  "backoff_factor", "growth_interval", "use_nesterov",
-                                  "nesterov", "dampening", "weight_decay", "lr", "amsgrad",
-                                  "maximize", "half_to_float", "use_locking", "x"};
+const char* const kAttrNames[] = {"axes",
+                                  "axis",
+                                  "epsilon",
+                                  "output_mask",
+                                  "growth_factor",
+                                  "backoff_factor",
+                                  "growth_interval",
+                                  "use_nesterov",
+                                  "nesterov",
+                                  "dampening",
+                                  "weight_decay",
+                                  "lr",
+                                  "amsgrad",
+                                  "maximize",
+                                  "half_to_float",
+                                  "use_locking",
+                                  "x"};
 
 void fuzz_aclop(Input& in) {
   Arena a;

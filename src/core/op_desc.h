@@ -191,7 +191,6 @@ struct ArgSpec {
     return with([](ArgSpec& a) { a.alias = AliasRule::kAnyInput; });
   }
   constexpr bool written() const { return role != Role::kIn; }
-
 };
 
 constexpr ArgSpec In(std::string_view name, std::string_view acl_name) {
