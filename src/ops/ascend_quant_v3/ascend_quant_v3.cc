@@ -165,6 +165,7 @@ HWY_AFTER_NAMESPACE();
 #include <span>
 #include <vector>
 
+#include "core/fpenv.h"
 #include "core/rows.h"
 #include "core/runtime_internal.h"
 #include "mantissa/ops/ascend_quant_v3.h"
@@ -270,6 +271,7 @@ Status ascend_quant_v3_validate(const AscendQuantV3Tensors& t, const AscendQuant
 
 Status ascend_quant_v3(const AscendQuantV3Tensors& t, const AscendQuantV3Params& p,
                        Workspace /*ws*/) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   MANTISSA_RETURN_IF_ERROR(ascend_quant_v3_validate(t, p));
   const int64_t numel = *t.x.numel();
   if (numel == 0) return {};

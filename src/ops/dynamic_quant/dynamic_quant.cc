@@ -143,6 +143,7 @@ void DynamicQuantImpl(const detail::DynamicQuantKernelArgs& a) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include "core/fpenv.h"
 #include "core/runtime_internal.h"
 #include "mantissa/ops/dynamic_quant.h"
 #include "ops/dynamic_quant/dynamic_quant_desc.h"
@@ -198,6 +199,7 @@ Status dynamic_quant_validate(const DynamicQuantTensors& t, const DynamicQuantPa
 }
 
 Status dynamic_quant(const DynamicQuantTensors& t, const DynamicQuantParams& p, Workspace /*ws*/) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   MANTISSA_RETURN_IF_ERROR(dynamic_quant_validate(t, p));
   const int64_t n = t.x.shape[t.x.rank - 1];
   int64_t rows = 1;

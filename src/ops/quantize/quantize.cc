@@ -103,6 +103,7 @@ HWY_AFTER_NAMESPACE();
 #include <span>
 #include <vector>
 
+#include "core/fpenv.h"
 #include "core/rows.h"
 #include "core/runtime_internal.h"
 #include "mantissa/ops/quantize.h"
@@ -188,6 +189,7 @@ Status quantize_validate(const QuantizeTensors& t, const QuantizeParams& p) {
 }
 
 Status quantize(const QuantizeTensors& t, const QuantizeParams& p, Workspace /*ws*/) {
+  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   MANTISSA_RETURN_IF_ERROR(quantize_validate(t, p));
   const int64_t numel = *t.x.numel();
   if (numel == 0) return {};
