@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -121,6 +122,36 @@ inline precision::HostTensor sentinel(DType d, std::vector<int64_t> shape) {
   precision::HostTensor h(d, std::move(shape));
   std::fill(h.bytes.begin(), h.bytes.end(), kSentinel);
   return h;
+}
+
+// Runs an aclnn call's two phases: one(&size, &executor), then two(workspace, size, executor)
+// with a workspace of that size (8-byte aligned). Returns the first phase's error or the second
+// phase's status.
+template <class PhaseOne, class PhaseTwo>
+aclnnStatus run_two_phases(PhaseOne one, PhaseTwo two) {
+  uint64_t size = 0;
+  aclOpExecutor* exec = nullptr;
+  const aclnnStatus s = one(&size, &exec);
+  if (s != ACLNN_SUCCESS) return s;
+  std::vector<uint64_t> ws(size / 8 + 1);
+  return two(ws.data(), size, exec);
+}
+
+// Expects a and b to hold the same bytes (any dtype, packed INT4 included), naming the first
+// byte that differs.
+inline void expect_same_bits(const precision::HostTensor& a, const precision::HostTensor& b,
+                             const std::string& what) {
+  ASSERT_EQ(a.bytes.size(), b.bytes.size()) << what;
+  const auto diff = std::mismatch(a.bytes.begin(), a.bytes.end(), b.bytes.begin());
+  EXPECT_TRUE(diff.first == a.bytes.end())
+      << what << " differs at byte " << (diff.first - a.bytes.begin());
+}
+
+// The shape of a quantized output: INT4 values packed eight to an INT32 make the last dim 8x
+// shorter.
+inline std::vector<int64_t> packed_shape(std::vector<int64_t> s, DType y) {
+  if (y == DType::kInt32) s.back() /= 8;
+  return s;
 }
 
 inline TensorView view(precision::HostTensor& h) { return precision::view_of(h); }

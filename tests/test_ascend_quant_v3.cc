@@ -28,20 +28,13 @@ using mantissa::detail::AscendQuantV3Op;
 using mantissa::precision::HostTensor;
 namespace mt = mantissa::testing;
 using mt::acl;
+using mt::expect_same_bits;
 using mt::filled;
+using mt::packed_shape;
+using mt::run_two_phases;
 using mt::sentinel;
 using mt::untouched;
 using mt::view;
-
-void expect_same_bits(const HostTensor& a, const HostTensor& b, const std::string& what) {
-  ASSERT_EQ(a.bytes.size(), b.bytes.size()) << what;
-  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.bytes.size()), 0) << what;
-}
-
-std::vector<int64_t> y_shape(std::vector<int64_t> s, DType y) {
-  if (y == DType::kInt32) s.back() /= 8;
-  return s;
-}
 
 const std::vector<QuantRoundMode> kModes{QuantRoundMode::kRound, QuantRoundMode::kFloor,
                                          QuantRoundMode::kCeil, QuantRoundMode::kTrunc};
@@ -53,7 +46,7 @@ struct Call {
       : x(filled(xd, shape, 0.0, spread, 1)),
         s(filled(xd == DType::kFloat32 ? DType::kFloat32 : xd, {channels}, 2.0, 0.5, 2)),
         o(filled(xd == DType::kFloat32 ? DType::kFloat32 : xd, {channels}, 0.0, 2.0, 3)),
-        y(sentinel(yd, y_shape(shape, yd))) {
+        y(sentinel(yd, packed_shape(shape, yd))) {
     t.x = view(x), t.scale = view(s), t.y = view(y);
     if (offset) t.offset = view(o);
   }
@@ -245,16 +238,6 @@ TEST(AscendQuantV3Validation, RowsThroughTheCppApi) {
   }
 }
 
-template <class PhaseOne, class PhaseTwo>
-aclnnStatus run(PhaseOne one, PhaseTwo two) {
-  uint64_t size = 0;
-  aclOpExecutor* exec = nullptr;
-  aclnnStatus s = one(&size, &exec);
-  if (s != ACLNN_SUCCESS) return s;
-  std::vector<uint64_t> ws(size / 8 + 1);
-  return two(ws.data(), size, exec);
-}
-
 // roundMode strings map to the modes; unknown ones, "hybrid" and null are refused; a transposed
 // x staged through the workspace gives the contiguous bits.
 TEST(AscendQuantV3Aclnn, RoundModeStringsAndStridedInput) {
@@ -272,7 +255,7 @@ TEST(AscendQuantV3Aclnn, RoundModeStringsAndStridedInput) {
   aclTensor* s = acl(view(ref.s));
   aclTensor* o = acl(view(ref.o));
   aclTensor* y = acl(view(c.y));
-  ASSERT_EQ(run(
+  ASSERT_EQ(run_two_phases(
                 [&](uint64_t* size, aclOpExecutor** e) {
                   return aclnnAscendQuantV3GetWorkspaceSize(x, s, o, false, "ceil", 2, -1, y, size,
                                                             e);

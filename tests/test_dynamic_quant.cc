@@ -26,20 +26,14 @@ using mantissa::detail::DynamicQuantOp;
 using mantissa::precision::HostTensor;
 namespace mt = mantissa::testing;
 using mt::acl;
+using mt::expect_same_bits;
 using mt::filled;
+using mt::packed_shape;
+using mt::run_two_phases;
 using mt::sentinel;
 using mt::untouched;
 using mt::view;
 
-void expect_same_bits(const HostTensor& a, const HostTensor& b, const std::string& what) {
-  ASSERT_EQ(a.bytes.size(), b.bytes.size()) << what;
-  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.bytes.size()), 0) << what;
-}
-
-std::vector<int64_t> y_shape(std::vector<int64_t> s, DType y) {
-  if (y == DType::kInt32) s.back() /= 8;
-  return s;
-}
 std::vector<int64_t> scale_shape(std::vector<int64_t> s) {
   s.pop_back();
   return s;
@@ -52,7 +46,7 @@ struct Call {
   Call(DType xd, DType yd, std::vector<int64_t> shape, bool smooth, uint32_t seed = 1)
       : x(filled(xd, shape, 0.0, 2.0, seed)),
         s(filled(xd, {shape.back()}, 1.0, 0.2, seed + 1)),
-        y(sentinel(yd, y_shape(shape, yd))),
+        y(sentinel(yd, packed_shape(shape, yd))),
         scale(sentinel(DType::kFloat32, scale_shape(shape))) {
     t.x = view(x), t.y = view(y), t.scale = view(scale);
     if (smooth) t.smooth_scales = view(s);
@@ -102,7 +96,7 @@ TEST(DynamicQuant, HandWrittenRowsTiesAndPacking) {
       [&](const std::string&, int) {
         HostTensor x = fp16_row(xs);
         for (DType yd : {DType::kInt4, DType::kInt32}) {
-          HostTensor y = sentinel(yd, y_shape({1, 8}, yd)), scale = sentinel(DType::kFloat32, {1});
+          HostTensor y = sentinel(yd, packed_shape({1, 8}, yd)), scale = sentinel(DType::kFloat32, {1});
           ASSERT_TRUE(
               mantissa::dynamic_quant(
                   {.x = view(x), .smooth_scales = std::nullopt, .y = view(y), .scale = view(scale)},
@@ -230,16 +224,6 @@ TEST(DynamicQuantValidation, RowsThroughTheCppApi) {
   EXPECT_TRUE(untouched(y32));
 }
 
-template <class PhaseOne, class PhaseTwo>
-aclnnStatus run(PhaseOne one, PhaseTwo two) {
-  uint64_t size = 0;
-  aclOpExecutor* exec = nullptr;
-  aclnnStatus s = one(&size, &exec);
-  if (s != ACLNN_SUCCESS) return s;
-  std::vector<uint64_t> ws(size / 8 + 1);
-  return two(ws.data(), size, exec);
-}
-
 // A transposed x staged through the workspace gives the contiguous bits, for INT8 and INT4 (the
 // dtype comes from yOut); a null smooth scale is accepted; a null x is 161001.
 TEST(DynamicQuantAclnn, StridedInputAndNulls) {
@@ -258,7 +242,7 @@ TEST(DynamicQuantAclnn, StridedInputAndNulls) {
     aclTensor* s = acl(view(ref.s));
     aclTensor* y = acl(view(c.y));
     aclTensor* sc = acl(view(c.scale));
-    ASSERT_EQ(run(
+    ASSERT_EQ(run_two_phases(
                   [&](uint64_t* size, aclOpExecutor** e) {
                     return aclnnDynamicQuantGetWorkspaceSize(x, s, y, sc, size, e);
                   },
@@ -284,7 +268,7 @@ TEST(DynamicQuantAclnn, StridedInputAndNulls) {
     ns.t.x = view(ns.x);
     ASSERT_TRUE(mantissa::dynamic_quant(ns.t, ns.p).ok());
     aclTensor* xc = acl(view(ref.x));
-    ASSERT_EQ(run(
+    ASSERT_EQ(run_two_phases(
                   [&](uint64_t* sz, aclOpExecutor** ex) {
                     return aclnnDynamicQuantGetWorkspaceSize(xc, nullptr, y2, sc, sz, ex);
                   },

@@ -30,7 +30,9 @@ using mantissa::detail::LayerNormOp;
 using mantissa::precision::HostTensor;
 namespace mt = mantissa::testing;
 using mt::acl;
+using mt::expect_same_bits;
 using mt::filled;
+using mt::run_two_phases;
 using mt::sentinel;
 using mt::untouched;
 using mt::view;
@@ -70,12 +72,6 @@ std::string describe(const Problem& p) {
                   "/" + mantissa::dtype_name(p.stats);
   for (int64_t d : p.shape) s += " " + std::to_string(d);
   return s + (p.weight ? " weight" : "") + (p.bias ? " bias" : "");
-}
-
-void expect_same_bits(const HostTensor& a, const HostTensor& b, const char* what) {
-  ASSERT_EQ(a.bytes.size(), b.bytes.size()) << what;
-  const int64_t i = mt::first_bit_difference(a.data(), b.data(), a.numel(), a.dtype);
-  EXPECT_EQ(i, -1) << what << " differs at " << i;
 }
 
 // The tensors of one problem: inputs, the forward's outputs and the backward's.
@@ -406,16 +402,6 @@ TEST(LayerNormGradValidation, OutputMask) {
 
 // ---- aclnn ----------------------------------------------------------------------------------
 
-template <class PhaseOne, class PhaseTwo>
-aclnnStatus run(PhaseOne one, PhaseTwo two) {
-  uint64_t size = 0;
-  aclOpExecutor* exec = nullptr;
-  aclnnStatus s = one(&size, &exec);
-  if (s != ACLNN_SUCCESS) return s;
-  std::vector<uint64_t> ws(size / 8 + 1);
-  return two(ws.data(), size, exec);
-}
-
 // A transposed input staged through the workspace gives the contiguous bits; null optional
 // outputs are accepted; the list handles are checked.
 TEST(LayerNormAclnn, StridedInputNullStatisticsAndHandles) {
@@ -437,7 +423,7 @@ TEST(LayerNormAclnn, StridedInputNullStatisticsAndHandles) {
   aclTensor* m = acl(view(m2));
   const int64_t ns[] = {8};
   aclIntArray* shape = aclCreateIntArray(ns, 1);
-  const aclnnStatus s = run(
+  const aclnnStatus s = run_two_phases(
       [&](uint64_t* size, aclOpExecutor** e) {
         return aclnnLayerNormGetWorkspaceSize(x, shape, w, b, 1e-5, o, m, nullptr, size, e);
       },
@@ -473,7 +459,7 @@ TEST(LayerNormAclnn, StridedInputNullStatisticsAndHandles) {
   aclTensor* b2 = acl(view(c.b));
   HostTensor out3 = sentinel(DType::kFloat16, {2, 3, 8});
   aclTensor* o3 = acl(view(out3));
-  const aclnnStatus s3 = run(
+  const aclnnStatus s3 = run_two_phases(
       [&](uint64_t* sz, aclOpExecutor** ex) {
         return aclnnLayerNormGetWorkspaceSize(x2, shape, wm, b2, 1e-5, o3, nullptr, nullptr, sz,
                                               ex);
@@ -518,7 +504,7 @@ TEST(LayerNormAclnn, BackwardMaskHandlesAndNulls) {
                                                    nullptr, nullptr, nullptr, &size, &e),
             ACLNN_ERR_PARAM_NULLPTR);
   EXPECT_TRUE(untouched(dx));
-  const aclnnStatus s = run(
+  const aclnnStatus s = run_two_phases(
       [&](uint64_t* sz, aclOpExecutor** ex) {
         return aclnnLayerNormBackwardGetWorkspaceSize(a_dy, a_x, shape, a_m, a_r, nullptr, nullptr,
                                                       m3, a_dx, nullptr, nullptr, sz, ex);

@@ -27,15 +27,12 @@ using mantissa::detail::QuantizeOp;
 using mantissa::precision::HostTensor;
 namespace mt = mantissa::testing;
 using mt::acl;
+using mt::expect_same_bits;
 using mt::filled;
+using mt::run_two_phases;
 using mt::sentinel;
 using mt::untouched;
 using mt::view;
-
-void expect_same_bits(const HostTensor& a, const HostTensor& b, const std::string& what) {
-  ASSERT_EQ(a.bytes.size(), b.bytes.size()) << what;
-  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.bytes.size()), 0) << what;
-}
 
 const std::vector<DType> kOutputs{DType::kInt8, DType::kUInt8, DType::kInt32, DType::kFloat8E4M3FN,
                                   DType::kFloat8E5M2};
@@ -329,16 +326,6 @@ TEST(QuantizeValidation, RowsThroughTheCppApi) {
   EXPECT_FALSE(untouched(y1));
 }
 
-template <class PhaseOne, class PhaseTwo>
-aclnnStatus run(PhaseOne one, PhaseTwo two) {
-  uint64_t size = 0;
-  aclOpExecutor* exec = nullptr;
-  aclnnStatus s = one(&size, &exec);
-  if (s != ACLNN_SUCCESS) return s;
-  std::vector<uint64_t> ws(size / 8 + 1);
-  return two(ws.data(), size, exec);
-}
-
 // A transposed x staged through the workspace gives the contiguous bits; a strided FP8 output
 // too; null zero points are accepted; null x is 161001.
 TEST(QuantizeAclnn, StridedTensorsAndNulls) {
@@ -360,7 +347,7 @@ TEST(QuantizeAclnn, StridedTensorsAndNulls) {
   aclTensor* s = acl(view(ref.s));
   aclTensor* z = acl(view(zf));
   aclTensor* y = acl(yv, {1, 4}, {8, 4});
-  ASSERT_EQ(run(
+  ASSERT_EQ(run_two_phases(
                 [&](uint64_t* size, aclOpExecutor** e) {
                   return aclnnQuantizeGetWorkspaceSize(x, s, z, ACL_FLOAT8_E4M3FN, 1, y, size, e);
                 },
@@ -378,7 +365,7 @@ TEST(QuantizeAclnn, StridedTensorsAndNulls) {
   t2.zero_points = std::nullopt, t2.y = view(y2ref);
   ASSERT_TRUE(mantissa::quantize(t2, {.dtype = DType::kInt8, .axis = -1}).ok());
   aclTensor* yc = acl(view(y2));
-  ASSERT_EQ(run(
+  ASSERT_EQ(run_two_phases(
                 [&](uint64_t* size, aclOpExecutor** e) {
                   return aclnnQuantizeGetWorkspaceSize(x, s, nullptr, ACL_INT8, -1, yc, size, e);
                 },

@@ -31,6 +31,7 @@ using mantissa::detail::RmsNormOp;
 using mantissa::precision::HostTensor;
 namespace mt = mantissa::testing;
 using mt::acl;
+using mt::expect_same_bits;
 using mt::filled;
 using mt::sentinel;
 using mt::untouched;
@@ -79,12 +80,6 @@ std::string describe(const Problem& p) {
   std::string s = std::string(mantissa::dtype_name(p.x)) + "/" + mantissa::dtype_name(p.gamma);
   for (int64_t d : p.x_shape) s += " " + std::to_string(d);
   return s + " mean " + std::to_string(p.mean) + " spread " + std::to_string(p.spread);
-}
-
-void expect_same_bits(const HostTensor& a, const HostTensor& b, const char* what) {
-  ASSERT_EQ(a.bytes.size(), b.bytes.size()) << what;
-  const int64_t i = mt::first_bit_difference(a.data(), b.data(), a.numel(), a.dtype);
-  EXPECT_EQ(i, -1) << what << " differs at " << i;
 }
 
 TEST(RmsNorm, BitExactOnEveryTargetAndThreadCount) {

@@ -30,6 +30,7 @@ using mantissa::detail::SoftmaxCrossEntropyWithLogitsOp;
 using mantissa::precision::HostTensor;
 namespace mt = mantissa::testing;
 using mt::acl;
+using mt::expect_same_bits;
 using mt::filled;
 using mt::sentinel;
 using mt::untouched;
@@ -50,12 +51,6 @@ HostTensor labels(DType d, int64_t rows, int64_t classes, bool soft, uint32_t se
     }
   }
   return h;
-}
-
-void expect_same_bits(const HostTensor& a, const HostTensor& b, const char* what) {
-  ASSERT_EQ(a.bytes.size(), b.bytes.size()) << what;
-  const int64_t i = mt::first_bit_difference(a.data(), b.data(), a.numel(), a.dtype);
-  EXPECT_EQ(i, -1) << what << " differs at " << i;
 }
 
 struct Problem {

@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "calib/int8.h"
-#include "core/fpenv.h"
+#include "core/entry.h"
 #include "core/validate.h"
 
 namespace mantissa::calib {
@@ -85,26 +85,28 @@ float element(const TensorView& x, int64_t i) {
 
 Status quantize_int8(const TensorView& x, std::span<const float> scales, const TensorView& q,
                      const Int8Options& o) {
-  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
-  detail::Int8KernelArgs a;
-  MANTISSA_RETURN_IF_ERROR(int8_geometry(kQuantize, x, q, scales, o, &a));
-  if (*x.numel() == 0) return {};
-  a.x = x.data;
-  a.q = q.data;
-  detail::quantize_int8_kernel(a);
-  return {};
+  return detail::guarded_entry("quantize_int8", [&]() -> Status {
+    detail::Int8KernelArgs a;
+    MANTISSA_RETURN_IF_ERROR(int8_geometry(kQuantize, x, q, scales, o, &a));
+    if (*x.numel() == 0) return {};
+    a.x = x.data;
+    a.q = q.data;
+    detail::quantize_int8_kernel(a);
+    return {};
+  });
 }
 
 Status dequantize_int8(const TensorView& q, std::span<const float> scales, const TensorView& x,
                        const Int8Options& o) {
-  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
-  detail::Int8KernelArgs a;
-  MANTISSA_RETURN_IF_ERROR(int8_geometry("dequantize_int8", x, q, scales, o, &a));
-  if (*x.numel() == 0) return {};
-  a.q = q.data;
-  a.y = x.data;
-  detail::dequantize_int8_kernel(a);
-  return {};
+  return detail::guarded_entry("dequantize_int8", [&]() -> Status {
+    detail::Int8KernelArgs a;
+    MANTISSA_RETURN_IF_ERROR(int8_geometry("dequantize_int8", x, q, scales, o, &a));
+    if (*x.numel() == 0) return {};
+    a.q = q.data;
+    a.y = x.data;
+    detail::dequantize_int8_kernel(a);
+    return {};
+  });
 }
 
 // ---- Histogram --------------------------------------------------------------------------------
@@ -292,106 +294,108 @@ Status choose_threshold(const Histogram& h, Method method, double percentile, Th
 Status calibrate_tensor(const std::string& name, std::span<const TensorView> batches,
                         const CalibrateOptions& o, TensorReport* report,
                         void (*progress)(std::size_t, std::size_t)) {
-  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
-  if (report == nullptr) return fail(StatusCode::kParamNullptr, kCalibrate, "report is null");
-  if (batches.empty()) {
-    return fail(StatusCode::kParamInvalid, kCalibrate, "{}: no batches", name);
-  }
-  const TensorView& first = batches[0];
-  int64_t channels = 1;
-  if (o.per_channel_axis >= 0) {
-    if (o.per_channel_axis >= first.rank) {
-      return fail(StatusCode::kParamInvalid, kCalibrate,
-                  "{}: per-channel axis {} is outside [0, {}) for shape {}", name,
-                  o.per_channel_axis, first.rank, first.shape_string());
+  return detail::guarded_entry("calibrate_tensor", [&]() -> Status {
+    if (report == nullptr) return fail(StatusCode::kParamNullptr, kCalibrate, "report is null");
+    if (batches.empty()) {
+      return fail(StatusCode::kParamInvalid, kCalibrate, "{}: no batches", name);
     }
-    channels = first.shape[o.per_channel_axis];
-  }
-  for (std::size_t b = 0; b < batches.size(); ++b) {
-    const TensorView& x = batches[b];
-    if (!is_training_float(x.dtype) || !x.numel() || !x.is_contiguous() ||
-        (x.data == nullptr && *x.numel() > 0)) {
-      return fail(StatusCode::kParamInvalid, kCalibrate,
-                  "{}: batch {} is not a contiguous FLOAT, FLOAT16 or BFLOAT16 tensor", name, b);
-    }
-    if (o.per_channel_axis >= 0 &&
-        (x.rank != first.rank || x.shape[o.per_channel_axis] != channels)) {
-      return fail(StatusCode::kParamInvalid, kCalibrate,
-                  "{}: batch {} shape {} has another channel count than batch 0 shape {}", name, b,
-                  x.shape_string(), first.shape_string());
-    }
-  }
-  TensorReport r;
-  r.name = name;
-  r.shape.assign(first.shape.begin(), first.shape.begin() + first.rank);
-  r.method = o.method;
-
-  // Histograms (one per channel per channel), then thresholds.
-  std::vector<Histogram> hist(static_cast<std::size_t>(channels));
-  for (std::size_t b = 0; b < batches.size(); ++b) {
-    const TensorView& x = batches[b];
-    const int64_t n = *x.numel();
-    if (channels == 1) {
-      MANTISSA_RETURN_IF_ERROR(hist[0].add(x));
-    } else {
-      int64_t inner = 1;
-      for (int i = o.per_channel_axis + 1; i < x.rank; ++i) inner *= x.shape[i];
-      std::vector<std::vector<float>> per(static_cast<std::size_t>(channels));
-      for (int64_t i = 0; i < n; ++i) {
-        per[static_cast<std::size_t>((i / inner) % channels)].push_back(element(x, i));
+    const TensorView& first = batches[0];
+    int64_t channels = 1;
+    if (o.per_channel_axis >= 0) {
+      if (o.per_channel_axis >= first.rank) {
+        return fail(StatusCode::kParamInvalid, kCalibrate,
+                    "{}: per-channel axis {} is outside [0, {}) for shape {}", name,
+                    o.per_channel_axis, first.rank, first.shape_string());
       }
-      for (int64_t c = 0; c < channels; ++c) hist[static_cast<std::size_t>(c)].add(per[c]);
+      channels = first.shape[o.per_channel_axis];
     }
-    if (progress) progress(b + 1, 2 * batches.size());
-  }
-  std::vector<float> scales(static_cast<std::size_t>(channels));
-  for (int64_t c = 0; c < channels; ++c) {
-    Threshold t;
-    MANTISSA_RETURN_IF_ERROR(choose_threshold(hist[static_cast<std::size_t>(c)], o.method,
-                                              o.percentile, &t, o.entropy_zero_bin_as_next));
-    // An all-zero channel keeps scale 1 (any scale quantizes zeros to zero).
-    scales[static_cast<std::size_t>(c)] = t.scale > 0.0 ? static_cast<float>(t.scale) : 1.0f;
-    if (channels > 1) r.channel_scales.push_back(scales[static_cast<std::size_t>(c)]);
-    if (c == 0 || t.threshold > r.chosen.threshold) r.chosen = t;
-    r.nonfinite += hist[static_cast<std::size_t>(c)].nonfinite();
-  }
+    for (std::size_t b = 0; b < batches.size(); ++b) {
+      const TensorView& x = batches[b];
+      if (!is_training_float(x.dtype) || !x.numel() || !x.is_contiguous() ||
+          (x.data == nullptr && *x.numel() > 0)) {
+        return fail(StatusCode::kParamInvalid, kCalibrate,
+                    "{}: batch {} is not a contiguous FLOAT, FLOAT16 or BFLOAT16 tensor", name, b);
+      }
+      if (o.per_channel_axis >= 0 &&
+          (x.rank != first.rank || x.shape[o.per_channel_axis] != channels)) {
+        return fail(StatusCode::kParamInvalid, kCalibrate,
+                    "{}: batch {} shape {} has another channel count than batch 0 shape {}", name,
+                    b, x.shape_string(), first.shape_string());
+      }
+    }
+    TensorReport r;
+    r.name = name;
+    r.shape.assign(first.shape.begin(), first.shape.begin() + first.rank);
+    r.method = o.method;
 
-  // The error of quantizing with those scales, batch by batch.
-  double signal = 0.0, noise = 0.0, clipped = 0.0, count = 0.0;
-  Int8Options io;
-  io.axis = channels > 1 ? o.per_channel_axis : -1;
-  for (std::size_t b = 0; b < batches.size(); ++b) {
-    const TensorView& x = batches[b];
-    const int64_t n = *x.numel();
-    std::vector<int8_t> q(static_cast<std::size_t>(n));
-    std::vector<float> y(static_cast<std::size_t>(n));
-    const TensorView qv(q.data(), DType::kInt8, std::span<const int64_t>(x.shape.data(), x.rank));
-    const TensorView yv(y.data(), DType::kFloat32,
-                        std::span<const int64_t>(x.shape.data(), x.rank));
-    MANTISSA_RETURN_IF_ERROR(quantize_int8(x, scales, qv, io));
-    MANTISSA_RETURN_IF_ERROR(dequantize_int8(qv, scales, yv, io));
-    int64_t inner = 1;
-    if (channels > 1) {
-      for (int i = o.per_channel_axis + 1; i < x.rank; ++i) inner *= x.shape[i];
+    // Histograms (one per channel per channel), then thresholds.
+    std::vector<Histogram> hist(static_cast<std::size_t>(channels));
+    for (std::size_t b = 0; b < batches.size(); ++b) {
+      const TensorView& x = batches[b];
+      const int64_t n = *x.numel();
+      if (channels == 1) {
+        MANTISSA_RETURN_IF_ERROR(hist[0].add(x));
+      } else {
+        int64_t inner = 1;
+        for (int i = o.per_channel_axis + 1; i < x.rank; ++i) inner *= x.shape[i];
+        std::vector<std::vector<float>> per(static_cast<std::size_t>(channels));
+        for (int64_t i = 0; i < n; ++i) {
+          per[static_cast<std::size_t>((i / inner) % channels)].push_back(element(x, i));
+        }
+        for (int64_t c = 0; c < channels; ++c) hist[static_cast<std::size_t>(c)].add(per[c]);
+      }
+      if (progress) progress(b + 1, 2 * batches.size());
     }
-    for (int64_t i = 0; i < n; ++i) {
-      const double v = element(x, i);
-      if (!std::isfinite(v)) continue;
-      const double s = scales[static_cast<std::size_t>(channels > 1 ? (i / inner) % channels : 0)];
-      const double e = v - y[static_cast<std::size_t>(i)];
-      signal += v * v;
-      noise += e * e;
-      clipped += std::fabs(v) > 127.0 * s;
-      count += 1.0;
+    std::vector<float> scales(static_cast<std::size_t>(channels));
+    for (int64_t c = 0; c < channels; ++c) {
+      Threshold t;
+      MANTISSA_RETURN_IF_ERROR(choose_threshold(hist[static_cast<std::size_t>(c)], o.method,
+                                                o.percentile, &t, o.entropy_zero_bin_as_next));
+      // An all-zero channel keeps scale 1 (any scale quantizes zeros to zero).
+      scales[static_cast<std::size_t>(c)] = t.scale > 0.0 ? static_cast<float>(t.scale) : 1.0f;
+      if (channels > 1) r.channel_scales.push_back(scales[static_cast<std::size_t>(c)]);
+      if (c == 0 || t.threshold > r.chosen.threshold) r.chosen = t;
+      r.nonfinite += hist[static_cast<std::size_t>(c)].nonfinite();
     }
-    if (progress) progress(batches.size() + b + 1, 2 * batches.size());
-  }
-  r.clipped_fraction = count > 0.0 ? clipped / count : 0.0;
-  r.mse = count > 0.0 ? noise / count : 0.0;
-  r.snr_db =
-      noise > 0.0 ? 10.0 * std::log10(signal / noise) : std::numeric_limits<double>::infinity();
-  *report = std::move(r);
-  return {};
+
+    // The error of quantizing with those scales, batch by batch.
+    double signal = 0.0, noise = 0.0, clipped = 0.0, count = 0.0;
+    Int8Options io;
+    io.axis = channels > 1 ? o.per_channel_axis : -1;
+    for (std::size_t b = 0; b < batches.size(); ++b) {
+      const TensorView& x = batches[b];
+      const int64_t n = *x.numel();
+      std::vector<int8_t> q(static_cast<std::size_t>(n));
+      std::vector<float> y(static_cast<std::size_t>(n));
+      const TensorView qv(q.data(), DType::kInt8, std::span<const int64_t>(x.shape.data(), x.rank));
+      const TensorView yv(y.data(), DType::kFloat32,
+                          std::span<const int64_t>(x.shape.data(), x.rank));
+      MANTISSA_RETURN_IF_ERROR(quantize_int8(x, scales, qv, io));
+      MANTISSA_RETURN_IF_ERROR(dequantize_int8(qv, scales, yv, io));
+      int64_t inner = 1;
+      if (channels > 1) {
+        for (int i = o.per_channel_axis + 1; i < x.rank; ++i) inner *= x.shape[i];
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        const double v = element(x, i);
+        if (!std::isfinite(v)) continue;
+        const double s =
+            scales[static_cast<std::size_t>(channels > 1 ? (i / inner) % channels : 0)];
+        const double e = v - y[static_cast<std::size_t>(i)];
+        signal += v * v;
+        noise += e * e;
+        clipped += std::fabs(v) > 127.0 * s;
+        count += 1.0;
+      }
+      if (progress) progress(batches.size() + b + 1, 2 * batches.size());
+    }
+    r.clipped_fraction = count > 0.0 ? clipped / count : 0.0;
+    r.mse = count > 0.0 ? noise / count : 0.0;
+    r.snr_db =
+        noise > 0.0 ? 10.0 * std::log10(signal / noise) : std::numeric_limits<double>::infinity();
+    *report = std::move(r);
+    return {};
+  });
 }
 
 // ---- Bias correction
@@ -399,45 +403,46 @@ Status calibrate_tensor(const std::string& name, std::span<const TensorView> bat
 
 Status correct_bias(const TensorView& w, std::span<const float> scales, const TensorView& inputs,
                     std::span<const float> bias, std::vector<float>* corrected) {
-  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
-  constexpr std::string_view op = "correct_bias";
-  if (corrected == nullptr) return fail(StatusCode::kParamNullptr, op, "corrected is null");
-  if (w.dtype != DType::kFloat32 || w.rank != 2 || inputs.dtype != DType::kFloat32 ||
-      inputs.rank != 2 || !w.is_contiguous() || !inputs.is_contiguous()) {
-    return fail(StatusCode::kParamInvalid, op,
-                "weight [out, in] and inputs [n, in] must be contiguous FLOAT matrices (got {} {} "
-                "and {} {})",
-                dtype_name(w.dtype), w.shape_string(), dtype_name(inputs.dtype),
-                inputs.shape_string());
-  }
-  const int64_t out = w.shape[0], in = w.shape[1], n = inputs.shape[0];
-  if (inputs.shape[1] != in || static_cast<int64_t>(bias.size()) != out) {
-    return fail(StatusCode::kParamInvalid, op,
-                "inputs {} and bias of {} values do not fit weight {}", inputs.shape_string(),
-                bias.size(), w.shape_string());
-  }
-  std::vector<int8_t> q(static_cast<std::size_t>(out * in));
-  std::vector<float> wq(static_cast<std::size_t>(out * in));
-  const TensorView qv(q.data(), DType::kInt8, {out, in}),
-      wqv(wq.data(), DType::kFloat32, {out, in});
-  MANTISSA_RETURN_IF_ERROR(quantize_int8(w, scales, qv, {.axis = 0}));
-  MANTISSA_RETURN_IF_ERROR(dequantize_int8(qv, scales, wqv, {.axis = 0}));
-  const auto* wp = static_cast<const float*>(w.data);
-  const auto* xp = static_cast<const float*>(inputs.data);
-  corrected->assign(bias.begin(), bias.end());
-  if (n == 0) return {};
-  for (int64_t o = 0; o < out; ++o) {
-    double diff = 0.0;
-    for (int64_t s = 0; s < n; ++s) {
-      for (int64_t i = 0; i < in; ++i) {
-        diff += (static_cast<double>(wp[o * in + i]) - wq[static_cast<std::size_t>(o * in + i)]) *
-                xp[s * in + i];
-      }
+  return detail::guarded_entry("correct_bias", [&]() -> Status {
+    constexpr std::string_view op = "correct_bias";
+    if (corrected == nullptr) return fail(StatusCode::kParamNullptr, op, "corrected is null");
+    if (w.dtype != DType::kFloat32 || w.rank != 2 || inputs.dtype != DType::kFloat32 ||
+        inputs.rank != 2 || !w.is_contiguous() || !inputs.is_contiguous()) {
+      return fail(
+          StatusCode::kParamInvalid, op,
+          "weight [out, in] and inputs [n, in] must be contiguous FLOAT matrices (got {} {} "
+          "and {} {})",
+          dtype_name(w.dtype), w.shape_string(), dtype_name(inputs.dtype), inputs.shape_string());
     }
-    (*corrected)[static_cast<std::size_t>(o)] = static_cast<float>(
-        static_cast<double>(bias[static_cast<std::size_t>(o)]) + diff / static_cast<double>(n));
-  }
-  return {};
+    const int64_t out = w.shape[0], in = w.shape[1], n = inputs.shape[0];
+    if (inputs.shape[1] != in || static_cast<int64_t>(bias.size()) != out) {
+      return fail(StatusCode::kParamInvalid, op,
+                  "inputs {} and bias of {} values do not fit weight {}", inputs.shape_string(),
+                  bias.size(), w.shape_string());
+    }
+    std::vector<int8_t> q(static_cast<std::size_t>(out * in));
+    std::vector<float> wq(static_cast<std::size_t>(out * in));
+    const TensorView qv(q.data(), DType::kInt8, {out, in}),
+        wqv(wq.data(), DType::kFloat32, {out, in});
+    MANTISSA_RETURN_IF_ERROR(quantize_int8(w, scales, qv, {.axis = 0}));
+    MANTISSA_RETURN_IF_ERROR(dequantize_int8(qv, scales, wqv, {.axis = 0}));
+    const auto* wp = static_cast<const float*>(w.data);
+    const auto* xp = static_cast<const float*>(inputs.data);
+    corrected->assign(bias.begin(), bias.end());
+    if (n == 0) return {};
+    for (int64_t o = 0; o < out; ++o) {
+      double diff = 0.0;
+      for (int64_t s = 0; s < n; ++s) {
+        for (int64_t i = 0; i < in; ++i) {
+          diff += (static_cast<double>(wp[o * in + i]) - wq[static_cast<std::size_t>(o * in + i)]) *
+                  xp[s * in + i];
+        }
+      }
+      (*corrected)[static_cast<std::size_t>(o)] = static_cast<float>(
+          static_cast<double>(bias[static_cast<std::size_t>(o)]) + diff / static_cast<double>(n));
+    }
+    return {};
+  });
 }
 
 // ---- .npy ---------------------------------------------------------------------------------------

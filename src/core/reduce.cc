@@ -115,7 +115,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 #include <string_view>
 
-#include "core/fpenv.h"
+#include "core/entry.h"
 #include "core/runtime_internal.h"
 #include "core/validate.h"
 #include "mantissa/reduce.h"
@@ -188,39 +188,43 @@ Status reduce_unary(std::string_view op, detail::ReduceOp kind, const TensorView
 }  // namespace
 
 Status sum(const TensorView& x, double* result, const ReduceOptions& options) {
-  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
-  return reduce_unary("Sum", detail::ReduceOp::kSum, x, result, options);
+  return detail::guarded_entry("sum", [&]() -> Status {
+    return reduce_unary("Sum", detail::ReduceOp::kSum, x, result, options);
+  });
 }
 
 Status l2_norm(const TensorView& x, double* result, const ReduceOptions& options) {
-  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
-  return reduce_unary("L2Norm", detail::ReduceOp::kL2Norm, x, result, options);
+  return detail::guarded_entry("l2_norm", [&]() -> Status {
+    return reduce_unary("L2Norm", detail::ReduceOp::kL2Norm, x, result, options);
+  });
 }
 
 Status max_abs(const TensorView& x, double* result) {
-  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
-  return reduce_unary("MaxAbs", detail::ReduceOp::kMaxAbs, x, result, ReduceOptions{});
+  return detail::guarded_entry("max_abs", [&]() -> Status {
+    return reduce_unary("MaxAbs", detail::ReduceOp::kMaxAbs, x, result, ReduceOptions{});
+  });
 }
 
 Status dot(const TensorView& x, const TensorView& y, double* result, const ReduceOptions& options) {
-  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
-  constexpr std::string_view kOp = "Dot";
-  const detail::Arg xa{"x", x}, ya{"y", y};
-  MANTISSA_RETURN_IF_ERROR(check_input(kOp, xa));
-  MANTISSA_RETURN_IF_ERROR(check_input(kOp, ya));
-  MANTISSA_RETURN_IF_ERROR(detail::check_same_dtype(kOp, ya, xa));
-  MANTISSA_RETURN_IF_ERROR(detail::check_same_shape(kOp, ya, xa));
-  MANTISSA_RETURN_IF_ERROR(check_result(kOp, result));
-  MANTISSA_RETURN_IF_ERROR(check_options(kOp, options));
-  detail::ReduceArgs a;
-  a.op = detail::ReduceOp::kDot;
-  a.dtype = x.dtype;
-  a.x = x.data;
-  a.y = y.data;
-  a.n = *x.numel();
-  a.options = options;
-  *result = detail::reduce(a);
-  return {};
+  return detail::guarded_entry("dot", [&]() -> Status {
+    constexpr std::string_view kOp = "Dot";
+    const detail::Arg xa{"x", x}, ya{"y", y};
+    MANTISSA_RETURN_IF_ERROR(check_input(kOp, xa));
+    MANTISSA_RETURN_IF_ERROR(check_input(kOp, ya));
+    MANTISSA_RETURN_IF_ERROR(detail::check_same_dtype(kOp, ya, xa));
+    MANTISSA_RETURN_IF_ERROR(detail::check_same_shape(kOp, ya, xa));
+    MANTISSA_RETURN_IF_ERROR(check_result(kOp, result));
+    MANTISSA_RETURN_IF_ERROR(check_options(kOp, options));
+    detail::ReduceArgs a;
+    a.op = detail::ReduceOp::kDot;
+    a.dtype = x.dtype;
+    a.x = x.data;
+    a.y = y.data;
+    a.n = *x.numel();
+    a.options = options;
+    *result = detail::reduce(a);
+    return {};
+  });
 }
 
 }  // namespace mantissa

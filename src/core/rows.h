@@ -21,6 +21,7 @@
 #include <span>
 
 #include "core/parallel.h"
+#include "core/reduce.h"
 
 namespace mantissa::detail {
 
@@ -114,6 +115,45 @@ constexpr ColumnSumPlan column_sum_plan(int64_t rows, int64_t axis) noexcept {
   p.rows_per_block = (rows + blocks - 1) / blocks;
   p.blocks = (rows + p.rows_per_block - 1) / p.rows_per_block;
   return p;
+}
+
+// Columns one piece of a column-sum pass covers: a constant, so the pieces do not depend on the
+// thread count (each column is computed the same way whichever piece holds it).
+inline constexpr int64_t kColumnTile = 1024;
+
+// The first half of a column-sum pass over n columns: calls fn(b, c0, c1) for every row block b
+// of `plan` and column range [c0, c1) (at most kColumnTile columns), in parallel. fn sums the
+// block's rows in increasing order into the block's partials of those columns.
+template <class Fn>
+void for_each_column_piece(const ColumnSumPlan& plan, int64_t n, Fn&& fn) {
+  const int64_t tiles = (n + kColumnTile - 1) / kColumnTile;
+  auto pieces = [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      const int64_t b = p / tiles, c0 = (p % tiles) * kColumnTile;
+      fn(b, c0, std::min(n, c0 + kColumnTile));
+    }
+  };
+  parallel_for(plan.blocks * tiles, 1, pieces);
+}
+
+// The second half: for every column j, adds partials[b * n + j] over the blocks along the
+// pairwise tree (PairwiseStack, in block order) and calls store(j, sum), in parallel over column
+// tiles.
+template <class Store>
+void combine_column_partials(const ColumnSumPlan& plan, int64_t n, const double* partials,
+                             Store&& store) {
+  const int64_t tiles = (n + kColumnTile - 1) / kColumnTile;
+  auto combine = [&](int64_t begin, int64_t end) {
+    const auto add = [](double u, double v) { return u + v; };
+    for (int64_t t = begin; t < end; ++t) {
+      for (int64_t j = t * kColumnTile; j < std::min(n, (t + 1) * kColumnTile); ++j) {
+        PairwiseStack<double> stack;
+        for (int64_t b = 0; b < plan.blocks; ++b) stack.push(partials[b * n + j], add);
+        store(j, stack.collapse(add));
+      }
+    }
+  };
+  parallel_for(tiles, 1, combine);
 }
 
 // Last-axis loop (meant for rows.inner == 1; with inner > 1 use for_each_tile). Calls

@@ -324,7 +324,7 @@ HWY_AFTER_NAMESPACE();
 #include <string_view>
 #include <tuple>
 
-#include "core/fpenv.h"
+#include "core/entry.h"
 #include "core/op_desc.h"
 #include "core/reduce.h"
 #include "core/runtime_internal.h"
@@ -649,29 +649,30 @@ Status multi_tensor_sgd_validate(std::span<const SgdParamTensors> params, const 
 
 Status multi_tensor_sgd(std::span<const SgdParamTensors> params, const MultiSgdParams& p,
                         const FusedStepOptions& o) {
-  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
-  MANTISSA_RETURN_IF_ERROR(multi_tensor_sgd_validate(params, p, o));
-  if (detail::skipped(o)) return {};
-  std::vector<detail::MtTensor> tensors;
-  tensors.reserve(params.size());
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const SgdParamTensors& q = params[i];
-    detail::MtTensor t = detail::common_tensor(q, q.parameters, q.gradient, o, i);
-    t.s0 = q.accum.data;
-    t.s1 = q.stat.data;
-    // As SGD reads its one-element learning_rate and momentum tensors of the parameters' dtype.
-    t.sgd_lr = round_to(q.parameters.dtype, p.learning_rate);
-    t.sgd_m = round_to(q.parameters.dtype, p.momentum);
-    t.sgd_write_state = t.sgd_m != 0.0f;  // IEEE compare: NaN counts as non-zero
-    tensors.push_back(t);
-  }
-  detail::MtArgs a;
-  a.algo = detail::MtAlgo::kSgd;
-  a.sgd_dampening = p.dampening;
-  a.sgd_weight_decay = p.weight_decay;
-  a.sgd_nesterov = p.nesterov;
-  detail::run_list(a, tensors, o);
-  return {};
+  return detail::guarded_entry("multi_tensor_sgd", [&]() -> Status {
+    MANTISSA_RETURN_IF_ERROR(multi_tensor_sgd_validate(params, p, o));
+    if (detail::skipped(o)) return {};
+    std::vector<detail::MtTensor> tensors;
+    tensors.reserve(params.size());
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const SgdParamTensors& q = params[i];
+      detail::MtTensor t = detail::common_tensor(q, q.parameters, q.gradient, o, i);
+      t.s0 = q.accum.data;
+      t.s1 = q.stat.data;
+      // As SGD reads its one-element learning_rate and momentum tensors of the parameters' dtype.
+      t.sgd_lr = round_to(q.parameters.dtype, p.learning_rate);
+      t.sgd_m = round_to(q.parameters.dtype, p.momentum);
+      t.sgd_write_state = t.sgd_m != 0.0f;  // IEEE compare: NaN counts as non-zero
+      tensors.push_back(t);
+    }
+    detail::MtArgs a;
+    a.algo = detail::MtAlgo::kSgd;
+    a.sgd_dampening = p.dampening;
+    a.sgd_weight_decay = p.weight_decay;
+    a.sgd_nesterov = p.nesterov;
+    detail::run_list(a, tensors, o);
+    return {};
+  });
 }
 
 // ---- ApplyAdamD -----------------------------------------------------------------------------
@@ -691,28 +692,29 @@ Status multi_tensor_apply_adam_d_validate(std::span<const AdamDParamTensors> par
 
 Status multi_tensor_apply_adam_d(std::span<const AdamDParamTensors> params,
                                  const MultiAdamDParams& p, const FusedStepOptions& o) {
-  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
-  MANTISSA_RETURN_IF_ERROR(multi_tensor_apply_adam_d_validate(params, p, o));
-  if (detail::skipped(o)) return {};
-  std::vector<detail::MtTensor> tensors;
-  tensors.reserve(params.size());
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const AdamDParamTensors& q = params[i];
-    detail::MtTensor t = detail::common_tensor(q, q.var, q.grad, o, i);
-    t.s0 = q.m.data;
-    t.s1 = q.v.data;
-    // As ApplyAdamD reads its six one-element tensors of var's dtype.
-    const DType dt = q.var.dtype;
-    t.adam_d = detail::adam_d_constants(round_to(dt, p.beta1_power), round_to(dt, p.beta2_power),
-                                        round_to(dt, p.lr), round_to(dt, p.beta1),
-                                        round_to(dt, p.beta2), round_to(dt, p.epsilon));
-    tensors.push_back(t);
-  }
-  detail::MtArgs a;
-  a.algo = detail::MtAlgo::kAdamD;
-  a.adam_d_nesterov = p.use_nesterov;
-  detail::run_list(a, tensors, o);
-  return {};
+  return detail::guarded_entry("multi_tensor_apply_adam_d", [&]() -> Status {
+    MANTISSA_RETURN_IF_ERROR(multi_tensor_apply_adam_d_validate(params, p, o));
+    if (detail::skipped(o)) return {};
+    std::vector<detail::MtTensor> tensors;
+    tensors.reserve(params.size());
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const AdamDParamTensors& q = params[i];
+      detail::MtTensor t = detail::common_tensor(q, q.var, q.grad, o, i);
+      t.s0 = q.m.data;
+      t.s1 = q.v.data;
+      // As ApplyAdamD reads its six one-element tensors of var's dtype.
+      const DType dt = q.var.dtype;
+      t.adam_d = detail::adam_d_constants(round_to(dt, p.beta1_power), round_to(dt, p.beta2_power),
+                                          round_to(dt, p.lr), round_to(dt, p.beta1),
+                                          round_to(dt, p.beta2), round_to(dt, p.epsilon));
+      tensors.push_back(t);
+    }
+    detail::MtArgs a;
+    a.algo = detail::MtAlgo::kAdamD;
+    a.adam_d_nesterov = p.use_nesterov;
+    detail::run_list(a, tensors, o);
+    return {};
+  });
 }
 
 // ---- AdamW ----------------------------------------------------------------------------------
@@ -744,87 +746,90 @@ Status multi_tensor_adam_w_validate(std::span<const AdamWParamTensors> params,
 
 Status multi_tensor_adam_w(std::span<const AdamWParamTensors> params, const MultiAdamWParams& p,
                            const FusedStepOptions& o) {
-  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
-  MANTISSA_RETURN_IF_ERROR(multi_tensor_adam_w_validate(params, p, o));
-  if (detail::skipped(o)) return {};
-  std::vector<detail::MtTensor> tensors;
-  tensors.reserve(params.size());
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const AdamWParamTensors& q = params[i];
-    detail::MtTensor t = detail::common_tensor(q, q.var, q.grad, o, i);
-    t.s0 = q.m.data;
-    t.s1 = q.v.data;
-    t.s2 = p.hyper.amsgrad ? q.max_grad_norm->data : nullptr;
-    tensors.push_back(t);
-  }
-  detail::MtArgs a;
-  a.algo = detail::MtAlgo::kAdamW;
-  a.amsgrad = p.hyper.amsgrad;
-  a.maximize = p.hyper.maximize;
-  // Once per call, exactly as ApplyAdamWV2 computes them from an int64 step.
-  a.adam_w = detail::adam_w_constants(static_cast<double>(p.step), p.hyper.lr, p.hyper.beta1,
-                                      p.hyper.beta2, p.hyper.weight_decay, p.hyper.eps);
-  detail::run_list(a, tensors, o);
-  return {};
+  return detail::guarded_entry("multi_tensor_adam_w", [&]() -> Status {
+    MANTISSA_RETURN_IF_ERROR(multi_tensor_adam_w_validate(params, p, o));
+    if (detail::skipped(o)) return {};
+    std::vector<detail::MtTensor> tensors;
+    tensors.reserve(params.size());
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const AdamWParamTensors& q = params[i];
+      detail::MtTensor t = detail::common_tensor(q, q.var, q.grad, o, i);
+      t.s0 = q.m.data;
+      t.s1 = q.v.data;
+      t.s2 = p.hyper.amsgrad ? q.max_grad_norm->data : nullptr;
+      tensors.push_back(t);
+    }
+    detail::MtArgs a;
+    a.algo = detail::MtAlgo::kAdamW;
+    a.amsgrad = p.hyper.amsgrad;
+    a.maximize = p.hyper.maximize;
+    // Once per call, exactly as ApplyAdamWV2 computes them from an int64 step.
+    a.adam_w = detail::adam_w_constants(static_cast<double>(p.step), p.hyper.lr, p.hyper.beta1,
+                                        p.hyper.beta2, p.hyper.weight_decay, p.hyper.eps);
+    detail::run_list(a, tensors, o);
+    return {};
+  });
 }
 
 // ---- Norm and clipping ----------------------------------------------------------------------
 
 Status grad_norm(std::span<const TensorView> grads, double* norm, const GradNormOptions& o) {
-  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
-  constexpr std::string_view op = "grad_norm";
-  if (norm == nullptr) return detail::fail(StatusCode::kParamNullptr, op, "norm is null");
-  const auto type = static_cast<int32_t>(o.norm_type);
-  if (type < 0 || type > 2) {
-    return detail::fail(StatusCode::kParamInvalid, op, "unknown NormType {}", type);
-  }
-  for (std::size_t i = 0; i < grads.size(); ++i) {
-    const std::string name = fmt::format("grads[{}]", i);
-    const detail::Arg a{name.c_str(), grads[i]};
-    MANTISSA_RETURN_IF_ERROR(detail::check_present(op, a));
-    MANTISSA_RETURN_IF_ERROR(detail::check_training_float(op, a));
-    MANTISSA_RETURN_IF_ERROR(detail::check_rank(op, a, 0, 8));
-    MANTISSA_RETURN_IF_ERROR(detail::check_countable(op, a));
-    MANTISSA_RETURN_IF_ERROR(detail::check_contiguous(op, a));
-  }
-  if (o.grad_scale) {
-    const detail::Arg a{"grad_scale", *o.grad_scale};
-    MANTISSA_RETURN_IF_ERROR(detail::check_present(op, a));
-    MANTISSA_RETURN_IF_ERROR(detail::check_dtype(op, a, DType::kFloat32));
-    MANTISSA_RETURN_IF_ERROR(detail::check_one_element(op, a));
-  }
-  std::vector<double> per_tensor(grads.size(), 0.0);
-  int64_t total = 0;
-  for (const TensorView& g : grads) total += *g.numel();
-  if (total > 0) {
-    detail::ensure_runtime_initialized();
-    detail::NormArgs a;
-    a.grads = grads;
-    a.norm_type = o.norm_type == NormType::kL2 ? 2 : o.norm_type == NormType::kL1 ? 1 : 0;
-    a.per_tensor = per_tensor;
-    HWY_DYNAMIC_DISPATCH(ListNormImpl)(a);
-  }
-  // Tensors combine in list order: Neumaier sums in fp64 (2, 1), or the max (inf, NaN kept).
-  double value = 0.0;
-  if (o.norm_type == NormType::kInf) {
-    for (double x : per_tensor) {
-      if (std::isnan(x) || std::isnan(value)) {
-        value = std::numeric_limits<double>::quiet_NaN();
-      } else if (x > value) {
-        value = x;
-      }
+  return detail::guarded_entry("grad_norm", [&]() -> Status {
+    constexpr std::string_view op = "grad_norm";
+    if (norm == nullptr) return detail::fail(StatusCode::kParamNullptr, op, "norm is null");
+    const auto type = static_cast<int32_t>(o.norm_type);
+    if (type < 0 || type > 2) {
+      return detail::fail(StatusCode::kParamInvalid, op, "unknown NormType {}", type);
     }
-  } else {
-    detail::Partial<double> sum;
-    for (double x : per_tensor)
-      sum = detail::merge_compensated(sum, detail::Partial<double>{x, -0.0});
-    value = grads.empty() ? 0.0 : detail::finish<ReduceMethod::kNeumaier>(sum);
-    if (value == 0.0) value = 0.0;  // +0 for an all-zero (or empty) list
-    if (o.norm_type == NormType::kL2) value = std::sqrt(value);
-  }
-  if (o.grad_scale) value = value / std::fabs(static_cast<double>(detail::read_f32(*o.grad_scale)));
-  *norm = value;
-  return {};
+    for (std::size_t i = 0; i < grads.size(); ++i) {
+      const std::string name = fmt::format("grads[{}]", i);
+      const detail::Arg a{name.c_str(), grads[i]};
+      MANTISSA_RETURN_IF_ERROR(detail::check_present(op, a));
+      MANTISSA_RETURN_IF_ERROR(detail::check_training_float(op, a));
+      MANTISSA_RETURN_IF_ERROR(detail::check_rank(op, a, 0, 8));
+      MANTISSA_RETURN_IF_ERROR(detail::check_countable(op, a));
+      MANTISSA_RETURN_IF_ERROR(detail::check_contiguous(op, a));
+    }
+    if (o.grad_scale) {
+      const detail::Arg a{"grad_scale", *o.grad_scale};
+      MANTISSA_RETURN_IF_ERROR(detail::check_present(op, a));
+      MANTISSA_RETURN_IF_ERROR(detail::check_dtype(op, a, DType::kFloat32));
+      MANTISSA_RETURN_IF_ERROR(detail::check_one_element(op, a));
+    }
+    std::vector<double> per_tensor(grads.size(), 0.0);
+    int64_t total = 0;
+    for (const TensorView& g : grads) total += *g.numel();
+    if (total > 0) {
+      detail::ensure_runtime_initialized();
+      detail::NormArgs a;
+      a.grads = grads;
+      a.norm_type = o.norm_type == NormType::kL2 ? 2 : o.norm_type == NormType::kL1 ? 1 : 0;
+      a.per_tensor = per_tensor;
+      HWY_DYNAMIC_DISPATCH(ListNormImpl)(a);
+    }
+    // Tensors combine in list order: Neumaier sums in fp64 (2, 1), or the max (inf, NaN kept).
+    double value = 0.0;
+    if (o.norm_type == NormType::kInf) {
+      for (double x : per_tensor) {
+        if (std::isnan(x) || std::isnan(value)) {
+          value = std::numeric_limits<double>::quiet_NaN();
+        } else if (x > value) {
+          value = x;
+        }
+      }
+    } else {
+      detail::Partial<double> sum;
+      for (double x : per_tensor)
+        sum = detail::merge_compensated(sum, detail::Partial<double>{x, -0.0});
+      value = grads.empty() ? 0.0 : detail::finish<ReduceMethod::kNeumaier>(sum);
+      if (value == 0.0) value = 0.0;  // +0 for an all-zero (or empty) list
+      if (o.norm_type == NormType::kL2) value = std::sqrt(value);
+    }
+    if (o.grad_scale)
+      value = value / std::fabs(static_cast<double>(detail::read_f32(*o.grad_scale)));
+    *norm = value;
+    return {};
+  });
 }
 
 std::optional<float> clip_coefficient(double norm, double max_norm) noexcept {
@@ -835,26 +840,27 @@ std::optional<float> clip_coefficient(double norm, double max_norm) noexcept {
 
 Status clip_grad_norm(std::span<const TensorView> grads, double max_norm, double* total_norm,
                       const ClipGradNormOptions& o) {
-  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
-  constexpr std::string_view op = "clip_grad_norm";
-  double norm = 0.0;
-  MANTISSA_RETURN_IF_ERROR(grad_norm(grads, &norm, o.norm));
-  if (total_norm != nullptr) *total_norm = norm;
-  if (o.error_if_nonfinite && !std::isfinite(norm)) {
-    return detail::fail(StatusCode::kParamInvalid, op,
-                        "the total norm of the {} gradients is {} (not finite); nothing scaled",
-                        grads.size(), norm);
-  }
-  const std::optional<float> coef = clip_coefficient(norm, max_norm);
-  if (!coef) return {};
-  // The scaling pass is ForeachNonFiniteCheckAndUnscale's: g = g * coef, one fp32 product
-  // rounded once to the gradient's dtype, one parallel region over the list.
-  float found_inf = 0.0f;
-  float inv_scale = *coef;
-  const ForeachNonFiniteCheckAndUnscaleTensors t{.scaled_grads = grads,
-                                                 .found_inf = {&found_inf, DType::kFloat32, {1}},
-                                                 .inv_scale = {&inv_scale, DType::kFloat32, {1}}};
-  return foreach_non_finite_check_and_unscale(t, {});
+  return detail::guarded_entry("clip_grad_norm", [&]() -> Status {
+    constexpr std::string_view op = "clip_grad_norm";
+    double norm = 0.0;
+    MANTISSA_RETURN_IF_ERROR(grad_norm(grads, &norm, o.norm));
+    if (total_norm != nullptr) *total_norm = norm;
+    if (o.error_if_nonfinite && !std::isfinite(norm)) {
+      return detail::fail(StatusCode::kParamInvalid, op,
+                          "the total norm of the {} gradients is {} (not finite); nothing scaled",
+                          grads.size(), norm);
+    }
+    const std::optional<float> coef = clip_coefficient(norm, max_norm);
+    if (!coef) return {};
+    // The scaling pass is ForeachNonFiniteCheckAndUnscale's: g = g * coef, one fp32 product
+    // rounded once to the gradient's dtype, one parallel region over the list.
+    float found_inf = 0.0f;
+    float inv_scale = *coef;
+    const ForeachNonFiniteCheckAndUnscaleTensors t{.scaled_grads = grads,
+                                                   .found_inf = {&found_inf, DType::kFloat32, {1}},
+                                                   .inv_scale = {&inv_scale, DType::kFloat32, {1}}};
+    return foreach_non_finite_check_and_unscale(t, {});
+  });
 }
 
 uint32_t sr_mix32(uint32_t x) noexcept { return detail::mix32(x); }

@@ -67,7 +67,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 #include <cmath>
 
-#include "core/fpenv.h"
+#include "core/entry.h"
 #include "core/runtime_internal.h"
 #include "mantissa/ops/apply_adam_d.h"
 #include "ops/apply_adam_d/apply_adam_d_desc.h"
@@ -85,35 +85,36 @@ Status apply_adam_d_validate(const ApplyAdamDTensors& t, const ApplyAdamDParams&
 }
 
 Status apply_adam_d(const ApplyAdamDTensors& t, const ApplyAdamDParams& p) {
-  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
-  MANTISSA_RETURN_IF_ERROR(apply_adam_d_validate(t, p));
-  const int64_t n = *t.var.numel();
-  if (n == 0) return {};  // empty var: nothing to read or write
-  detail::ensure_runtime_initialized();
+  return detail::guarded_entry("apply_adam_d", [&]() -> Status {
+    MANTISSA_RETURN_IF_ERROR(apply_adam_d_validate(t, p));
+    const int64_t n = *t.var.numel();
+    if (n == 0) return {};  // empty var: nothing to read or write
+    detail::ensure_runtime_initialized();
 
-  const DType dtype = t.var.dtype;
-  // Scalars widened exactly to fp32; the per-call constants computed once, in this grouping.
-  const float beta1_power = load_as_float(dtype, t.beta1_power.data, 0);
-  const float beta2_power = load_as_float(dtype, t.beta2_power.data, 0);
-  const float lr = load_as_float(dtype, t.lr.data, 0);
-  const float beta1 = load_as_float(dtype, t.beta1.data, 0);
-  const float beta2 = load_as_float(dtype, t.beta2.data, 0);
-  const float epsilon = load_as_float(dtype, t.epsilon.data, 0);
+    const DType dtype = t.var.dtype;
+    // Scalars widened exactly to fp32; the per-call constants computed once, in this grouping.
+    const float beta1_power = load_as_float(dtype, t.beta1_power.data, 0);
+    const float beta2_power = load_as_float(dtype, t.beta2_power.data, 0);
+    const float lr = load_as_float(dtype, t.lr.data, 0);
+    const float beta1 = load_as_float(dtype, t.beta1.data, 0);
+    const float beta2 = load_as_float(dtype, t.beta2.data, 0);
+    const float epsilon = load_as_float(dtype, t.epsilon.data, 0);
 
-  detail::ApplyAdamDKernelArgs a;
-  a.dtype = dtype;
-  a.use_nesterov = p.use_nesterov;
-  a.n = n;
-  a.var = t.var.data;
-  a.m = t.m.data;
-  a.v = t.v.data;
-  a.grad = t.grad.data;
-  a.var_out = (t.var_out ? *t.var_out : t.var).data;
-  a.m_out = (t.m_out ? *t.m_out : t.m).data;
-  a.v_out = (t.v_out ? *t.v_out : t.v).data;
-  a.c = detail::adam_d_constants(beta1_power, beta2_power, lr, beta1, beta2, epsilon);
-  HWY_DYNAMIC_DISPATCH(ApplyAdamDImpl)(a);
-  return {};
+    detail::ApplyAdamDKernelArgs a;
+    a.dtype = dtype;
+    a.use_nesterov = p.use_nesterov;
+    a.n = n;
+    a.var = t.var.data;
+    a.m = t.m.data;
+    a.v = t.v.data;
+    a.grad = t.grad.data;
+    a.var_out = (t.var_out ? *t.var_out : t.var).data;
+    a.m_out = (t.m_out ? *t.m_out : t.m).data;
+    a.v_out = (t.v_out ? *t.v_out : t.v).data;
+    a.c = detail::adam_d_constants(beta1_power, beta2_power, lr, beta1, beta2, epsilon);
+    HWY_DYNAMIC_DISPATCH(ApplyAdamDImpl)(a);
+    return {};
+  });
 }
 
 }  // namespace mantissa

@@ -89,7 +89,7 @@ HWY_AFTER_NAMESPACE();
 #include <cmath>
 #include <cstring>
 
-#include "core/fpenv.h"
+#include "core/entry.h"
 #include "core/runtime_internal.h"
 #include "mantissa/ops/apply_adam_w_v2.h"
 #include "ops/apply_adam_w_v2/apply_adam_w_v2_desc.h"
@@ -121,36 +121,37 @@ Status apply_adam_w_v2_validate(const ApplyAdamWV2Tensors& t, const ApplyAdamWV2
 }
 
 Status apply_adam_w_v2(const ApplyAdamWV2Tensors& t, const ApplyAdamWV2Params& p) {
-  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
-  MANTISSA_RETURN_IF_ERROR(apply_adam_w_v2_validate(t, p));
-  const int64_t n = *t.var.numel();
-  if (n == 0) return {};  // empty var: nothing to read or write
-  detail::ensure_runtime_initialized();
+  return detail::guarded_entry("apply_adam_w_v2", [&]() -> Status {
+    MANTISSA_RETURN_IF_ERROR(apply_adam_w_v2_validate(t, p));
+    const int64_t n = *t.var.numel();
+    if (n == 0) return {};  // empty var: nothing to read or write
+    detail::ensure_runtime_initialized();
 
-  // The step count t = step + 1 (step counts the steps already taken), in double: an int64 step
-  // converted (exact up to 2^53), an fp32 one widened exactly.
-  double step = 0.0;
-  if (t.step.dtype == DType::kInt64) {
-    int64_t s;
-    std::memcpy(&s, t.step.data, sizeof s);
-    step = static_cast<double>(s);
-  } else {
-    step = static_cast<double>(load_as_float(DType::kFloat32, t.step.data, 0));
-  }
-  detail::ApplyAdamWV2KernelArgs a;
-  a.state_dtype = t.var.dtype;
-  a.grad_dtype = t.grad.dtype;
-  a.amsgrad = p.amsgrad;
-  a.maximize = p.maximize;
-  a.n = n;
-  a.var = t.var.data;
-  a.m = t.m.data;
-  a.v = t.v.data;
-  a.max_grad_norm = p.amsgrad ? t.max_grad_norm->data : nullptr;
-  a.grad = t.grad.data;
-  a.c = detail::adam_w_constants(step, p.lr, p.beta1, p.beta2, p.weight_decay, p.eps);
-  HWY_DYNAMIC_DISPATCH(ApplyAdamWV2Impl)(a);
-  return {};
+    // The step count t = step + 1 (step counts the steps already taken), in double: an int64 step
+    // converted (exact up to 2^53), an fp32 one widened exactly.
+    double step = 0.0;
+    if (t.step.dtype == DType::kInt64) {
+      int64_t s;
+      std::memcpy(&s, t.step.data, sizeof s);
+      step = static_cast<double>(s);
+    } else {
+      step = static_cast<double>(load_as_float(DType::kFloat32, t.step.data, 0));
+    }
+    detail::ApplyAdamWV2KernelArgs a;
+    a.state_dtype = t.var.dtype;
+    a.grad_dtype = t.grad.dtype;
+    a.amsgrad = p.amsgrad;
+    a.maximize = p.maximize;
+    a.n = n;
+    a.var = t.var.data;
+    a.m = t.m.data;
+    a.v = t.v.data;
+    a.max_grad_norm = p.amsgrad ? t.max_grad_norm->data : nullptr;
+    a.grad = t.grad.data;
+    a.c = detail::adam_w_constants(step, p.lr, p.beta1, p.beta2, p.weight_decay, p.eps);
+    HWY_DYNAMIC_DISPATCH(ApplyAdamWV2Impl)(a);
+    return {};
+  });
 }
 
 }  // namespace mantissa

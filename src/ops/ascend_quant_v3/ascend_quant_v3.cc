@@ -165,11 +165,11 @@ HWY_AFTER_NAMESPACE();
 #include <span>
 #include <vector>
 
-#include "core/fpenv.h"
-#include "core/rows.h"
+#include "core/entry.h"
 #include "core/runtime_internal.h"
 #include "mantissa/ops/ascend_quant_v3.h"
 #include "ops/ascend_quant_v3/ascend_quant_v3_desc.h"
+#include "ops/quantize/channel_params.h"
 
 namespace mantissa {
 
@@ -178,14 +178,6 @@ HWY_EXPORT(AscendQuantV3Impl);
 namespace {
 
 constexpr const char* kModeNames[] = {"round", "floor", "ceil", "trunc"};
-
-float as_float(const TensorView& t, int64_t i) {
-  switch (t.dtype) {
-    case DType::kFloat16: return fp16_bits_to_float(static_cast<const uint16_t*>(t.data)[i]);
-    case DType::kBFloat16: return bf16_bits_to_float(static_cast<const uint16_t*>(t.data)[i]);
-    default: return static_cast<const float*>(t.data)[i];
-  }
-}
 
 }  // namespace
 
@@ -271,34 +263,27 @@ Status ascend_quant_v3_validate(const AscendQuantV3Tensors& t, const AscendQuant
 
 Status ascend_quant_v3(const AscendQuantV3Tensors& t, const AscendQuantV3Params& p,
                        Workspace /*ws*/) {
-  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
-  MANTISSA_RETURN_IF_ERROR(ascend_quant_v3_validate(t, p));
-  const int64_t numel = *t.x.numel();
-  if (numel == 0) return {};
-  detail::ensure_runtime_initialized();
-  const int64_t channels = t.scale.shape[0];
-  std::vector<float> scale(static_cast<std::size_t>(channels));
-  std::vector<float> offset(t.offset ? scale.size() : 0);
-  for (int64_t c = 0; c < channels; ++c) {
-    scale[c] = as_float(t.scale, c);
-    if (t.offset) offset[c] = as_float(*t.offset, c);
-  }
-  detail::AscendQuantV3KernelArgs a;
-  a.x_dtype = t.x.dtype;
-  a.y_dtype = t.y.dtype;
-  a.round_mode = p.round_mode;
-  a.sqrt_mode = p.sqrt_mode;
-  a.numel = numel;
-  a.channels = channels;
-  a.inner = channels == 1
-                ? numel
-                : detail::rows_over_dim(std::span(t.x.shape.data(), t.x.rank), p.axis).inner;
-  a.x = t.x.data;
-  a.y = t.y.data;
-  a.scale = scale.data();
-  a.offset = t.offset ? offset.data() : nullptr;
-  HWY_DYNAMIC_DISPATCH(AscendQuantV3Impl)(a);
-  return {};
+  return detail::guarded_entry("ascend_quant_v3", [&]() -> Status {
+    MANTISSA_RETURN_IF_ERROR(ascend_quant_v3_validate(t, p));
+    const int64_t numel = *t.x.numel();
+    if (numel == 0) return {};
+    detail::ensure_runtime_initialized();
+    const detail::QuantChannels q = detail::quant_channels(t.x, numel, p.axis, t.scale, t.offset);
+    detail::AscendQuantV3KernelArgs a;
+    a.x_dtype = t.x.dtype;
+    a.y_dtype = t.y.dtype;
+    a.round_mode = p.round_mode;
+    a.sqrt_mode = p.sqrt_mode;
+    a.numel = numel;
+    a.channels = q.channels;
+    a.inner = q.inner;
+    a.x = t.x.data;
+    a.y = t.y.data;
+    a.scale = q.scale.data();
+    a.offset = q.offset_or_null();
+    HWY_DYNAMIC_DISPATCH(AscendQuantV3Impl)(a);
+    return {};
+  });
 }
 
 }  // namespace mantissa

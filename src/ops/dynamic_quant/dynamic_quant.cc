@@ -143,7 +143,7 @@ void DynamicQuantImpl(const detail::DynamicQuantKernelArgs& a) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include "core/fpenv.h"
+#include "core/entry.h"
 #include "core/runtime_internal.h"
 #include "mantissa/ops/dynamic_quant.h"
 #include "ops/dynamic_quant/dynamic_quant_desc.h"
@@ -199,25 +199,26 @@ Status dynamic_quant_validate(const DynamicQuantTensors& t, const DynamicQuantPa
 }
 
 Status dynamic_quant(const DynamicQuantTensors& t, const DynamicQuantParams& p, Workspace /*ws*/) {
-  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
-  MANTISSA_RETURN_IF_ERROR(dynamic_quant_validate(t, p));
-  const int64_t n = t.x.shape[t.x.rank - 1];
-  int64_t rows = 1;
-  for (int i = 0; i + 1 < t.x.rank; ++i) rows *= t.x.shape[i];
-  if (rows == 0) return {};
-  detail::ensure_runtime_initialized();
-  detail::DynamicQuantKernelArgs a;
-  a.x_dtype = t.x.dtype;
-  a.y_dtype = t.y.dtype;
-  a.rows = rows;
-  a.n = n;
-  a.dtype_max = detail::dynamic_quant_dtype_max(t.y.dtype);
-  a.x = t.x.data;
-  a.smooth = t.smooth_scales ? t.smooth_scales->data : nullptr;
-  a.y = t.y.data;
-  a.scale = static_cast<float*>(t.scale.data);
-  HWY_DYNAMIC_DISPATCH(DynamicQuantImpl)(a);
-  return {};
+  return detail::guarded_entry("dynamic_quant", [&]() -> Status {
+    MANTISSA_RETURN_IF_ERROR(dynamic_quant_validate(t, p));
+    const int64_t n = t.x.shape[t.x.rank - 1];
+    int64_t rows = 1;
+    for (int i = 0; i + 1 < t.x.rank; ++i) rows *= t.x.shape[i];
+    if (rows == 0) return {};
+    detail::ensure_runtime_initialized();
+    detail::DynamicQuantKernelArgs a;
+    a.x_dtype = t.x.dtype;
+    a.y_dtype = t.y.dtype;
+    a.rows = rows;
+    a.n = n;
+    a.dtype_max = detail::dynamic_quant_dtype_max(t.y.dtype);
+    a.x = t.x.data;
+    a.smooth = t.smooth_scales ? t.smooth_scales->data : nullptr;
+    a.y = t.y.data;
+    a.scale = static_cast<float*>(t.scale.data);
+    HWY_DYNAMIC_DISPATCH(DynamicQuantImpl)(a);
+    return {};
+  });
 }
 
 }  // namespace mantissa

@@ -79,7 +79,7 @@ HWY_AFTER_NAMESPACE();
 #include <cstring>
 #include <vector>
 
-#include "core/fpenv.h"
+#include "core/entry.h"
 #include "core/runtime_internal.h"
 #include "mantissa/ops/foreach_non_finite_check_and_unscale.h"
 #include "ops/foreach_non_finite_check_and_unscale/foreach_non_finite_check_and_unscale_desc.h"
@@ -132,26 +132,28 @@ Status foreach_non_finite_check_and_unscale_validate(
 
 Status foreach_non_finite_check_and_unscale(const ForeachNonFiniteCheckAndUnscaleTensors& t,
                                             const ForeachNonFiniteCheckAndUnscaleParams& p) {
-  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
-  MANTISSA_RETURN_IF_ERROR(foreach_non_finite_check_and_unscale_validate(t, p));
-  detail::ensure_runtime_initialized();
-  std::vector<int64_t> offsets(t.scaled_grads.size() + 1, 0);
-  for (std::size_t i = 0; i < t.scaled_grads.size(); ++i) {
-    offsets[i + 1] = offsets[i] + *t.scaled_grads[i].numel();  // validated: no overflow per tensor
-  }
-  float inv_scale;
-  std::memcpy(&inv_scale, t.inv_scale.data, sizeof(inv_scale));
-  detail::UnscaleArgs a;
-  a.grads = t.scaled_grads;
-  a.offsets = offsets;
-  a.inv_scale = inv_scale;
-  a.write = inv_scale != 1.0f;
-  const bool found = offsets.back() > 0 && HWY_DYNAMIC_DISPATCH(UnscaleImpl)(a);
-  if (found) {
-    const float one = 1.0f;
-    std::memcpy(t.found_inf.data, &one, sizeof(one));
-  }
-  return {};
+  return detail::guarded_entry("foreach_non_finite_check_and_unscale", [&]() -> Status {
+    MANTISSA_RETURN_IF_ERROR(foreach_non_finite_check_and_unscale_validate(t, p));
+    detail::ensure_runtime_initialized();
+    std::vector<int64_t> offsets(t.scaled_grads.size() + 1, 0);
+    for (std::size_t i = 0; i < t.scaled_grads.size(); ++i) {
+      offsets[i + 1] =
+          offsets[i] + *t.scaled_grads[i].numel();  // validated: no overflow per tensor
+    }
+    float inv_scale;
+    std::memcpy(&inv_scale, t.inv_scale.data, sizeof(inv_scale));
+    detail::UnscaleArgs a;
+    a.grads = t.scaled_grads;
+    a.offsets = offsets;
+    a.inv_scale = inv_scale;
+    a.write = inv_scale != 1.0f;
+    const bool found = offsets.back() > 0 && HWY_DYNAMIC_DISPATCH(UnscaleImpl)(a);
+    if (found) {
+      const float one = 1.0f;
+      std::memcpy(t.found_inf.data, &one, sizeof(one));
+    }
+    return {};
+  });
 }
 
 }  // namespace mantissa

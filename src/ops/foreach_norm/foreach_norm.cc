@@ -86,7 +86,7 @@ HWY_AFTER_NAMESPACE();
 #include <cstring>
 #include <vector>
 
-#include "core/fpenv.h"
+#include "core/entry.h"
 #include "core/reduce.h"
 #include "core/runtime_internal.h"
 #include "ops/foreach_norm/foreach_norm_desc.h"
@@ -178,59 +178,60 @@ Status foreach_norm_validate(const ForeachNormTensors& t, const ForeachNormParam
 }
 
 Status foreach_norm(const ForeachNormTensors& t, const ForeachNormParams& p, Workspace ws) {
-  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
-  MANTISSA_RETURN_IF_ERROR(foreach_norm_validate(t, p));
-  detail::ensure_runtime_initialized();
-  const std::size_t n = t.x.size();
-  // Block starts (n + 1 int64) then the block partials (doubles): in the caller's workspace when
-  // it is large enough (aligned to 8 bytes inside it), else allocated here.
-  uint64_t blocks = 0;
-  for (const TensorView& x : t.x) blocks += static_cast<uint64_t>(blocks_of(x));
-  std::vector<int64_t> own_first;
-  std::vector<double> own_partials;
-  int64_t* first_block = nullptr;
-  double* partials = nullptr;
-  const auto lent = reinterpret_cast<uintptr_t>(ws.data);
-  const uint64_t skip = (8 - lent % 8) % 8;
-  if (ws.data != nullptr && ws.size >= skip + (blocks + n + 1) * sizeof(double)) {
-    first_block = reinterpret_cast<int64_t*>(static_cast<char*>(ws.data) + skip);
-    partials = reinterpret_cast<double*>(first_block + n + 1);
-  } else {
-    own_first.resize(n + 1);
-    own_partials.resize(blocks);
-    first_block = own_first.data();
-    partials = own_partials.data();
-  }
-  first_block[0] = 0;
-  for (std::size_t i = 0; i < n; ++i) first_block[i + 1] = first_block[i] + blocks_of(t.x[i]);
-  detail::NormArgs a;
-  a.x = t.x;
-  a.first_block = std::span<const int64_t>(first_block, n + 1);
-  a.partials = partials;
-  a.kind = p.p == 2.0   ? detail::NormKind::kL2
-           : p.p == 1.0 ? detail::NormKind::kL1
-                        : detail::NormKind::kInf;
-  if (first_block[n] > 0) HWY_DYNAMIC_DISPATCH(NormBlocks)(a);
-  using Partial = detail::Partial<double>;
-  const auto merge = [](const Partial& x, const Partial& y) { return detail::merge_plain(x, y); };
-  for (std::size_t i = 0; i < n; ++i) {
-    double v = 0.0;  // an empty tensor
-    const int64_t lo = first_block[i], hi = first_block[i + 1];
-    if (hi > lo && a.kind == detail::NormKind::kInf) {
-      // Exact values: only NaN needs a rule (any NaN block makes the result NaN).
-      v = partials[lo];
-      for (int64_t b = lo + 1; b < hi && !std::isnan(v); ++b) {
-        v = std::isnan(partials[b]) || partials[b] > v ? partials[b] : v;
-      }
-    } else if (hi > lo) {
-      detail::PairwiseStack<Partial> stack;
-      for (int64_t b = lo; b < hi; ++b) stack.push(Partial{partials[b], -0.0}, merge);
-      v = detail::finish<detail::ReduceMethod::kNaive>(stack.collapse(merge));
-      if (a.kind == detail::NormKind::kL2) v = std::sqrt(v);
+  return detail::guarded_entry("foreach_norm", [&]() -> Status {
+    MANTISSA_RETURN_IF_ERROR(foreach_norm_validate(t, p));
+    detail::ensure_runtime_initialized();
+    const std::size_t n = t.x.size();
+    // Block starts (n + 1 int64) then the block partials (doubles): in the caller's workspace when
+    // it is large enough (aligned to 8 bytes inside it), else allocated here.
+    uint64_t blocks = 0;
+    for (const TensorView& x : t.x) blocks += static_cast<uint64_t>(blocks_of(x));
+    std::vector<int64_t> own_first;
+    std::vector<double> own_partials;
+    int64_t* first_block = nullptr;
+    double* partials = nullptr;
+    const auto lent = reinterpret_cast<uintptr_t>(ws.data);
+    const uint64_t skip = (8 - lent % 8) % 8;
+    if (ws.data != nullptr && ws.size >= skip + (blocks + n + 1) * sizeof(double)) {
+      first_block = reinterpret_cast<int64_t*>(static_cast<char*>(ws.data) + skip);
+      partials = reinterpret_cast<double*>(first_block + n + 1);
+    } else {
+      own_first.resize(n + 1);
+      own_partials.resize(blocks);
+      first_block = own_first.data();
+      partials = own_partials.data();
     }
-    store_rounded(t.out[i], v);
-  }
-  return {};
+    first_block[0] = 0;
+    for (std::size_t i = 0; i < n; ++i) first_block[i + 1] = first_block[i] + blocks_of(t.x[i]);
+    detail::NormArgs a;
+    a.x = t.x;
+    a.first_block = std::span<const int64_t>(first_block, n + 1);
+    a.partials = partials;
+    a.kind = p.p == 2.0   ? detail::NormKind::kL2
+             : p.p == 1.0 ? detail::NormKind::kL1
+                          : detail::NormKind::kInf;
+    if (first_block[n] > 0) HWY_DYNAMIC_DISPATCH(NormBlocks)(a);
+    using Partial = detail::Partial<double>;
+    const auto merge = [](const Partial& x, const Partial& y) { return detail::merge_plain(x, y); };
+    for (std::size_t i = 0; i < n; ++i) {
+      double v = 0.0;  // an empty tensor
+      const int64_t lo = first_block[i], hi = first_block[i + 1];
+      if (hi > lo && a.kind == detail::NormKind::kInf) {
+        // Exact values: only NaN needs a rule (any NaN block makes the result NaN).
+        v = partials[lo];
+        for (int64_t b = lo + 1; b < hi && !std::isnan(v); ++b) {
+          v = std::isnan(partials[b]) || partials[b] > v ? partials[b] : v;
+        }
+      } else if (hi > lo) {
+        detail::PairwiseStack<Partial> stack;
+        for (int64_t b = lo; b < hi; ++b) stack.push(Partial{partials[b], -0.0}, merge);
+        v = detail::finish<detail::ReduceMethod::kNaive>(stack.collapse(merge));
+        if (a.kind == detail::NormKind::kL2) v = std::sqrt(v);
+      }
+      store_rounded(t.out[i], v);
+    }
+    return {};
+  });
 }
 
 }  // namespace mantissa

@@ -121,7 +121,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 #include <algorithm>
 
-#include "core/fpenv.h"
+#include "core/entry.h"
 #include "core/runtime_internal.h"
 #include "mantissa/ops/layer_norm.h"
 #include "ops/layer_norm/layer_norm_desc.h"
@@ -195,33 +195,34 @@ Status layer_norm_validate(const LayerNormTensors& t, const LayerNormParams& p) 
 }
 
 Status layer_norm(const LayerNormTensors& t, const LayerNormParams& p, Workspace /*ws*/) {
-  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
-  MANTISSA_RETURN_IF_ERROR(layer_norm_validate(t, p));
-  int64_t n = 1;
-  for (int64_t d : p.normalized_shape.span()) n *= d;  // fits: x's size was validated
-  const int64_t numel = *t.input.numel();
-  // Rows of 0 elements still get their mean and rstd (NaN: the mean of nothing).
-  int64_t rows = n == 0 ? 1 : numel / n;
-  for (int i = 0; n == 0 && i < t.input.rank - p.normalized_shape.size; ++i) {
-    rows *= t.input.shape[i];
-  }
-  if (rows == 0) return {};
-  detail::ensure_runtime_initialized();
-  detail::LayerNormKernelArgs a;
-  a.x_dtype = t.input.dtype;
-  a.param_dtype = t.weight ? t.weight->dtype : (t.bias ? t.bias->dtype : t.input.dtype);
-  a.stats_dtype = t.mean ? t.mean->dtype : (t.rstd ? t.rstd->dtype : DType::kFloat32);
-  a.rows = rows;
-  a.n = n;
-  a.x = t.input.data;
-  a.weight = t.weight ? t.weight->data : nullptr;
-  a.bias = t.bias ? t.bias->data : nullptr;
-  a.out = t.out.data;
-  a.mean = t.mean ? t.mean->data : nullptr;
-  a.rstd = t.rstd ? t.rstd->data : nullptr;
-  a.eps = p.eps;
-  HWY_DYNAMIC_DISPATCH(LayerNormImpl)(a);
-  return {};
+  return detail::guarded_entry("layer_norm", [&]() -> Status {
+    MANTISSA_RETURN_IF_ERROR(layer_norm_validate(t, p));
+    int64_t n = 1;
+    for (int64_t d : p.normalized_shape.span()) n *= d;  // fits: x's size was validated
+    const int64_t numel = *t.input.numel();
+    // Rows of 0 elements still get their mean and rstd (NaN: the mean of nothing).
+    int64_t rows = n == 0 ? 1 : numel / n;
+    for (int i = 0; n == 0 && i < t.input.rank - p.normalized_shape.size; ++i) {
+      rows *= t.input.shape[i];
+    }
+    if (rows == 0) return {};
+    detail::ensure_runtime_initialized();
+    detail::LayerNormKernelArgs a;
+    a.x_dtype = t.input.dtype;
+    a.param_dtype = t.weight ? t.weight->dtype : (t.bias ? t.bias->dtype : t.input.dtype);
+    a.stats_dtype = t.mean ? t.mean->dtype : (t.rstd ? t.rstd->dtype : DType::kFloat32);
+    a.rows = rows;
+    a.n = n;
+    a.x = t.input.data;
+    a.weight = t.weight ? t.weight->data : nullptr;
+    a.bias = t.bias ? t.bias->data : nullptr;
+    a.out = t.out.data;
+    a.mean = t.mean ? t.mean->data : nullptr;
+    a.rstd = t.rstd ? t.rstd->data : nullptr;
+    a.eps = p.eps;
+    HWY_DYNAMIC_DISPATCH(LayerNormImpl)(a);
+    return {};
+  });
 }
 
 }  // namespace mantissa

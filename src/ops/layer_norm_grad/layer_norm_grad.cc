@@ -154,36 +154,19 @@ void ColumnBlock(const detail::LayerNormGradKernelArgs& a, int64_t b, int64_t c0
 template <class XF>
 void LayerNormGradColumns(const detail::LayerNormGradKernelArgs& a) {
   const int64_t n = a.n;
-  const int64_t blocks = a.plan.blocks;
   double* const pw = a.dweight != nullptr ? a.partials : nullptr;
-  double* const pb = a.dbias != nullptr ? a.partials + (pw != nullptr ? blocks * n : 0) : nullptr;
-  // Columns per piece: a constant, so the pieces do not depend on the thread count (each column
-  // is computed the same way whichever piece holds it).
-  constexpr int64_t kColumns = 1024;
-  const int64_t tiles = (n + kColumns - 1) / kColumns;
-  auto pieces = [&](int64_t begin, int64_t end) {
-    for (int64_t p = begin; p < end; ++p) {
-      const int64_t b = p / tiles, c0 = (p % tiles) * kColumns;
-      ColumnBlock<XF>(a, b, c0, std::min(n, c0 + kColumns), pw, pb);
-    }
-  };
-  detail::parallel_for(blocks * tiles, 1, pieces);
-  auto combine = [&](int64_t begin, int64_t end) {
-    const auto add = [](double u, double v) { return u + v; };
-    for (int64_t t = begin; t < end; ++t) {
-      for (int64_t j = t * kColumns; j < std::min(n, (t + 1) * kColumns); ++j) {
-        for (auto [partials, out] : {std::pair{pw, a.dweight}, std::pair{pb, a.dbias}}) {
-          if (partials == nullptr) continue;
-          detail::PairwiseStack<double> stack;
-          for (int64_t b = 0; b < blocks; ++b) stack.push(partials[b * n + j], add);
-          float v = static_cast<float>(stack.collapse(add));
-          if (std::isnan(v)) v = std::numeric_limits<float>::quiet_NaN();
-          store_from_float(a.param_dtype, out, static_cast<std::size_t>(j), v);
-        }
-      }
-    }
-  };
-  detail::parallel_for(tiles, 1, combine);
+  double* const pb =
+      a.dbias != nullptr ? a.partials + (pw != nullptr ? a.plan.blocks * n : 0) : nullptr;
+  detail::for_each_column_piece(
+      a.plan, n, [&](int64_t b, int64_t c0, int64_t c1) { ColumnBlock<XF>(a, b, c0, c1, pw, pb); });
+  for (auto [partials, out] : {std::pair{pw, a.dweight}, std::pair{pb, a.dbias}}) {
+    if (partials == nullptr) continue;
+    detail::combine_column_partials(a.plan, n, partials, [&](int64_t j, double sum) {
+      float v = static_cast<float>(sum);
+      if (std::isnan(v)) v = std::numeric_limits<float>::quiet_NaN();
+      store_from_float(a.param_dtype, out, static_cast<std::size_t>(j), v);
+    });
+  }
 }
 
 template <class XF, class PF>
@@ -218,8 +201,9 @@ HWY_AFTER_NAMESPACE();
 #include <cstdint>
 #include <memory>
 
-#include "core/fpenv.h"
+#include "core/entry.h"
 #include "core/runtime_internal.h"
+#include "core/scratch.h"
 #include "mantissa/ops/layer_norm_grad.h"
 #include "ops/layer_norm_grad/layer_norm_grad_desc.h"
 
@@ -291,50 +275,50 @@ Status layer_norm_grad_validate(const LayerNormGradTensors& t, const LayerNormGr
 }
 
 Status layer_norm_grad(const LayerNormGradTensors& t, const LayerNormGradParams& p, Workspace ws) {
-  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
-  MANTISSA_RETURN_IF_ERROR(layer_norm_grad_validate(t, p));
-  int64_t rows = 0, n = 0;
-  rows_and_length(t, p, rows, n);
-  void* const dweight = p.output_mask[1] ? t.dweight->data : nullptr;
-  void* const dbias = p.output_mask[2] ? t.dbias->data : nullptr;
-  const DType param_dtype = t.weight ? t.weight->dtype : t.dy.dtype;
-  if (n == 0) return {};  // every output is empty
-  if (rows == 0) {
-    // No terms: +0, an empty sum.
-    for (void* o : {dweight, dbias}) {
-      for (int64_t j = 0; o != nullptr && j < n; ++j) {
-        store_from_float(param_dtype, o, static_cast<std::size_t>(j), 0.0f);
+  return detail::guarded_entry("layer_norm_grad", [&]() -> Status {
+    MANTISSA_RETURN_IF_ERROR(layer_norm_grad_validate(t, p));
+    int64_t rows = 0, n = 0;
+    rows_and_length(t, p, rows, n);
+    void* const dweight = p.output_mask[1] ? t.dweight->data : nullptr;
+    void* const dbias = p.output_mask[2] ? t.dbias->data : nullptr;
+    const DType param_dtype = t.weight ? t.weight->dtype : t.dy.dtype;
+    if (n == 0) return {};  // every output is empty
+    if (rows == 0) {
+      // No terms: +0, an empty sum.
+      for (void* o : {dweight, dbias}) {
+        for (int64_t j = 0; o != nullptr && j < n; ++j) {
+          store_from_float(param_dtype, o, static_cast<std::size_t>(j), 0.0f);
+        }
       }
+      return {};
     }
+    detail::ensure_runtime_initialized();
+    detail::LayerNormGradKernelArgs a;
+    a.x_dtype = t.dy.dtype;
+    a.param_dtype = param_dtype;
+    a.stats_dtype = t.mean.dtype;
+    a.rows = rows;
+    a.n = n;
+    a.dy = t.dy.data;
+    a.x = t.input.data;
+    a.mean = t.mean.data;
+    a.rstd = t.rstd.data;
+    a.weight = t.weight ? t.weight->data : nullptr;
+    a.dx = p.output_mask[0] ? t.dx->data : nullptr;
+    a.dweight = dweight;
+    a.dbias = dbias;
+    a.plan = detail::column_sum_plan(rows, n);
+    const uint64_t need = layer_norm_grad_workspace_size(t, p);
+    const detail::Scratch<double> partials(ws, need / sizeof(double));
+    if (need > 0 && partials.data() == nullptr) {
+      return detail::fail(
+          StatusCode::kInner, detail::LayerNormGradOp::kType,
+          "cannot allocate {} bytes for the column sums (lend a workspace of that size)", need);
+    }
+    a.partials = partials.data();
+    HWY_DYNAMIC_DISPATCH(LayerNormGradImpl)(a);
     return {};
-  }
-  detail::ensure_runtime_initialized();
-  detail::LayerNormGradKernelArgs a;
-  a.x_dtype = t.dy.dtype;
-  a.param_dtype = param_dtype;
-  a.stats_dtype = t.mean.dtype;
-  a.rows = rows;
-  a.n = n;
-  a.dy = t.dy.data;
-  a.x = t.input.data;
-  a.mean = t.mean.data;
-  a.rstd = t.rstd.data;
-  a.weight = t.weight ? t.weight->data : nullptr;
-  a.dx = p.output_mask[0] ? t.dx->data : nullptr;
-  a.dweight = dweight;
-  a.dbias = dbias;
-  a.plan = detail::column_sum_plan(rows, n);
-  const uint64_t need = layer_norm_grad_workspace_size(t, p);
-  std::unique_ptr<double[]> owned;
-  if (ws.data != nullptr && ws.size >= need &&
-      reinterpret_cast<uintptr_t>(ws.data) % alignof(double) == 0) {
-    a.partials = static_cast<double*>(ws.data);
-  } else if (need > 0) {
-    owned.reset(new double[need / sizeof(double)]);
-    a.partials = owned.get();
-  }
-  HWY_DYNAMIC_DISPATCH(LayerNormGradImpl)(a);
-  return {};
+  });
 }
 
 }  // namespace mantissa

@@ -10,7 +10,7 @@
 #include <bit>
 #include <cmath>
 
-#include "core/fpenv.h"
+#include "core/entry.h"
 #include "core/parallel.h"
 #include "core/runtime_internal.h"
 #include "core/validate.h"
@@ -91,92 +91,94 @@ int64_t mx_scale_count(int64_t rows, int64_t cols) noexcept {
 
 Status mx_quantize(MxFormat f, const float* x, int64_t rows, int64_t cols, uint8_t* elements,
                    uint8_t* scales) {
-  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
-  MANTISSA_RETURN_IF_ERROR(check_args("mx_quantize", f, x, elements, scales, rows, cols));
-  if (rows == 0 || cols == 0) return {};
-  detail::ensure_runtime_initialized();
-  const MiniFloat* fmt = element_format(f);
-  const int emax = emax_elem(f);
-  const int64_t blocks_per_row = (cols + kMxBlockSize - 1) / kMxBlockSize;
-  const int64_t stride = row_bytes(f, cols);
-  auto chunk = [&](int64_t begin, int64_t end) {
-    for (int64_t b = begin; b < end; ++b) {
-      const int64_t r = b / blocks_per_row, c0 = (b % blocks_per_row) * kMxBlockSize;
-      const int64_t c1 = std::min(cols, c0 + kMxBlockSize);
-      const float* in = x + r * cols;
-      uint8_t* out = elements + r * stride;
-      float amax = 0.0f;
-      bool finite = true;
-      for (int64_t c = c0; c < c1; ++c) {
-        finite = finite && std::isfinite(in[c]);
-        amax = std::max(amax, std::fabs(in[c]));
-      }
-      auto put = [&](int64_t c, uint32_t code) {
-        if (f == MxFormat::kFp4E2M1) {
-          set_packed_nibble(out, static_cast<std::size_t>(c), code);
-        } else {
-          out[c] = static_cast<uint8_t>(code);
-        }
-      };
-      if (!finite) {
-        scales[b] = 0xFF;
-        for (int64_t c = c0; c < c1; ++c) put(c, 0);
-      } else {
-        const int shared_exp = std::max(-127, floor_log2(std::max(amax, 0x1p-126f)) - emax);
-        scales[b] = static_cast<uint8_t>(shared_exp + 127);
-        // 1 / scale = 2^-shared_exp, in [2^-127, 2^127]: an exact fp32 value.
-        const float inv_scale = std::ldexp(1.0f, -shared_exp);
+  return detail::guarded_entry("mx_quantize", [&]() -> Status {
+    MANTISSA_RETURN_IF_ERROR(check_args("mx_quantize", f, x, elements, scales, rows, cols));
+    if (rows == 0 || cols == 0) return {};
+    detail::ensure_runtime_initialized();
+    const MiniFloat* fmt = element_format(f);
+    const int emax = emax_elem(f);
+    const int64_t blocks_per_row = (cols + kMxBlockSize - 1) / kMxBlockSize;
+    const int64_t stride = row_bytes(f, cols);
+    auto chunk = [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b) {
+        const int64_t r = b / blocks_per_row, c0 = (b % blocks_per_row) * kMxBlockSize;
+        const int64_t c1 = std::min(cols, c0 + kMxBlockSize);
+        const float* in = x + r * cols;
+        uint8_t* out = elements + r * stride;
+        float amax = 0.0f;
+        bool finite = true;
         for (int64_t c = c0; c < c1; ++c) {
-          const float v = in[c] * inv_scale;
-          if (fmt != nullptr) {
-            put(c, float_to_minifloat(*fmt, v, true));
+          finite = finite && std::isfinite(in[c]);
+          amax = std::max(amax, std::fabs(in[c]));
+        }
+        auto put = [&](int64_t c, uint32_t code) {
+          if (f == MxFormat::kFp4E2M1) {
+            set_packed_nibble(out, static_cast<std::size_t>(c), code);
           } else {
-            // MXINT8: units of 2^-6, symmetric range. v * 64 is exact (a power of two).
-            const float q = std::clamp(std::nearbyint(v * 64.0f), -127.0f, 127.0f);
-            put(c, static_cast<uint8_t>(static_cast<int8_t>(q)));
+            out[c] = static_cast<uint8_t>(code);
+          }
+        };
+        if (!finite) {
+          scales[b] = 0xFF;
+          for (int64_t c = c0; c < c1; ++c) put(c, 0);
+        } else {
+          const int shared_exp = std::max(-127, floor_log2(std::max(amax, 0x1p-126f)) - emax);
+          scales[b] = static_cast<uint8_t>(shared_exp + 127);
+          // 1 / scale = 2^-shared_exp, in [2^-127, 2^127]: an exact fp32 value.
+          const float inv_scale = std::ldexp(1.0f, -shared_exp);
+          for (int64_t c = c0; c < c1; ++c) {
+            const float v = in[c] * inv_scale;
+            if (fmt != nullptr) {
+              put(c, float_to_minifloat(*fmt, v, true));
+            } else {
+              // MXINT8: units of 2^-6, symmetric range. v * 64 is exact (a power of two).
+              const float q = std::clamp(std::nearbyint(v * 64.0f), -127.0f, 127.0f);
+              put(c, static_cast<uint8_t>(static_cast<int8_t>(q)));
+            }
           }
         }
+        // An odd-length FP4 row ends with a zero high nibble.
+        if (f == MxFormat::kFp4E2M1 && c1 == cols && cols % 2 == 1) {
+          set_packed_nibble(out, static_cast<std::size_t>(cols), 0);
+        }
       }
-      // An odd-length FP4 row ends with a zero high nibble.
-      if (f == MxFormat::kFp4E2M1 && c1 == cols && cols % 2 == 1) {
-        set_packed_nibble(out, static_cast<std::size_t>(cols), 0);
-      }
-    }
-  };
-  detail::parallel_for(rows * blocks_per_row, 1024, chunk);
-  return {};
+    };
+    detail::parallel_for(rows * blocks_per_row, 1024, chunk);
+    return {};
+  });
 }
 
 Status mx_dequantize(MxFormat f, const uint8_t* elements, const uint8_t* scales, int64_t rows,
                      int64_t cols, float* x) {
-  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
-  MANTISSA_RETURN_IF_ERROR(check_args("mx_dequantize", f, elements, scales, x, rows, cols));
-  if (rows == 0 || cols == 0) return {};
-  detail::ensure_runtime_initialized();
-  const MiniFloat* fmt = element_format(f);
-  const int64_t blocks_per_row = (cols + kMxBlockSize - 1) / kMxBlockSize;
-  const int64_t stride = row_bytes(f, cols);
-  auto chunk = [&](int64_t begin, int64_t end) {
-    for (int64_t b = begin; b < end; ++b) {
-      const int64_t r = b / blocks_per_row, c0 = (b % blocks_per_row) * kMxBlockSize;
-      const int64_t c1 = std::min(cols, c0 + kMxBlockSize);
-      const uint8_t* in = elements + r * stride;
-      const float scale = e8m0_to_float(scales[b]);
-      for (int64_t c = c0; c < c1; ++c) {
-        float v;
-        if (f == MxFormat::kFp4E2M1) {
-          v = minifloat_to_float(*fmt, packed_nibble(in, static_cast<std::size_t>(c)));
-        } else if (fmt != nullptr) {
-          v = minifloat_to_float(*fmt, in[c]);
-        } else {
-          v = static_cast<float>(static_cast<int8_t>(in[c])) * 0x1p-6f;  // exact
+  return detail::guarded_entry("mx_dequantize", [&]() -> Status {
+    MANTISSA_RETURN_IF_ERROR(check_args("mx_dequantize", f, elements, scales, x, rows, cols));
+    if (rows == 0 || cols == 0) return {};
+    detail::ensure_runtime_initialized();
+    const MiniFloat* fmt = element_format(f);
+    const int64_t blocks_per_row = (cols + kMxBlockSize - 1) / kMxBlockSize;
+    const int64_t stride = row_bytes(f, cols);
+    auto chunk = [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b) {
+        const int64_t r = b / blocks_per_row, c0 = (b % blocks_per_row) * kMxBlockSize;
+        const int64_t c1 = std::min(cols, c0 + kMxBlockSize);
+        const uint8_t* in = elements + r * stride;
+        const float scale = e8m0_to_float(scales[b]);
+        for (int64_t c = c0; c < c1; ++c) {
+          float v;
+          if (f == MxFormat::kFp4E2M1) {
+            v = minifloat_to_float(*fmt, packed_nibble(in, static_cast<std::size_t>(c)));
+          } else if (fmt != nullptr) {
+            v = minifloat_to_float(*fmt, in[c]);
+          } else {
+            v = static_cast<float>(static_cast<int8_t>(in[c])) * 0x1p-6f;  // exact
+          }
+          x[r * cols + c] = v * scale;
         }
-        x[r * cols + c] = v * scale;
       }
-    }
-  };
-  detail::parallel_for(rows * blocks_per_row, 1024, chunk);
-  return {};
+    };
+    detail::parallel_for(rows * blocks_per_row, 1024, chunk);
+    return {};
+  });
 }
 
 }  // namespace mantissa

@@ -103,10 +103,10 @@ HWY_AFTER_NAMESPACE();
 #include <span>
 #include <vector>
 
-#include "core/fpenv.h"
-#include "core/rows.h"
+#include "core/entry.h"
 #include "core/runtime_internal.h"
 #include "mantissa/ops/quantize.h"
+#include "ops/quantize/channel_params.h"
 #include "ops/quantize/quantize_desc.h"
 
 namespace mantissa {
@@ -166,22 +166,6 @@ Status check_quantize_params(const QuantizeTensors& t, const QuantizeParams& p) 
   return {};
 }
 
-namespace {
-
-// Element i of a small tensor (scales, zero points) as fp32.
-float element_as_float(const TensorView& t, int64_t i) {
-  switch (t.dtype) {
-    case DType::kFloat16: return fp16_bits_to_float(static_cast<const uint16_t*>(t.data)[i]);
-    case DType::kBFloat16: return bf16_bits_to_float(static_cast<const uint16_t*>(t.data)[i]);
-    case DType::kInt8: return static_cast<float>(static_cast<const int8_t*>(t.data)[i]);
-    case DType::kUInt8: return static_cast<float>(static_cast<const uint8_t*>(t.data)[i]);
-    case DType::kInt32: return static_cast<float>(static_cast<const int32_t*>(t.data)[i]);
-    default: return static_cast<const float*>(t.data)[i];
-  }
-}
-
-}  // namespace
-
 }  // namespace detail
 
 Status quantize_validate(const QuantizeTensors& t, const QuantizeParams& p) {
@@ -189,34 +173,26 @@ Status quantize_validate(const QuantizeTensors& t, const QuantizeParams& p) {
 }
 
 Status quantize(const QuantizeTensors& t, const QuantizeParams& p, Workspace /*ws*/) {
-  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
-  MANTISSA_RETURN_IF_ERROR(quantize_validate(t, p));
-  const int64_t numel = *t.x.numel();
-  if (numel == 0) return {};
-  detail::ensure_runtime_initialized();
-  const int64_t channels = t.scales.shape[0];
-  std::vector<float> scales(static_cast<std::size_t>(channels));
-  std::vector<float> zero_points(t.zero_points ? scales.size() : 0);
-  for (int64_t c = 0; c < channels; ++c) {
-    scales[c] = detail::element_as_float(t.scales, c);
-    if (t.zero_points) zero_points[c] = detail::element_as_float(*t.zero_points, c);
-  }
-  detail::QuantizeKernelArgs a;
-  a.x_dtype = t.x.dtype;
-  a.y_dtype = t.y.dtype;
-  a.numel = numel;
-  a.channels = channels;
-  // One channel: the whole tensor is one run. Otherwise element i's channel is
-  // (i / inner) % channels, inner the product of the dims after axis.
-  a.inner = channels == 1
-                ? numel
-                : detail::rows_over_dim(std::span(t.x.shape.data(), t.x.rank), p.axis).inner;
-  a.x = t.x.data;
-  a.y = t.y.data;
-  a.scales = scales.data();
-  a.zero_points = t.zero_points ? zero_points.data() : nullptr;
-  HWY_DYNAMIC_DISPATCH(QuantizeImpl)(a);
-  return {};
+  return detail::guarded_entry("quantize", [&]() -> Status {
+    MANTISSA_RETURN_IF_ERROR(quantize_validate(t, p));
+    const int64_t numel = *t.x.numel();
+    if (numel == 0) return {};
+    detail::ensure_runtime_initialized();
+    const detail::QuantChannels q =
+        detail::quant_channels(t.x, numel, p.axis, t.scales, t.zero_points);
+    detail::QuantizeKernelArgs a;
+    a.x_dtype = t.x.dtype;
+    a.y_dtype = t.y.dtype;
+    a.numel = numel;
+    a.channels = q.channels;
+    a.inner = q.inner;
+    a.x = t.x.data;
+    a.y = t.y.data;
+    a.scales = q.scale.data();
+    a.zero_points = q.offset_or_null();
+    HWY_DYNAMIC_DISPATCH(QuantizeImpl)(a);
+    return {};
+  });
 }
 
 }  // namespace mantissa

@@ -110,31 +110,12 @@ void DgammaBlock(const detail::RmsNormGradKernelArgs& a, int64_t b, int64_t c0, 
 
 template <class XF>
 void RmsNormGradDgamma(const detail::RmsNormGradKernelArgs& a) {
-  const int64_t n = a.n;
-  // Columns per piece: a constant, so the pieces do not depend on the thread count (each column
-  // is computed the same way whichever piece holds it).
-  constexpr int64_t kColumns = 1024;
-  const int64_t tiles = (n + kColumns - 1) / kColumns;
-  const int64_t blocks = a.plan.blocks;
-  auto pieces = [&](int64_t begin, int64_t end) {
-    for (int64_t p = begin; p < end; ++p) {
-      const int64_t b = p / tiles, c0 = (p % tiles) * kColumns;
-      DgammaBlock<XF>(a, b, c0, std::min(n, c0 + kColumns));
-    }
-  };
-  detail::parallel_for(blocks * tiles, 1, pieces);
-  auto combine = [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t) {
-      for (int64_t j = t * kColumns; j < std::min(n, (t + 1) * kColumns); ++j) {
-        detail::PairwiseStack<double> stack;
-        const auto add = [](double u, double v) { return u + v; };
-        for (int64_t b = 0; b < blocks; ++b) stack.push(a.partials[b * n + j], add);
-        const float v = static_cast<float>(stack.collapse(add));
-        a.dgamma[j] = std::isnan(v) ? std::numeric_limits<float>::quiet_NaN() : v;
-      }
-    }
-  };
-  detail::parallel_for(tiles, 1, combine);
+  detail::for_each_column_piece(
+      a.plan, a.n, [&](int64_t b, int64_t c0, int64_t c1) { DgammaBlock<XF>(a, b, c0, c1); });
+  detail::combine_column_partials(a.plan, a.n, a.partials, [&](int64_t j, double sum) {
+    const float v = static_cast<float>(sum);
+    a.dgamma[j] = std::isnan(v) ? std::numeric_limits<float>::quiet_NaN() : v;
+  });
 }
 
 template <class XF>
@@ -158,8 +139,9 @@ HWY_AFTER_NAMESPACE();
 #include <cstdint>
 #include <memory>
 
-#include "core/fpenv.h"
+#include "core/entry.h"
 #include "core/runtime_internal.h"
+#include "core/scratch.h"
 #include "mantissa/ops/rms_norm_grad.h"
 #include "ops/rms_norm_grad/rms_norm_grad_desc.h"
 
@@ -194,40 +176,40 @@ Status rms_norm_grad_validate(const RmsNormGradTensors& t, const RmsNormGradPara
 }
 
 Status rms_norm_grad(const RmsNormGradTensors& t, const RmsNormGradParams& p, Workspace ws) {
-  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
-  MANTISSA_RETURN_IF_ERROR(rms_norm_grad_validate(t, p));
-  const int64_t n = *t.gamma.numel();
-  const int64_t rows = *t.rstd.numel();
-  float* const dgamma = static_cast<float*>(t.dgamma.data);
-  if (n == 0) return {};  // dgamma and every row of dx are empty
-  if (rows == 0) {
-    std::fill(dgamma, dgamma + n, 0.0f);  // no terms: +0, an empty sum
+  return detail::guarded_entry("rms_norm_grad", [&]() -> Status {
+    MANTISSA_RETURN_IF_ERROR(rms_norm_grad_validate(t, p));
+    const int64_t n = *t.gamma.numel();
+    const int64_t rows = *t.rstd.numel();
+    float* const dgamma = static_cast<float*>(t.dgamma.data);
+    if (n == 0) return {};  // dgamma and every row of dx are empty
+    if (rows == 0) {
+      std::fill(dgamma, dgamma + n, 0.0f);  // no terms: +0, an empty sum
+      return {};
+    }
+    detail::ensure_runtime_initialized();
+    detail::RmsNormGradKernelArgs a;
+    a.x_dtype = t.x.dtype;
+    a.gamma_dtype = t.gamma.dtype;
+    a.rows = rows;
+    a.n = n;
+    a.dy = t.dy.data;
+    a.x = t.x.data;
+    a.rstd = static_cast<const float*>(t.rstd.data);
+    a.gamma = t.gamma.data;
+    a.dx = t.dx.data;
+    a.dgamma = dgamma;
+    a.plan = detail::column_sum_plan(rows, n);
+    const uint64_t need = rms_norm_grad_workspace_size(t, p);
+    const detail::Scratch<double> partials(ws, need / sizeof(double));
+    if (partials.data() == nullptr) {
+      return detail::fail(
+          StatusCode::kInner, detail::RmsNormGradOp::kType,
+          "cannot allocate {} bytes for the column sums (lend a workspace of that size)", need);
+    }
+    a.partials = partials.data();
+    HWY_DYNAMIC_DISPATCH(RmsNormGradImpl)(a);
     return {};
-  }
-  detail::ensure_runtime_initialized();
-  detail::RmsNormGradKernelArgs a;
-  a.x_dtype = t.x.dtype;
-  a.gamma_dtype = t.gamma.dtype;
-  a.rows = rows;
-  a.n = n;
-  a.dy = t.dy.data;
-  a.x = t.x.data;
-  a.rstd = static_cast<const float*>(t.rstd.data);
-  a.gamma = t.gamma.data;
-  a.dx = t.dx.data;
-  a.dgamma = dgamma;
-  a.plan = detail::column_sum_plan(rows, n);
-  const uint64_t need = rms_norm_grad_workspace_size(t, p);
-  std::unique_ptr<double[]> owned;
-  if (ws.data != nullptr && ws.size >= need &&
-      reinterpret_cast<uintptr_t>(ws.data) % alignof(double) == 0) {
-    a.partials = static_cast<double*>(ws.data);
-  } else {
-    owned.reset(new double[need / sizeof(double)]);
-    a.partials = owned.get();
-  }
-  HWY_DYNAMIC_DISPATCH(RmsNormGradImpl)(a);
-  return {};
+  });
 }
 
 }  // namespace mantissa

@@ -93,7 +93,7 @@ void SgdImpl(const detail::SgdKernelArgs& args) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include "core/fpenv.h"
+#include "core/entry.h"
 #include "core/runtime_internal.h"
 #include "mantissa/ops/sgd.h"
 #include "ops/sgd/sgd_desc.h"
@@ -124,27 +124,28 @@ Status sgd_validate(const SgdTensors& t, const SgdParams& p) {
 }
 
 Status sgd(const SgdTensors& t, const SgdParams& p) {
-  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
-  MANTISSA_RETURN_IF_ERROR(sgd_validate(t, p));
-  detail::ensure_runtime_initialized();
-  const DType dtype = t.parameters.dtype;
-  detail::SgdKernelArgs args;
-  args.dtype = dtype;
-  args.n = *t.parameters.numel();
-  args.parameters = t.parameters.data;
-  args.parameters_out = t.parameters_out ? t.parameters_out->data : t.parameters.data;
-  args.gradient = t.gradient.data;
-  args.accum = t.accum.data;
-  args.stat = t.stat.data;
-  // The scalars are widened once per call, exactly, from their own dtype: a momentum that is
-  // zero in that dtype is zero here.
-  args.learning_rate = load_as_float(dtype, t.learning_rate.data, 0);
-  args.momentum = load_as_float(dtype, t.momentum.data, 0);
-  args.dampening = p.dampening;
-  args.weight_decay = p.weight_decay;
-  args.nesterov = p.nesterov;
-  HWY_DYNAMIC_DISPATCH(SgdImpl)(args);
-  return {};
+  return detail::guarded_entry("sgd", [&]() -> Status {
+    MANTISSA_RETURN_IF_ERROR(sgd_validate(t, p));
+    detail::ensure_runtime_initialized();
+    const DType dtype = t.parameters.dtype;
+    detail::SgdKernelArgs args;
+    args.dtype = dtype;
+    args.n = *t.parameters.numel();
+    args.parameters = t.parameters.data;
+    args.parameters_out = t.parameters_out ? t.parameters_out->data : t.parameters.data;
+    args.gradient = t.gradient.data;
+    args.accum = t.accum.data;
+    args.stat = t.stat.data;
+    // The scalars are widened once per call, exactly, from their own dtype: a momentum that is
+    // zero in that dtype is zero here.
+    args.learning_rate = load_as_float(dtype, t.learning_rate.data, 0);
+    args.momentum = load_as_float(dtype, t.momentum.data, 0);
+    args.dampening = p.dampening;
+    args.weight_decay = p.weight_decay;
+    args.nesterov = p.nesterov;
+    HWY_DYNAMIC_DISPATCH(SgdImpl)(args);
+    return {};
+  });
 }
 
 }  // namespace mantissa

@@ -192,7 +192,7 @@ void SoftmaxImpl(const detail::SoftmaxKernelArgs& a) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include "core/fpenv.h"
+#include "core/entry.h"
 #include "core/runtime_internal.h"
 #include "ops/softmax/softmax_desc.h"
 
@@ -225,9 +225,10 @@ Status softmax_validate(const SoftmaxTensors& t, const SoftmaxParams& p) {
 }
 
 Status softmax(const SoftmaxTensors& t, const SoftmaxParams& p) {
-  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
-  MANTISSA_RETURN_IF_ERROR(softmax_validate(t, p));
-  return run_softmax(t, p.dim, false);
+  return detail::guarded_entry("softmax", [&]() -> Status {
+    MANTISSA_RETURN_IF_ERROR(softmax_validate(t, p));
+    return run_softmax(t, p.dim, false);
+  });
 }
 
 Status log_softmax_validate(const SoftmaxTensors& t, const LogSoftmaxParams& p) {
@@ -235,9 +236,10 @@ Status log_softmax_validate(const SoftmaxTensors& t, const LogSoftmaxParams& p) 
 }
 
 Status log_softmax(const SoftmaxTensors& t, const LogSoftmaxParams& p) {
-  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
-  MANTISSA_RETURN_IF_ERROR(log_softmax_validate(t, p));
-  return run_softmax(t, p.dim, true);
+  return detail::guarded_entry("log_softmax", [&]() -> Status {
+    MANTISSA_RETURN_IF_ERROR(log_softmax_validate(t, p));
+    return run_softmax(t, p.dim, true);
+  });
 }
 
 }  // namespace mantissa

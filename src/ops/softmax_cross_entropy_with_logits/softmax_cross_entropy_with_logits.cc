@@ -81,7 +81,7 @@ void CrossEntropyImpl(const detail::CrossEntropyKernelArgs& a) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include "core/fpenv.h"
+#include "core/entry.h"
 #include "core/runtime_internal.h"
 #include "ops/softmax_cross_entropy_with_logits/softmax_cross_entropy_with_logits_desc.h"
 
@@ -98,27 +98,28 @@ Status softmax_cross_entropy_with_logits_validate(const SoftmaxCrossEntropyWithL
 
 Status softmax_cross_entropy_with_logits(const SoftmaxCrossEntropyWithLogitsTensors& t,
                                          const SoftmaxCrossEntropyWithLogitsParams& p) {
-  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
-  MANTISSA_RETURN_IF_ERROR(softmax_cross_entropy_with_logits_validate(t, p));
-  const int64_t rows = t.features.shape[0], classes = t.features.shape[1];
-  if (rows == 0) return {};
-  if (classes == 0) {
-    // No classes: every row's loss is the empty sum, +0; backprop is empty.
-    for (int64_t r = 0; r < rows; ++r)
-      store_from_float(t.loss.dtype, t.loss.data, static_cast<std::size_t>(r), 0.0f);
+  return detail::guarded_entry("softmax_cross_entropy_with_logits", [&]() -> Status {
+    MANTISSA_RETURN_IF_ERROR(softmax_cross_entropy_with_logits_validate(t, p));
+    const int64_t rows = t.features.shape[0], classes = t.features.shape[1];
+    if (rows == 0) return {};
+    if (classes == 0) {
+      // No classes: every row's loss is the empty sum, +0; backprop is empty.
+      for (int64_t r = 0; r < rows; ++r)
+        store_from_float(t.loss.dtype, t.loss.data, static_cast<std::size_t>(r), 0.0f);
+      return {};
+    }
+    detail::ensure_runtime_initialized();
+    detail::CrossEntropyKernelArgs a;
+    a.dtype = t.features.dtype;
+    a.rows = rows;
+    a.classes = classes;
+    a.features = t.features.data;
+    a.labels = t.labels.data;
+    a.loss = t.loss.data;
+    a.backprop = t.backprop.data;
+    HWY_DYNAMIC_DISPATCH(CrossEntropyImpl)(a);
     return {};
-  }
-  detail::ensure_runtime_initialized();
-  detail::CrossEntropyKernelArgs a;
-  a.dtype = t.features.dtype;
-  a.rows = rows;
-  a.classes = classes;
-  a.features = t.features.data;
-  a.labels = t.labels.data;
-  a.loss = t.loss.data;
-  a.backprop = t.backprop.data;
-  HWY_DYNAMIC_DISPATCH(CrossEntropyImpl)(a);
-  return {};
+  });
 }
 
 }  // namespace mantissa

@@ -178,7 +178,7 @@ void SoftmaxGradImpl(const detail::SoftmaxGradKernelArgs& a) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include "core/fpenv.h"
+#include "core/entry.h"
 #include "core/runtime_internal.h"
 #include "ops/softmax_grad/softmax_grad_desc.h"
 
@@ -214,9 +214,10 @@ Status softmax_grad_validate(const SoftmaxGradTensors& t, const SoftmaxGradParam
 }
 
 Status softmax_grad(const SoftmaxGradTensors& t, const SoftmaxGradParams& p) {
-  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
-  MANTISSA_RETURN_IF_ERROR(softmax_grad_validate(t, p));
-  return run_softmax_grad(t, p.dim, false);
+  return detail::guarded_entry("softmax_grad", [&]() -> Status {
+    MANTISSA_RETURN_IF_ERROR(softmax_grad_validate(t, p));
+    return run_softmax_grad(t, p.dim, false);
+  });
 }
 
 Status log_softmax_grad_validate(const SoftmaxGradTensors& t, const SoftmaxGradParams& p) {
@@ -224,9 +225,10 @@ Status log_softmax_grad_validate(const SoftmaxGradTensors& t, const SoftmaxGradP
 }
 
 Status log_softmax_grad(const SoftmaxGradTensors& t, const SoftmaxGradParams& p) {
-  const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
-  MANTISSA_RETURN_IF_ERROR(log_softmax_grad_validate(t, p));
-  return run_softmax_grad(t, p.dim, true);
+  return detail::guarded_entry("log_softmax_grad", [&]() -> Status {
+    MANTISSA_RETURN_IF_ERROR(log_softmax_grad_validate(t, p));
+    return run_softmax_grad(t, p.dim, true);
+  });
 }
 
 }  // namespace mantissa
