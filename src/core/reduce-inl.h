@@ -109,6 +109,59 @@ detail::Partial<A> CombineLanes(const A* sums, const A* comps) {
   return lane[0];
 }
 
+// The halving steps of CombineLanes inside one vector: lane j (+) lane j + Lanes/2, down to one
+// lane.
+template <class D>
+HWY_INLINE hn::TFromD<D> SumLanesByHalving(D d, hn::Vec<D> v) {
+#if HWY_TARGET == HWY_SCALAR  // one lane (and no UpperHalf)
+  (void)d;
+  return hn::GetLane(v);
+#else
+  if constexpr (hn::MaxLanes(D()) == 1) {
+    (void)d;
+    return hn::GetLane(v);
+  } else {
+    const hn::Half<D> dh;
+    return SumLanesByHalving(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)));
+  }
+#endif
+}
+
+// The naive method's block kept in registers: the same additions in the same order as the
+// general LanesBlock and CombineLanes below (lane j sums elements j, j + 32, ... in order; the
+// lanes then combine by halving: lane j (+) lane j + w, w = 16 .. 1), without the round trip of
+// 32 lanes through memory. Short rows spend most of their reduction time in that round trip.
+template <class A, class Term>
+HWY_INLINE A NaiveBlockSum(const Term& term, int64_t begin, int64_t len) {
+  const AccTag<A> da;
+  constexpr size_t kN = hn::MaxLanes(AccTag<A>());
+  constexpr size_t kV = kAccVectors<AccTag<A>>;
+  hn::Vec<AccTag<A>> s[kV];
+  for (size_t v = 0; v < kV; ++v) s[v] = hn::Set(da, A(-0.0));
+  const int64_t groups = len / detail::kReduceLanes;
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t i = begin + g * detail::kReduceLanes;
+    for (size_t v = 0; v < kV; ++v) {
+      s[v] = hn::Add(s[v], term(da, i + static_cast<int64_t>(v * kN)));
+    }
+  }
+  const int64_t tail = len - groups * detail::kReduceLanes;
+  if (tail > 0) {  // element j of the partial group goes to lane j
+    HWY_ALIGN A lanes[detail::kReduceLanes];
+    for (size_t v = 0; v < kV; ++v) hn::Store(s[v], da, lanes + v * kN);
+    const hn::CappedTag<A, 1> d1;
+    const int64_t tail_begin = begin + groups * detail::kReduceLanes;
+    for (int64_t j = 0; j < tail; ++j) {
+      hn::Store(hn::Add(hn::Load(d1, lanes + j), term(d1, tail_begin + j)), d1, lanes + j);
+    }
+    for (size_t v = 0; v < kV; ++v) s[v] = hn::Load(da, lanes + v * kN);
+  }
+  for (size_t w = kV / 2; w >= 1; w /= 2) {  // lane widths 16 .. kN
+    for (size_t v = 0; v < w; ++v) s[v] = hn::Add(s[v], s[v + w]);
+  }
+  return SumLanesByHalving(da, s[0]);
+}
+
 // Naive, Kahan or Neumaier over elements [begin, begin + len) of one block.
 template <detail::ReduceMethod M, class A, class Term>
 detail::Partial<A> LanesBlock(const Term& term, int64_t begin, int64_t len) {
@@ -206,6 +259,9 @@ HWY_NOINLINE detail::Partial<A> ReduceBlock(const Term& term, int64_t begin, int
   if constexpr (M == ReduceMethod::kPairwise) {
     return PairwiseBlock<A>(term, begin, len);
   } else {
+    if constexpr (M == ReduceMethod::kNaive) {
+      return {NaiveBlockSum<A>(term, begin, len), A(-0.0)};
+    }
     detail::Partial<A> p = LanesBlock<M, A>(term, begin, len);
     if constexpr (detail::is_compensated(M)) {
       // inf, NaN or overflow: the compensation means nothing; take the plain sum instead.
@@ -222,6 +278,9 @@ HWY_NOINLINE detail::Partial<A> ReduceBlock(const Term& term, int64_t begin, int
 template <detail::ReduceMethod M, class A, class Term>
 HWY_NOINLINE A ReduceRow(const Term& term, int64_t n) {
   if (n <= 0) return A(0);
+  // One block: the tree holds a single item (and building its stack would cost more than the
+  // sum of a short row).
+  if (n <= detail::kReduceBlock) return detail::finish<M>(ReduceBlock<M, A>(term, 0, n));
   detail::PairwiseStack<detail::Partial<A>> stack;
   const auto merge = [](const detail::Partial<A>& a, const detail::Partial<A>& b) {
     return detail::merge<M>(a, b);
