@@ -13,6 +13,7 @@ packages=(
   pybind11-dev python3-pybind11 python3-pytest python3-dev  # the Python module (python/)
   clang libclang-rt-14-dev  # the libFuzzer targets (fuzz/, scripts/fuzz.sh)
   libdnnl-dev               # oneDNN, the peer of scripts/bench_stable_kernels.py
+  openmpi-bin libopenmpi-dev  # MPI for `mantissa train --distributed` (data-parallel)
 )
 
 missing=()

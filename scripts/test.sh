@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # The test suite: install what is missing, build with warnings as errors and run every test
 # (the exhaustive sweeps included); then build again with AddressSanitizer and
-# UndefinedBehaviorSanitizer and run every test but the exhaustive sweeps; with MANTISSA_FUZZ=1,
-# then build the libFuzzer targets with clang and run each for a bounded time (scripts/fuzz.sh).
+# UndefinedBehaviorSanitizer and run every test but the exhaustive sweeps and the mpirun tests
+# (label mpi: Open MPI's own allocations would read as leaks; the data-parallel trainer itself is
+# covered there by test_train_distributed, which needs no MPI); then a lean ThreadSanitizer build
+# of the library and the concurrency stress test (label "stress"); then build the libFuzzer
+# targets with clang and run each for a bounded time (scripts/fuzz.sh).
+#   MANTISSA_SKIP_SANITIZERS=1  leave out the ASan and TSan stages
+#   MANTISSA_FUZZ=0             leave out the fuzzers; MANTISSA_FUZZ_SECONDS: time each (20)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 jobs="$(nproc)"
@@ -21,13 +26,27 @@ if [ "${MANTISSA_SKIP_SANITIZERS:-0}" != "1" ]; then
     -DMANTISSA_WERROR=ON -DMANTISSA_SANITIZE=address,undefined -DMANTISSA_BUILD_BENCH=OFF \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --test-dir "$root/build-asan" --output-on-failure -j "$jobs" -LE exhaustive
+    ctest --test-dir "$root/build-asan" --output-on-failure -j "$jobs" -LE "exhaustive|mpi"
 fi
 
-# The libFuzzer targets need their own clang build of the library with ASan, UBSan and coverage;
-# on 2 cores that build alone takes longer than the rest of the suite, so it is opt-in here
-# (MANTISSA_FUZZ=1) and run on its own with scripts/fuzz.sh.
-if [ "${MANTISSA_FUZZ:-0}" = "1" ]; then
+if [ "${MANTISSA_SKIP_SANITIZERS:-0}" != "1" ]; then
+  echo "== ThreadSanitizer build (library and the concurrency stress test)"
+  # Lean: -O1, the stress test only, kernels for the baseline SIMD target only (the pool, the
+  # registries and the chunking are the same on every target; ASan covers every target).
+  # halt_on_error and exitcode: any report fails the stage.
+  BUILD_DIR="$root/build-tsan" BUILD_TYPE=RelWithDebInfo BUILD_TARGETS=test_concurrency \
+    bash "$root/scripts/build.sh" \
+    -DMANTISSA_WERROR=ON -DMANTISSA_SANITIZE=thread -DMANTISSA_BUILD_BENCH=OFF \
+    -DMANTISSA_BUILD_EXAMPLES=OFF -DMANTISSA_BUILD_PYTHON=OFF \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG -DHWY_COMPILE_ONLY_STATIC=1" \
+    -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
+  TSAN_OPTIONS="halt_on_error=1:exitcode=66:second_deadlock_stack=1" \
+    ctest --test-dir "$root/build-tsan" --output-on-failure -L stress
+fi
+
+# The libFuzzer targets: their own clang build (ASan, UBSan, coverage; the SIMD kernels left
+# uninstrumented, fuzz/kernels.ignorelist), then each target for a bounded time.
+if [ "${MANTISSA_FUZZ:-1}" = "1" ]; then
   echo "== libFuzzer targets (clang, ASan + UBSan), ${MANTISSA_FUZZ_SECONDS:-20} s each"
   bash "$root/scripts/fuzz.sh" "${MANTISSA_FUZZ_SECONDS:-20}"
 fi

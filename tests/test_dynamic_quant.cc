@@ -96,7 +96,8 @@ TEST(DynamicQuant, HandWrittenRowsTiesAndPacking) {
       [&](const std::string&, int) {
         HostTensor x = fp16_row(xs);
         for (DType yd : {DType::kInt4, DType::kInt32}) {
-          HostTensor y = sentinel(yd, packed_shape({1, 8}, yd)), scale = sentinel(DType::kFloat32, {1});
+          HostTensor y = sentinel(yd, packed_shape({1, 8}, yd)),
+                     scale = sentinel(DType::kFloat32, {1});
           ASSERT_TRUE(
               mantissa::dynamic_quant(
                   {.x = view(x), .smooth_scales = std::nullopt, .y = view(y), .scale = view(scale)},

@@ -109,94 +109,161 @@ detail::Partial<A> CombineLanes(const A* sums, const A* comps) {
   return lane[0];
 }
 
+// (+) of core/reduce.h (detail::merge) lane by lane: lane j of (s, c) becomes lane j of (s, c)
+// (+) lane j of (s2, c2). It is necessary to keep the order of the operations.
+template <detail::ReduceMethod M, class D>
+HWY_INLINE void MergeVectors(D d, hn::Vec<D>& s, hn::Vec<D>& c, hn::Vec<D> s2, hn::Vec<D> c2) {
+  if constexpr (detail::is_compensated(M)) {  // detail::merge_compensated
+    const auto sum = hn::Add(s, s2);
+    const auto b_virtual = hn::Sub(sum, s);
+    const auto a_virtual = hn::Sub(sum, b_virtual);
+    const auto error = hn::Add(hn::Sub(s, a_virtual), hn::Sub(s2, b_virtual));
+    const auto comp = hn::Add(hn::Add(c, c2), error);
+    // inf or NaN carries the result alone
+    c = hn::IfThenElse(hn::IsFinite(sum), comp, hn::Set(d, hn::TFromD<D>(-0.0)));
+    s = sum;
+  } else {  // detail::merge_plain; the compensation stays -0
+    (void)d;
+    (void)c2;
+    s = hn::Add(s, s2);
+  }
+}
+
 // The halving steps of CombineLanes inside one vector: lane j (+) lane j + Lanes/2, down to one
 // lane.
-template <class D>
-HWY_INLINE hn::TFromD<D> SumLanesByHalving(D d, hn::Vec<D> v) {
+template <detail::ReduceMethod M, class D>
+HWY_INLINE detail::Partial<hn::TFromD<D>> MergeLanesByHalving(D d, hn::Vec<D> s, hn::Vec<D> c) {
 #if HWY_TARGET == HWY_SCALAR  // one lane (and no UpperHalf)
   (void)d;
-  return hn::GetLane(v);
+  return {hn::GetLane(s), hn::GetLane(c)};
 #else
   if constexpr (hn::MaxLanes(D()) == 1) {
     (void)d;
-    return hn::GetLane(v);
+    return {hn::GetLane(s), hn::GetLane(c)};
   } else {
     const hn::Half<D> dh;
-    return SumLanesByHalving(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)));
+    auto s_low = hn::LowerHalf(dh, s);
+    auto c_low = hn::LowerHalf(dh, c);
+    MergeVectors<M>(dh, s_low, c_low, hn::UpperHalf(dh, s), hn::UpperHalf(dh, c));
+    return MergeLanesByHalving<M>(dh, s_low, c_low);
   }
 #endif
 }
 
-// The naive method's block kept in registers: the same additions in the same order as the
-// general LanesBlock and CombineLanes below (lane j sums elements j, j + 32, ... in order; the
-// lanes then combine by halving: lane j (+) lane j + w, w = 16 .. 1), without the round trip of
-// 32 lanes through memory. Short rows spend most of their reduction time in that round trip.
-template <class A, class Term>
-HWY_INLINE A NaiveBlockSum(const Term& term, int64_t begin, int64_t len) {
+// The naive sum of one vector's lanes in that order.
+template <class D>
+HWY_INLINE hn::TFromD<D> SumLanesByHalving(D d, hn::Vec<D> v) {
+  return MergeLanesByHalving<detail::ReduceMethod::kNaive>(d, v, v).sum;
+}
+
+// Naive, Kahan or Neumaier over elements [begin, begin + len) (len in [0, kReduceBlock]) of R
+// rows at once, in registers: row k's terms are term(k, da, i). For each row, lane j accumulates
+// elements j, j + 32, ... in order; element j of the last, partial group goes to lane j; then
+// the lanes combine as CombineLanes combines them (lane j (+) lane j + w, w = 16 .. 1), across
+// vectors and then by halving inside one: the same operations in the same order as CombineLanes
+// over the 32 lanes in memory, without their round trip (short rows spend most of their
+// reduction time there). The rows' chains of dependent operations are interleaved, so a core
+// overlaps them; a row-wise kernel over short rows otherwise waits on each row's latencies.
+template <detail::ReduceMethod M, class A, size_t R, class Term>
+HWY_INLINE void BlockPartials(const Term& term, int64_t begin, int64_t len,
+                              detail::Partial<A> (&partials)[R]) {
+  static_assert(M != detail::ReduceMethod::kPairwise, "pairwise blocks are PairwiseBlock's");
   const AccTag<A> da;
   constexpr size_t kN = hn::MaxLanes(AccTag<A>());
   constexpr size_t kV = kAccVectors<AccTag<A>>;
-  hn::Vec<AccTag<A>> s[kV];
-  for (size_t v = 0; v < kV; ++v) s[v] = hn::Set(da, A(-0.0));
+  hn::Vec<AccTag<A>> s[R][kV], c[R][kV];
+  HWY_UNROLL(32)
+  for (size_t k = 0; k < R; ++k) {
+    HWY_UNROLL(32)
+    for (size_t v = 0; v < kV; ++v) {
+      s[k][v] = hn::Set(da, A(-0.0));  // -0 is the identity of addition (+0 would turn -0 into +0)
+      c[k][v] = hn::Set(da, A(-0.0));
+    }
+  }
   const int64_t groups = len / detail::kReduceLanes;
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t i = begin + g * detail::kReduceLanes;
-    for (size_t v = 0; v < kV; ++v) {
-      s[v] = hn::Add(s[v], term(da, i + static_cast<int64_t>(v * kN)));
+    HWY_UNROLL(32)
+    for (size_t k = 0; k < R; ++k) {
+      HWY_UNROLL(32)
+      for (size_t v = 0; v < kV; ++v) {
+        Accumulate<M>(da, s[k][v], c[k][v], term(k, da, i + static_cast<int64_t>(v * kN)));
+      }
     }
   }
   const int64_t tail = len - groups * detail::kReduceLanes;
-  if (tail > 0) {  // element j of the partial group goes to lane j
-    HWY_ALIGN A lanes[detail::kReduceLanes];
-    for (size_t v = 0; v < kV; ++v) hn::Store(s[v], da, lanes + v * kN);
+  if (tail > 0) {
     const hn::CappedTag<A, 1> d1;
     const int64_t tail_begin = begin + groups * detail::kReduceLanes;
-    for (int64_t j = 0; j < tail; ++j) {
-      hn::Store(hn::Add(hn::Load(d1, lanes + j), term(d1, tail_begin + j)), d1, lanes + j);
+    HWY_UNROLL(32)
+    for (size_t k = 0; k < R; ++k) {
+      HWY_ALIGN A sums[detail::kReduceLanes];
+      HWY_ALIGN A comps[detail::kReduceLanes];
+      HWY_UNROLL(32)
+      for (size_t v = 0; v < kV; ++v) {
+        hn::Store(s[k][v], da, sums + v * kN);
+        hn::Store(c[k][v], da, comps + v * kN);
+      }
+      for (int64_t j = 0; j < tail; ++j) {
+        auto s1 = hn::Load(d1, sums + j);
+        auto c1 = hn::Load(d1, comps + j);
+        Accumulate<M>(d1, s1, c1, term(k, d1, tail_begin + j));
+        hn::Store(s1, d1, sums + j);
+        hn::Store(c1, d1, comps + j);
+      }
+      HWY_UNROLL(32)
+      for (size_t v = 0; v < kV; ++v) {
+        s[k][v] = hn::Load(da, sums + v * kN);
+        c[k][v] = hn::Load(da, comps + v * kN);
+      }
     }
-    for (size_t v = 0; v < kV; ++v) s[v] = hn::Load(da, lanes + v * kN);
   }
-  for (size_t w = kV / 2; w >= 1; w /= 2) {  // lane widths 16 .. kN
-    for (size_t v = 0; v < w; ++v) s[v] = hn::Add(s[v], s[v + w]);
+  HWY_UNROLL(32)
+  for (size_t w = kV / 2; w >= 1; w /= 2) {  // lane distances 16 .. kN
+    HWY_UNROLL(32)
+    for (size_t k = 0; k < R; ++k) {
+      HWY_UNROLL(32)
+      for (size_t v = 0; v < w; ++v) {
+        MergeVectors<M>(da, s[k][v], c[k][v], s[k][v + w], c[k][v + w]);
+      }
+    }
   }
-  return SumLanesByHalving(da, s[0]);
+  HWY_UNROLL(32)
+  for (size_t k = 0; k < R; ++k) partials[k] = MergeLanesByHalving<M>(da, s[k][0], c[k][0]);
 }
 
-// Naive, Kahan or Neumaier over elements [begin, begin + len) of one block.
+// BlockPartials of one row: term(da, i).
 template <detail::ReduceMethod M, class A, class Term>
-detail::Partial<A> LanesBlock(const Term& term, int64_t begin, int64_t len) {
-  const AccTag<A> da;
-  constexpr size_t kN = hn::MaxLanes(AccTag<A>());
-  constexpr size_t kV = kAccVectors<AccTag<A>>;
-  hn::Vec<AccTag<A>> s[kV], c[kV];
-  for (size_t v = 0; v < kV; ++v) {
-    s[v] = hn::Set(da, A(-0.0));  // -0 is the identity of addition (+0 would turn -0 into +0)
-    c[v] = hn::Set(da, A(-0.0));
-  }
-  const int64_t groups = len / detail::kReduceLanes;
-  for (int64_t g = 0; g < groups; ++g) {
-    const int64_t i = begin + g * detail::kReduceLanes;
-    for (size_t v = 0; v < kV; ++v) {
-      Accumulate<M>(da, s[v], c[v], term(da, i + static_cast<int64_t>(v * kN)));
+HWY_INLINE detail::Partial<A> LanesBlock(const Term& term, int64_t begin, int64_t len) {
+  detail::Partial<A> p[1];
+  BlockPartials<M, A, 1>([&](size_t, auto d, int64_t i) { return term(d, i); }, begin, len, p);
+  return p[0];
+}
+
+// Rows BlockSums<M> handles at once: as many as keep their accumulators (and compensations) in
+// 16 vector registers.
+template <detail::ReduceMethod M, class A>
+constexpr size_t kRowsAtOnce = std::max<size_t>(1, 16 / (kAccVectors<AccTag<A>> *
+                                                         (detail::is_compensated(M) ? 2 : 1)));
+
+// ReduceRow<M> of R rows of `len` elements (len in [1, kReduceBlock]) at once, M naive, Kahan or
+// Neumaier: row k's terms are term(k, da, i); sums[k] gets exactly ReduceRow's value for that
+// row (ReduceBlock's naive fallback included).
+template <detail::ReduceMethod M, class A, size_t R, class Term>
+HWY_INLINE void BlockSums(const Term& term, int64_t len, A (&sums)[R]) {
+  detail::Partial<A> p[R];
+  BlockPartials<M, A, R>(term, 0, len, p);
+  HWY_UNROLL(32)
+  for (size_t k = 0; k < R; ++k) {
+    if constexpr (detail::is_compensated(M)) {
+      // inf, NaN or overflow: the compensation means nothing; the plain sum instead (ReduceBlock)
+      if (!std::isfinite(p[k].sum) || !std::isfinite(p[k].comp)) {
+        p[k] = LanesBlock<detail::ReduceMethod::kNaive, A>(
+            [&](auto d, int64_t i) { return term(k, d, i); }, 0, len);
+      }
     }
+    sums[k] = detail::finish<M>(p[k]);
   }
-  HWY_ALIGN A sums[detail::kReduceLanes];
-  HWY_ALIGN A comps[detail::kReduceLanes];
-  for (size_t v = 0; v < kV; ++v) {
-    hn::Store(s[v], da, sums + v * kN);
-    hn::Store(c[v], da, comps + v * kN);
-  }
-  // The tail: element j of the last, partial group goes to lane j, with the same operations.
-  const hn::CappedTag<A, 1> d1;
-  const int64_t tail_begin = begin + groups * detail::kReduceLanes;
-  for (int64_t j = 0; j < len - groups * detail::kReduceLanes; ++j) {
-    auto s1 = hn::Load(d1, sums + j);
-    auto c1 = hn::Load(d1, comps + j);
-    Accumulate<M>(d1, s1, c1, term(d1, tail_begin + j));
-    hn::Store(s1, d1, sums + j);
-    hn::Store(c1, d1, comps + j);
-  }
-  return CombineLanes<M>(sums, comps);
 }
 
 // Merges chunk rows [first, first + count) into row `first` along the pairwise tree.
@@ -209,6 +276,7 @@ void MergeChunkRows(A (*rows)[detail::kReduceLanes], int first, int count) {
   MergeChunkRows(rows, first + left, count - left);
   const AccTag<A> da;
   constexpr size_t kN = hn::MaxLanes(AccTag<A>());
+  HWY_UNROLL(32)
   for (size_t k = 0; k < detail::kReduceLanes; k += kN) {
     hn::Store(hn::Add(hn::Load(da, rows[first] + k), hn::Load(da, rows[first + left] + k)), da,
               rows[first] + k);
@@ -233,12 +301,15 @@ detail::Partial<A> PairwiseBlock(const Term& term, int64_t begin, int64_t len) {
     const int64_t chunk_len = std::min<int64_t>(kChunkElements, begin + len - chunk_begin);
     const int64_t groups = chunk_len / kLanes;
     hn::Vec<AccTag<A>> s[kV];
+    HWY_UNROLL(32)
     for (size_t v = 0; v < kV; ++v) s[v] = hn::Set(da, A(-0.0));
     for (int64_t g = 0; g < groups; ++g) {
+      HWY_UNROLL(32)
       for (size_t v = 0; v < kV; ++v) {
         s[v] = hn::Add(s[v], term(da, chunk_begin + g * kLanes + static_cast<int64_t>(v * kN)));
       }
     }
+    HWY_UNROLL(32)
     for (size_t v = 0; v < kV; ++v) hn::Store(s[v], da, rows[k] + v * kN);
     for (int64_t j = 0; j < chunk_len - groups * kLanes; ++j) {
       const auto sum =
@@ -259,9 +330,6 @@ HWY_NOINLINE detail::Partial<A> ReduceBlock(const Term& term, int64_t begin, int
   if constexpr (M == ReduceMethod::kPairwise) {
     return PairwiseBlock<A>(term, begin, len);
   } else {
-    if constexpr (M == ReduceMethod::kNaive) {
-      return {NaiveBlockSum<A>(term, begin, len), A(-0.0)};
-    }
     detail::Partial<A> p = LanesBlock<M, A>(term, begin, len);
     if constexpr (detail::is_compensated(M)) {
       // inf, NaN or overflow: the compensation means nothing; take the plain sum instead.
@@ -324,57 +392,121 @@ HWY_INLINE void AccumulateMax(D d, hn::Vec<D>& m, hn::Mask<D>& nan, hn::Vec<D> x
   (void)d;
 }
 
-template <class Term>
-MaxPartial MaxBlock(const Term& term, int64_t begin, int64_t len) {
+// max of two lane vectors as MergeMax takes it: lane j of b where it is greater, else of a.
+template <class D>
+HWY_INLINE hn::Vec<D> MaxVectors(hn::Vec<D> a, hn::Vec<D> b) {
+  return hn::IfThenElse(hn::Gt(b, a), b, a);
+}
+
+// MergeMax's halving steps inside one vector: lane j against lane j + Lanes/2, down to one lane.
+template <class D>
+HWY_INLINE float MaxLanesByHalving(D d, hn::Vec<D> m) {
+#if HWY_TARGET == HWY_SCALAR  // one lane (and no UpperHalf)
+  (void)d;
+  return hn::GetLane(m);
+#else
+  if constexpr (hn::MaxLanes(D()) == 1) {
+    (void)d;
+    return hn::GetLane(m);
+  } else {
+    const hn::Half<D> dh;
+    return MaxLanesByHalving(dh,
+                             MaxVectors<decltype(dh)>(hn::LowerHalf(dh, m), hn::UpperHalf(dh, m)));
+  }
+#endif
+}
+
+// The max of elements [begin, begin + len) (len in [0, kReduceBlock]) of R rows at once (row
+// k's elements are term(k, d, i)): for each row, lane j takes elements j, j + 32, ... (element j
+// of the last, partial group goes to lane j), then the lanes combine as MergeMax, lane j against
+// lane j + w, w = 16 .. 1: across vectors, then by halving inside one. Any NaN makes the row's
+// nan. The rows' chains are interleaved.
+template <size_t R, class Term>
+HWY_INLINE void MaxBlocks(const Term& term, int64_t begin, int64_t len, MaxPartial (&maxes)[R]) {
   const AccTag<float> d;
   constexpr size_t kN = hn::MaxLanes(AccTag<float>());
   constexpr size_t kV = kAccVectors<AccTag<float>>;
   const auto neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
-  hn::Vec<AccTag<float>> m[kV];
-  hn::Mask<AccTag<float>> nan[kV];
-  for (size_t v = 0; v < kV; ++v) {
-    m[v] = neg_inf;
-    nan[v] = hn::FirstN(d, 0);
+  hn::Vec<AccTag<float>> m[R][kV];
+  hn::Mask<AccTag<float>> nan[R][kV];
+  HWY_UNROLL(32)
+  for (size_t k = 0; k < R; ++k) {
+    HWY_UNROLL(32)
+    for (size_t v = 0; v < kV; ++v) {
+      m[k][v] = neg_inf;
+      nan[k][v] = hn::FirstN(d, 0);
+    }
   }
   const int64_t groups = len / detail::kReduceLanes;
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t i = begin + g * detail::kReduceLanes;
-    for (size_t v = 0; v < kV; ++v) {
-      AccumulateMax(d, m[v], nan[v], term(d, i + static_cast<int64_t>(v * kN)));
+    HWY_UNROLL(32)
+    for (size_t k = 0; k < R; ++k) {
+      HWY_UNROLL(32)
+      for (size_t v = 0; v < kV; ++v) {
+        AccumulateMax(d, m[k][v], nan[k][v], term(k, d, i + static_cast<int64_t>(v * kN)));
+      }
     }
   }
-  HWY_ALIGN float values[detail::kReduceLanes];
-  MaxPartial lane[detail::kReduceLanes];
-  for (size_t v = 0; v < kV; ++v) hn::Store(m[v], d, values + v * kN);
-  for (int j = 0; j < detail::kReduceLanes; ++j) lane[j].value = values[j];
-  for (size_t v = 0; v < kV; ++v) {
-    if (!hn::AllFalse(d, nan[v])) lane[v * kN].nan = true;
-  }
-  const hn::CappedTag<float, 1> d1;
+  const int64_t tail = len - groups * detail::kReduceLanes;
   const int64_t tail_begin = begin + groups * detail::kReduceLanes;
-  for (int64_t j = 0; j < len - groups * detail::kReduceLanes; ++j) {
-    auto m1 = hn::Set(d1, lane[j].value);
-    auto nan1 = hn::FirstN(d1, 0);
-    AccumulateMax(d1, m1, nan1, term(d1, tail_begin + j));
-    lane[j].value = hn::GetLane(m1);
-    lane[j].nan = lane[j].nan || !hn::AllFalse(d1, nan1);
+  HWY_UNROLL(32)
+  for (size_t k = 0; k < R; ++k) {
+    bool any_nan = false;
+    HWY_UNROLL(32)
+    for (size_t v = 0; v < kV; ++v) any_nan = any_nan || !hn::AllFalse(d, nan[k][v]);
+    if (tail > 0) {
+      HWY_ALIGN float values[detail::kReduceLanes];
+      HWY_UNROLL(32)
+      for (size_t v = 0; v < kV; ++v) hn::Store(m[k][v], d, values + v * kN);
+      const hn::CappedTag<float, 1> d1;
+      for (int64_t j = 0; j < tail; ++j) {
+        auto m1 = hn::Load(d1, values + j);
+        auto nan1 = hn::FirstN(d1, 0);
+        AccumulateMax(d1, m1, nan1, term(k, d1, tail_begin + j));
+        hn::Store(m1, d1, values + j);
+        any_nan = any_nan || !hn::AllFalse(d1, nan1);
+      }
+      HWY_UNROLL(32)
+      for (size_t v = 0; v < kV; ++v) m[k][v] = hn::Load(d, values + v * kN);
+    }
+    maxes[k].nan = any_nan;
   }
-  for (int w = detail::kReduceLanes / 2; w >= 1; w /= 2) {
-    for (int j = 0; j < w; ++j) lane[j] = MergeMax(lane[j], lane[j + w]);
+  HWY_UNROLL(32)
+  for (size_t w = kV / 2; w >= 1; w /= 2) {  // lane distances 16 .. kN
+    HWY_UNROLL(32)
+    for (size_t k = 0; k < R; ++k) {
+      HWY_UNROLL(32)
+      for (size_t v = 0; v < w; ++v) m[k][v] = MaxVectors<AccTag<float>>(m[k][v], m[k][v + w]);
+    }
   }
-  return lane[0];
+  HWY_UNROLL(32)
+  for (size_t k = 0; k < R; ++k) maxes[k].value = MaxLanesByHalving(d, m[k][0]);
+}
+
+// MaxBlocks of one row: term(d, i).
+template <class Term>
+MaxPartial MaxBlock(const Term& term, int64_t begin, int64_t len) {
+  MaxPartial p[1];
+  MaxBlocks<1>([&](size_t, auto d, int64_t i) { return term(d, i); }, begin, len, p);
+  return p[0];
+}
+
+// The value a row's max reports: NaN when any element is.
+inline float MaxValue(const MaxPartial& p) {
+  return p.nan ? std::numeric_limits<float>::quiet_NaN() : p.value;
 }
 
 // Max (or max |x|) of [0, n) in the calling thread; -inf (max |x|: +0) when n is 0.
 template <class Term>
 HWY_NOINLINE float MaxRow(const Term& term, int64_t n, float empty) {
   if (n <= 0) return empty;
+  if (n <= detail::kReduceBlock) return MaxValue(MaxBlock(term, 0, n));  // one block: no tree
   detail::PairwiseStack<MaxPartial> stack;
   for (int64_t b = 0; b < n; b += detail::kReduceBlock) {
     stack.push(MaxBlock(term, b, std::min(detail::kReduceBlock, n - b)), MergeMax);
   }
-  const MaxPartial p = stack.collapse(MergeMax);
-  return p.nan ? std::numeric_limits<float>::quiet_NaN() : p.value;
+  return MaxValue(stack.collapse(MergeMax));
 }
 
 }  // namespace mantissa::HWY_NAMESPACE

@@ -52,8 +52,7 @@ float MaxTerms(const Term& term, int64_t n, float empty, bool parallel) {
   detail::parallel_for(blocks, detail::kReduceBlocksPerChunk, body);
   detail::PairwiseStack<MaxPartial> stack;
   for (const auto& p : partials) stack.push(p, MergeMax);
-  const MaxPartial p = stack.collapse(MergeMax);
-  return p.nan ? std::numeric_limits<float>::quiet_NaN() : p.value;
+  return MaxValue(stack.collapse(MergeMax));
 }
 
 template <class A, class Term>

@@ -175,11 +175,16 @@ HWY_INLINE hn::Vec<D> CanonicalNaN(D d, hn::Vec<D> v) {
 // NaN passes through (made canonical by StoreResult).
 template <class DF, class DD>
 HWY_INLINE hn::Vec<DF> DemoteF64ToF32(DF df, DD dd, hn::Vec<DD> v) {
+#if HWY_ARCH_X86 && HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128
+  (void)dd;
+  return hn::DemoteTo(df, v);  // cvtpd2ps: IEEE rounding and overflow
+#else
   const auto r = hn::DemoteTo(df, v);
   const auto big = hn::Ge(hn::Abs(v), hn::Set(dd, 0x1.ffffffp127));
   const auto flag = hn::DemoteTo(df, hn::IfThenElseZero(big, hn::Set(dd, 1.0)));
   const auto inf = hn::CopySign(hn::Set(df, std::numeric_limits<float>::infinity()), r);
   return hn::IfThenElse(hn::Eq(flag, hn::Set(df, 1.0f)), inf, r);
+#endif
 }
 
 // fp32 -> bf16 bits for lanes whose NaNs are already canonical (see CanonicalNaN): rounding

@@ -377,8 +377,6 @@ Status check_param_forms(std::string_view op, const TensorView& var, const Tenso
   return {};
 }
 
-constexpr uint64_t kSixteenBit = dtype_bit(DType::kFloat16) | dtype_bit(DType::kBFloat16);
-
 // The per-parameter declarations: the single-tensor operators' arguments (names, dtype, shape
 // and aliasing rules), with the list form's differences: every tensor is updated in place, rank
 // 0..8 and empty tensors are allowed (as in ForeachNonFiniteCheckAndUnscale's C++ API), the

@@ -16,6 +16,14 @@ using AfterTraining = std::function<Status(Mlp&, float loss_scale)>;
 Status train_model_then(const Dataset& data, Mode mode, const TrainOptions& options,
                         const TrainCallbacks& callbacks, ModeResult* result,
                         const AfterTraining& after);
+// The same with any precision (a per-layer policy): `mode` only labels the result. `prepare`
+// (may be empty) sees the model before the first step: tests construct cases with it (a
+// master weight changed there must be written to its working copy too).
+using PrepareModel = std::function<void(Mlp&)>;
+Status train_precision_then(const Dataset& data, const Precision& precision, Mode mode,
+                            const TrainOptions& options, const TrainCallbacks& callbacks,
+                            ModeResult* result, const AfterTraining& after,
+                            const PrepareModel& prepare = {});
 
 // The shadow's values, per layer (index as Mlp::layers()): outputs, input gradients (empty for
 // the first Linear), weight gradients (Linear and LayerNorm weights; empty otherwise), and the

@@ -51,16 +51,17 @@ TensorView Buffer::view() const {
 
 Precision precision_of(Mode mode) {
   constexpr DType kF16 = DType::kFloat16, kBf16 = DType::kBFloat16;
+  Precision p;
   switch (mode) {
-    case Mode::kFp32: return {};
-    case Mode::kFp16Amp: return {.compute = kF16, .master = true, .loss_scaling = true};
-    case Mode::kBf16Amp: return {.compute = kBf16, .master = true};
-    case Mode::kBf16Pure: return {.compute = kBf16};
-    case Mode::kBf16Kahan: return {.compute = kBf16, .rounding = WeightRounding::kKahan};
-    case Mode::kBf16Sr: return {.compute = kBf16, .rounding = WeightRounding::kStochastic};
-    case Mode::kFp16NoScale: return {.compute = kF16, .master = true};
+    case Mode::kFp32: break;
+    case Mode::kFp16Amp: p.compute = kF16, p.master = true, p.loss_scaling = true; break;
+    case Mode::kBf16Amp: p.compute = kBf16, p.master = true; break;
+    case Mode::kBf16Pure: p.compute = kBf16; break;
+    case Mode::kBf16Kahan: p.compute = kBf16, p.rounding = WeightRounding::kKahan; break;
+    case Mode::kBf16Sr: p.compute = kBf16, p.rounding = WeightRounding::kStochastic; break;
+    case Mode::kFp16NoScale: p.compute = kF16, p.master = true; break;
   }
-  return {};
+  return p;
 }
 
 namespace {
@@ -115,6 +116,20 @@ void widen(const Buffer& src, float* dst) {
       convert_bf16_to_fp32(static_cast<const uint16_t*>(src.data()), dst, n);
       break;
     default: std::memcpy(dst, src.data(), n * sizeof(float)); break;
+  }
+}
+// src into dst's dtype (dst shaped as src): exact when widening, else one RNE rounding.
+void convert(const Buffer& src, Buffer* dst) {
+  if (src.dtype() == dst->dtype()) {
+    std::memcpy(dst->data(), src.data(), static_cast<std::size_t>(src.bytes()));
+  } else if (src.dtype() == DType::kFloat32) {
+    narrow(src.f32(), dst);
+  } else if (dst->dtype() == DType::kFloat32) {
+    widen(src, dst->f32());
+  } else {
+    std::vector<float> wide(static_cast<std::size_t>(src.numel()));
+    widen(src, wide.data());
+    narrow(wide.data(), dst);
   }
 }
 
@@ -180,33 +195,39 @@ void relu_backward(const Buffer& x, const Buffer& dy, Buffer* dx) {
 Mlp::Mlp(std::span<const int64_t> widths, Activation activation, Precision precision,
          Optimizer optimizer, uint64_t seed)
     : precision_(precision) {
-  const DType var_dtype = precision.master ? DType::kFloat32 : precision.compute;
   Rng rng(stream_seed(seed, 4));
   auto add_param = [&](std::string name, std::vector<int64_t> shape, float lo, float hi,
                        bool uniform) {
+    const LayerPrecision lp = precision.layer(layers_.size());
+    const DType var_dtype = lp.master ? DType::kFloat32 : lp.compute;
     Parameter p;
+    p.rounding = lp.rounding;
     p.name = std::move(name);
     p.var.reset(var_dtype, shape);
     for (int64_t i = 0; i < p.var.numel(); ++i) {
       const float f = uniform ? static_cast<float>(lo + (hi - lo) * rng.uniform()) : lo;
       store_from_float(var_dtype, p.var.data(), i, f);
     }
-    if (precision.master) {
-      p.working.reset(precision.compute, shape);
+    if (lp.master && lp.compute != DType::kFloat32) {
+      p.working.reset(lp.compute, shape);
       narrow(p.var.f32(), &p.working);
     }
-    p.grad.reset(precision.compute, shape);
+    p.grad.reset(lp.compute, shape);
     p.m.reset(var_dtype, shape);
     p.v.reset(var_dtype, shape);
     if (optimizer == Optimizer::kSgd) {  // stat = 1: every element's first step
       for (int64_t i = 0; i < p.v.numel(); ++i) store_from_float(var_dtype, p.v.data(), i, 1.0f);
     }
-    if (!precision.master && precision.rounding == WeightRounding::kKahan &&
-        var_dtype == DType::kBFloat16) {
+    if (!lp.master && lp.rounding == WeightRounding::kKahan && var_dtype == DType::kBFloat16) {
       p.compensation.reset(DType::kBFloat16, shape);
     }
     params_.push_back(std::move(p));
     return static_cast<int>(params_.size()) - 1;
+  };
+  auto place = [&](Layer* layer) {
+    const LayerPrecision lp = precision.layer(layers_.size());
+    layer->compute = lp.compute;
+    layer->stored = lp.stored;
   };
   for (std::size_t l = 0; l + 1 < widths.size(); ++l) {
     const int64_t in = widths[l], out = widths[l + 1];
@@ -216,6 +237,7 @@ Mlp::Mlp(std::span<const int64_t> widths, Activation activation, Precision preci
     lin.name = "linear" + std::to_string(l);
     lin.in = in;
     lin.out = out;
+    place(&lin);
     lin.weight = add_param(lin.name + ".weight", {in, out}, -bound, bound, true);
     lin.bias = add_param(lin.name + ".bias", {out}, -bound, bound, true);
     layers_.push_back(std::move(lin));
@@ -224,6 +246,7 @@ Mlp::Mlp(std::span<const int64_t> widths, Activation activation, Precision preci
     norm.kind = LayerKind::kLayerNorm;
     norm.name = "layernorm" + std::to_string(l);
     norm.in = norm.out = out;
+    place(&norm);
     norm.weight = add_param(norm.name + ".weight", {out}, 1.0f, 1.0f, false);
     norm.bias = add_param(norm.name + ".bias", {out}, 0.0f, 0.0f, false);
     layers_.push_back(std::move(norm));
@@ -232,18 +255,53 @@ Mlp::Mlp(std::span<const int64_t> widths, Activation activation, Precision preci
     act.name = std::string(activation_name(activation)) + std::to_string(l);
     act.in = act.out = out;
     act.activation = activation;
+    place(&act);
     layers_.push_back(std::move(act));
   }
 }
 
+const Buffer& Mlp::compute_input(std::size_t i) const {
+  const Buffer& given = layer_input(i);
+  const bool transformed = i < transforms_.size() && transforms_[i];
+  return given.dtype() != layers_[i].compute || transformed ? layers_[i].cast_input : given;
+}
+
+const Buffer& Mlp::backward_input(std::size_t i) {
+  const Layer& L = layers_[i];
+  if (L.stored == L.compute) return compute_input(i);
+  restored_.ensure(L.compute, L.saved.shape());
+  convert(L.saved, &restored_);
+  return restored_;
+}
+
+void Mlp::set_input_transform(std::size_t layer, InputTransform transform) {
+  if (transforms_.size() <= layer) transforms_.resize(layer + 1);
+  transforms_[layer] = std::move(transform);
+}
+
 Status Mlp::forward(const float* x, int64_t rows) {
-  const DType cd = precision_.compute;
   rows_ = rows;
-  input_.ensure(cd, {rows, layers_.front().in});
+  input_.ensure(layers_.front().compute, {rows, layers_.front().in});
   narrow(x, &input_);
   for (std::size_t li = 0; li < layers_.size(); ++li) {
     Layer& L = layers_[li];
-    const Buffer& in = layer_input(li);
+    const DType cd = L.compute;
+    const Buffer& given = layer_input(li);
+    if (&compute_input(li) != &given) {
+      L.cast_input.ensure(cd, given.shape());
+      convert(given, &L.cast_input);
+      if (li < transforms_.size() && transforms_[li]) {
+        scratch32_.ensure(DType::kFloat32, given.shape());
+        widen(L.cast_input, scratch32_.f32());
+        transforms_[li](scratch32_.f32(), rows, L.in);
+        narrow(scratch32_.f32(), &L.cast_input);
+      }
+    }
+    const Buffer& in = compute_input(li);
+    if (L.stored != cd) {
+      L.saved.ensure(L.stored, in.shape());
+      convert(in, &L.saved);
+    }
     L.output.ensure(cd, {rows, L.out});
     switch (L.kind) {
       case LayerKind::kLinear: {
@@ -318,9 +376,11 @@ Status Mlp::loss(const int32_t* labels, int64_t rows, float loss_scale, bool wan
   *correct = right;
   if (want_grad) {
     // d(mean loss * scale)/dz = (softmax - y) * (scale / rows): the factor in fp64, rounded to
-    // fp32, one fp32 product, rounded once to the compute dtype.
-    const float factor = static_cast<float>(static_cast<double>(loss_scale) / rows);
-    dy_.ensure(precision_.compute, {rows, c});
+    // fp32, one fp32 product, rounded once to the compute dtype. A shard of a larger batch
+    // divides by the whole batch's rows (set_grad_rows).
+    const int64_t denominator = grad_rows_ > 0 ? grad_rows_ : rows;
+    const float factor = static_cast<float>(static_cast<double>(loss_scale) / denominator);
+    dy_.ensure(layers_.back().compute, {rows, c});
     float* g = backprop32_.f32();
     for (int64_t i = 0; i < rows * c; ++i) g[i] = g[i] * factor;
     narrow_grad(g, &dy_);
@@ -330,12 +390,17 @@ Status Mlp::loss(const int32_t* labels, int64_t rows, float loss_scale, bool wan
 }
 
 Status Mlp::backward() {
-  const DType cd = precision_.compute;
-  const std::size_t es = dtype_size(cd);
   const int64_t rows = rows_;
   for (std::size_t li = layers_.size(); li-- > 0;) {
     Layer& L = layers_[li];
-    const Buffer& in = layer_input(li);
+    const DType cd = L.compute;
+    const std::size_t es = dtype_size(cd);
+    if (dy_.dtype() != cd) {  // the gradient arrives in the next layer's dtype
+      dx_.ensure(cd, dy_.shape());
+      convert(dy_, &dx_);
+      std::swap(dx_, dy_);
+    }
+    const Buffer& in = backward_input(li);
     switch (L.kind) {
       case LayerKind::kLinear: {
         Parameter& w = params_[L.weight];
@@ -427,6 +492,12 @@ std::vector<std::string> Mlp::param_names() const {
   std::vector<std::string> v;
   for (const Parameter& p : params_) v.push_back(p.name);
   return v;
+}
+
+int64_t Mlp::stored_activation_bytes(int64_t rows) const {
+  int64_t b = 0;
+  for (const Layer& L : layers_) b += L.stored_bytes(rows);
+  return b;
 }
 
 int64_t Mlp::state_bytes() const {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -46,11 +47,28 @@ class Buffer {
   std::vector<uint32_t> words_;  // 4-byte words: aligned for fp32, two 16-bit elements each
 };
 
+// One layer's precision (a per-layer policy, train/policy.h): the dtype its forward and
+// backward compute in (input, weights, output and gradients stored in it), the dtype of the
+// input it keeps for its backward pass ("stored"), and its parameters' update form.
+struct LayerPrecision {
+  DType compute = DType::kFloat32;
+  DType stored = DType::kFloat32;
+  bool master = false;
+  WeightRounding rounding = WeightRounding::kNearest;
+};
+
 struct Precision {
   DType compute = DType::kFloat32;
   bool master = false;  // fp32 master weights and a compute-dtype working copy
   WeightRounding rounding = WeightRounding::kNearest;  // bf16 weights without master
   bool loss_scaling = false;
+  // Per layer (index as Mlp::layers()); empty: every layer as the four fields above, stored in
+  // the compute dtype (the precision modes).
+  std::vector<LayerPrecision> layers;
+  LayerPrecision layer(std::size_t i) const {
+    if (i < layers.size()) return layers[i];
+    return {.compute = compute, .stored = compute, .master = master, .rounding = rounding};
+  }
 };
 Precision precision_of(Mode mode);
 
@@ -61,6 +79,7 @@ struct Parameter {
   Buffer grad;          // compute dtype
   Buffer m, v;          // optimizer state, var's dtype (SGD: accum and stat)
   Buffer compensation;  // Kahan rounding only: bf16
+  WeightRounding rounding = WeightRounding::kNearest;  // bf16 var without master
   const Buffer& weights() const { return working.empty() ? var : working; }
   int64_t state_bytes() const {
     return var.bytes() + working.bytes() + m.bytes() + v.bytes() + compensation.bytes();
@@ -78,6 +97,15 @@ struct Layer {
   Buffer output;               // [rows, out], compute dtype
   Buffer mean, rstd;           // LayerNorm: [rows, 1], FLOAT
   Buffer grad_input;           // with keep_trace(true): the gradient of the layer's input
+  DType compute = DType::kFloat32, stored = DType::kFloat32;  // Precision::layer()
+  Buffer cast_input;  // the input rounded to `compute` when it arrives in another dtype
+  Buffer saved;       // the input kept for backward when `stored` differs from `compute`
+  // Bytes this layer keeps for its backward pass at `rows` rows: its input in the stored dtype
+  // (LayerNorm: and its fp32 mean and rstd).
+  int64_t stored_bytes(int64_t rows) const {
+    return rows * in * static_cast<int64_t>(dtype_size(stored)) +
+           (kind == LayerKind::kLayerNorm ? 2 * rows * 4 : 0);
+  }
 };
 
 class Mlp {
@@ -108,6 +136,9 @@ class Mlp {
   // loss * loss_scale with respect to the logits (fp32, rounded once to the compute dtype).
   Status loss(const int32_t* labels, int64_t rows, float loss_scale, bool want_grad,
               double* mean_loss, int64_t* correct);
+  // The rows loss() divides the gradient by: 0 (the default) the batch's own rows; the global
+  // batch's rows when the batch is one shard of it (data-parallel training).
+  void set_grad_rows(int64_t rows) { grad_rows_ = rows; }
   // After loss(..., want_grad = true): every parameter's gradient (of loss * loss_scale).
   Status backward();
 
@@ -120,9 +151,19 @@ class Mlp {
   int64_t grad_underflows() const { return grad_underflows_; }
   std::vector<std::string> param_names() const;
   int64_t state_bytes() const;
+  // The activations every layer keeps for backward, at `rows` rows (Layer::stored_bytes).
+  int64_t stored_activation_bytes(int64_t rows) const;
+  // Inference only: a transform of layer i's fp32 input (in place, [rows, cols]) before the
+  // layer reads it, e.g. a quantize-dequantize round trip. Empty: none.
+  using InputTransform = std::function<void(float* x, int64_t rows, int64_t cols)>;
+  void set_input_transform(std::size_t layer, InputTransform transform);
 
  private:
   const Buffer& layer_input(std::size_t i) const { return i == 0 ? input_ : layers_[i - 1].output; }
+  // The input layer i computes on (its own dtype), and the one its backward reads (compute
+  // dtype, restored from the stored copy when that differs).
+  const Buffer& compute_input(std::size_t i) const;
+  const Buffer& backward_input(std::size_t i);
   void narrow_grad(const float* src, Buffer* dst);  // narrow() and the underflow count
 
   Precision precision_;
@@ -131,12 +172,15 @@ class Mlp {
   int64_t rows_ = 0;
   int64_t grad_values_ = 0, grad_underflows_ = 0;
   bool keep_trace_ = false;
+  int64_t grad_rows_ = 0;
   Buffer loss_grad_;
   std::vector<double> column_sums_;
   Buffer input_;
   Buffer onehot_, logits32_, loss32_, backprop32_;       // the loss, in fp32
   Buffer dy_, dx_;                                       // gradients flowing back, compute dtype
   Buffer scratch32_, scratch32b_, bias32_, transposed_;  // products and fp32 staging
+  Buffer restored_;                                      // a stored input, back in compute dtype
+  std::vector<InputTransform> transforms_;
 };
 
 // Transposes a [rows, cols] row-major matrix of 2- or 4-byte elements into [cols, rows].

@@ -15,6 +15,8 @@
 #include "mantissa/train.h"
 #include "train/analyze.h"
 #include "train/model.h"
+#include "train/optimizer_step.h"
+#include "train/policy.h"
 #include "train/rng.h"
 
 namespace mantissa::train {
@@ -25,102 +27,6 @@ constexpr Mode kModes[] = {Mode::kFp32,      Mode::kFp16Amp, Mode::kBf16Amp,    
                            Mode::kBf16Kahan, Mode::kBf16Sr,  Mode::kFp16NoScale};
 
 Status invalid(std::string message) { return {StatusCode::kParamInvalid, std::move(message)}; }
-
-// The optimizer over every parameter, with the loss scaler's grad_scale/found_inf, the clip
-// coefficient and the precision's rounding.
-class OptimizerStep {
- public:
-  OptimizerStep(const TrainOptions& o, detail::Mlp* model) : o_(o), model_(model) {
-    lr_ = o.lr.value_or(o.optimizer == Optimizer::kSgd ? 0.05f : 1e-3f);
-  }
-  int64_t steps_taken() const { return steps_; }
-
-  Status run(const amp::StepScaling& s, std::optional<float> clip_coef) {
-    FusedStepOptions fo;
-    fo.grad_scale = s.grad_scale;
-    fo.found_inf = s.found_inf;
-    fo.clip_coef = clip_coef;
-    fo.rounding =
-        model_->precision().master ? WeightRounding::kNearest : model_->precision().rounding;
-    fo.seed = detail::stream_seed(o_.seed, 5);
-    fo.rng_step = static_cast<uint64_t>(steps_);
-    auto working = [](detail::Parameter& p) {
-      return p.working.empty() ? std::optional<TensorView>() : p.working.view();
-    };
-    auto compensation = [](detail::Parameter& p) {
-      return p.compensation.empty() ? std::optional<TensorView>() : p.compensation.view();
-    };
-    Status st;
-    switch (o_.optimizer) {
-      case Optimizer::kAdamW: {
-        std::vector<AdamWParamTensors> list;
-        for (detail::Parameter& p : model_->params()) {
-          list.push_back({.var = p.var.view(),
-                          .m = p.m.view(),
-                          .v = p.v.view(),
-                          .max_grad_norm = std::nullopt,
-                          .grad = p.grad.view(),
-                          .working = working(p),
-                          .compensation = compensation(p)});
-        }
-        MultiAdamWParams hp;
-        hp.hyper.lr = lr_;
-        hp.hyper.weight_decay = o_.weight_decay;
-        hp.step = steps_;
-        st = multi_tensor_adam_w(list, hp, fo);
-        break;
-      }
-      case Optimizer::kAdam: {
-        std::vector<AdamDParamTensors> list;
-        for (detail::Parameter& p : model_->params()) {
-          list.push_back({.var = p.var.view(),
-                          .m = p.m.view(),
-                          .v = p.v.view(),
-                          .grad = p.grad.view(),
-                          .working = working(p),
-                          .compensation = compensation(p)});
-        }
-        // TensorFlow's form: beta^t for the step being taken, in fp64, rounded to fp32.
-        const double t = static_cast<double>(steps_ + 1);
-        MultiAdamDParams hp{.beta1_power = static_cast<float>(std::pow(0.9, t)),
-                            .beta2_power = static_cast<float>(std::pow(0.999, t)),
-                            .lr = lr_,
-                            .beta1 = 0.9f,
-                            .beta2 = 0.999f,
-                            .epsilon = 1e-8f,
-                            .use_nesterov = false};
-        st = multi_tensor_apply_adam_d(list, hp, fo);
-        break;
-      }
-      case Optimizer::kSgd: {
-        std::vector<SgdParamTensors> list;
-        for (detail::Parameter& p : model_->params()) {
-          list.push_back({.parameters = p.var.view(),
-                          .gradient = p.grad.view(),
-                          .accum = p.m.view(),
-                          .stat = p.v.view(),
-                          .working = working(p),
-                          .compensation = compensation(p)});
-        }
-        const MultiSgdParams hp{.learning_rate = lr_,
-                                .momentum = o_.momentum,
-                                .dampening = 0.0f,
-                                .weight_decay = o_.weight_decay,
-                                .nesterov = false};
-        st = multi_tensor_sgd(list, hp, fo);
-        break;
-      }
-    }
-    if (st.ok()) ++steps_;
-    return st;
-  }
-
- private:
-  const TrainOptions& o_;
-  detail::Mlp* model_;
-  float lr_ = 1e-3f;
-  int64_t steps_ = 0;
-};
 
 // How many of n elements of two buffers have the same bits.
 // Counts are integers, so the per-chunk partials may be added in any order.
@@ -147,26 +53,6 @@ void parallel_copy(const void* src, unsigned char* dst, int64_t bytes) {
                 static_cast<std::size_t>(end - begin));
   };
   mantissa::detail::parallel_for(bytes, 65536, chunk);
-}
-
-// Loss and accuracy over a whole split, in batches of the training batch size.
-Status evaluate(detail::Mlp& model, const std::vector<float>& x, const std::vector<int32_t>& y,
-                int64_t features, int64_t batch, double* loss, double* accuracy) {
-  const int64_t rows = static_cast<int64_t>(y.size());
-  double loss_sum = 0.0;
-  int64_t correct = 0;
-  for (int64_t b = 0; b < rows; b += batch) {
-    const int64_t n = std::min(batch, rows - b);
-    MANTISSA_RETURN_IF_ERROR(model.forward(x.data() + b * features, n));
-    double l = 0.0;
-    int64_t c = 0;
-    MANTISSA_RETURN_IF_ERROR(model.loss(y.data() + b, n, 1.0f, false, &l, &c));
-    loss_sum += l * static_cast<double>(n);
-    correct += c;
-  }
-  *loss = loss_sum / static_cast<double>(rows);
-  *accuracy = static_cast<double>(correct) / static_cast<double>(rows);
-  return {};
 }
 
 }  // namespace
@@ -214,6 +100,13 @@ Status train_model(const Dataset& data, Mode mode, const TrainOptions& o, const 
 Status detail::train_model_then(const Dataset& data, Mode mode, const TrainOptions& o,
                                 const TrainCallbacks& cb, ModeResult* result,
                                 const AfterTraining& after) {
+  return train_precision_then(data, precision_of(mode), mode, o, cb, result, after);
+}
+
+Status detail::train_precision_then(const Dataset& data, const Precision& precision, Mode mode,
+                                    const TrainOptions& o, const TrainCallbacks& cb,
+                                    ModeResult* result, const AfterTraining& after,
+                                    const PrepareModel& prepare) {
   if (data.train_rows() == 0 || data.test_rows() == 0 || data.features <= 0 || data.classes < 2) {
     return invalid("train: the data set needs train and test rows, features and 2 classes");
   }
@@ -229,24 +122,19 @@ Status detail::train_model_then(const Dataset& data, Mode mode, const TrainOptio
   std::vector<int64_t> widths{data.features};
   widths.insert(widths.end(), o.hidden.begin(), o.hidden.end());
   widths.push_back(data.classes);
-  const detail::Precision precision = detail::precision_of(mode);
+  if (!precision.layers.empty() && precision.layers.size() != 3 * o.hidden.size() + 1) {
+    return invalid("train: the precision names " + std::to_string(precision.layers.size()) +
+                   " layers, the model has " + std::to_string(3 * o.hidden.size() + 1));
+  }
   detail::Mlp model(widths, o.activation, precision, o.optimizer, o.seed);
-  OptimizerStep optimizer(o, &model);
+  if (prepare) prepare(model);
+  detail::OptimizerStep optimizer(o, &model);
 
   amp::LossScalerOptions so;
   so.enabled = precision.loss_scaling;
   amp::DynamicLossScaler scaler;
   MANTISSA_RETURN_IF_ERROR(amp::DynamicLossScaler::create(so, &scaler));
-  // The detector sees the gradients as they are (scaled by the loss scale under fp16-amp, whose
-  // optimizer divides inside its own pass), so its norm thresholds are scaled along.
-  amp::AnomalyThresholds thresholds;
-  thresholds.working_dtype =
-      precision.compute == DType::kFloat16 ? DType::kFloat16 : DType::kBFloat16;
-  const double base_explosion = thresholds.explosion_norm;
-  const double base_vanishing = thresholds.vanishing_norm;
-  amp::AnomalyDetector detector;
-  float detector_scale = -1.0f;
-  const std::vector<std::string> names = model.param_names();
+  detail::StepGuard guard(precision, model.param_names());
 
   ModeResult r;
   r.mode = mode;
@@ -288,32 +176,9 @@ Status detail::train_model_then(const Dataset& data, Mode mode, const TrainOptio
       seen += n;
 
       const std::vector<TensorView> grads = model.grad_views();
-      if (scaler.scale() != detector_scale) {
-        detector_scale = scaler.scale();
-        thresholds.explosion_norm = base_explosion * detector_scale;
-        thresholds.vanishing_norm = base_vanishing * detector_scale;
-        MANTISSA_RETURN_IF_ERROR(amp::AnomalyDetector::create(thresholds, &detector));
-      }
-      amp::AnomalyReport report;
-      amp::InspectContext ctx;
-      ctx.loss = loss;
-      ctx.scaler = &scaler;
-      MANTISSA_RETURN_IF_ERROR(detector.inspect(grads, names, ctx, &report));
-      if (report.found_inf) ++r.overflow_steps;
-      if (!report.healthy()) {
-        r.findings += static_cast<int64_t>(report.findings.size());
-        if (cb.on_anomaly) cb.on_anomaly(epoch, step + 1, report);
-      }
-
       std::optional<float> clip_coef;
-      if (o.clip > 0.0 && !report.found_inf) {
-        double norm = 0.0;
-        GradNormOptions no;
-        float scale_value = scaler.scale();
-        if (scaler.enabled()) no.grad_scale = TensorView(&scale_value, DType::kFloat32, {1});
-        MANTISSA_RETURN_IF_ERROR(grad_norm(grads, &norm, no));
-        clip_coef = clip_coefficient(norm, o.clip);
-      }
+      MANTISSA_RETURN_IF_ERROR(
+          guard.inspect(grads, loss, scaler, o, cb, epoch, step + 1, &r, &clip_coef));
       // Snapshot of the weights the step updates, to count the ones it leaves unchanged.
       snapshot.resize(static_cast<std::size_t>(var_bytes));
       {
@@ -353,21 +218,9 @@ Status detail::train_model_then(const Dataset& data, Mode mode, const TrainOptio
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     total_seconds += seconds;
     EpochRecord e;
-    e.epoch = epoch;
-    e.train_loss = loss_sum / static_cast<double>(seen);
-    e.train_accuracy = static_cast<double>(correct_sum) / static_cast<double>(seen);
-    MANTISSA_RETURN_IF_ERROR(evaluate(model, data.x_test, data.y_test, data.features, o.batch_size,
-                                      &e.test_loss, &e.test_accuracy));
-    e.loss_scale = scaler.scale();
-    e.skipped_steps = scaler.stats().skipped_steps;
-    e.overflow_steps = r.overflow_steps;
-    e.findings = r.findings;
-    e.seconds = seconds;
-    const int64_t values = model.grad_values() - values_before;
-    e.grad_underflow = values > 0
-                           ? static_cast<double>(model.grad_underflows() - underflows_before) /
-                                 static_cast<double>(values)
-                           : 0.0;
+    MANTISSA_RETURN_IF_ERROR(detail::epoch_record(model, data, o, scaler, r, epoch,
+                                                  {loss_sum, correct_sum, seen},
+                                                  {values_before, underflows_before}, seconds, &e));
     e.stalled_updates =
         epoch_weights > 0 ? static_cast<double>(epoch_stalled) / static_cast<double>(epoch_weights)
                           : 0.0;
@@ -377,8 +230,8 @@ Status detail::train_model_then(const Dataset& data, Mode mode, const TrainOptio
     if (cb.on_epoch) cb.on_epoch(e);
   }
   if (o.epochs == 0) {
-    MANTISSA_RETURN_IF_ERROR(evaluate(model, data.x_test, data.y_test, data.features, o.batch_size,
-                                      &r.test_loss, &r.test_accuracy));
+    MANTISSA_RETURN_IF_ERROR(detail::evaluate(model, data.x_test, data.y_test, data.features,
+                                              o.batch_size, &r.test_loss, &r.test_accuracy));
   } else {
     r.test_loss = r.epochs.back().test_loss;
     r.test_accuracy = r.epochs.back().test_accuracy;

@@ -21,6 +21,9 @@
 
 #include "mantissa/runtime.h"
 #include "mantissa/train.h"
+#include "mantissa/train_distributed_cli.h"
+#include "mantissa/train_policy.h"
+#include "mantissa/train_policy_command.h"
 
 namespace mantissa::tool {
 namespace {
@@ -28,7 +31,7 @@ namespace {
 namespace tr = mantissa::train;
 
 struct Options {
-  std::string data, precision = "fp32", optimizer = "adamw", activation = "relu";
+  std::string data, precision, optimizer = "adamw", activation = "relu";
   std::string hidden = "256,256", log_path, csv_path, plot_path, analyze_path, analyze_svg;
   bool compare = false;
   int epochs = 30;
@@ -39,6 +42,9 @@ struct Options {
   double test_fraction = 0.2;
   uint64_t seed = 0;
   int show_severity = 7;
+  std::vector<std::string> policies;  // --policy FILE.json or preset:NAME
+  PolicyToolOptions policy_tools;     // --sensitivity, --tradeoff, --suggest*
+  DistributedCli distributed;         // --distributed, --shards, --zero, --grad-comm, checkpoints
 };
 
 nlohmann::json number(double v) {
@@ -330,13 +336,14 @@ std::string human_bytes(int64_t b) {
   return fmt::format("{:.1f} KiB", b / 1024.0);
 }
 
-int run(const Options& o) {
+int run(Options o) {
   // ---- Arguments --------------------------------------------------------------------------
   std::vector<tr::Mode> modes;
   if (o.compare) {
     modes.assign(tr::all_modes().begin(), tr::all_modes().end());
   } else {
-    for (const std::string& name : split(o.precision, ',')) {
+    const std::string precision = o.precision.empty() && o.policies.empty() ? "fp32" : o.precision;
+    for (const std::string& name : split(precision, ',')) {
       const auto m = tr::mode_from_name(name);
       if (!m) {
         std::string known;
@@ -347,11 +354,14 @@ int run(const Options& o) {
       }
       modes.push_back(*m);
     }
-    if (modes.empty()) {
+    if (modes.empty() && o.policies.empty()) {
       fmt::print(stderr, "mantissa train: --precision names no mode\n");
       return 2;
     }
   }
+  DistributedSession session;
+  if (const int rc = session.start(o.distributed, modes.size()); rc != 0) return rc;
+  if (session.quiet()) o.log_path.clear(), o.csv_path.clear(), o.plot_path.clear();
   tr::TrainOptions to;
   to.hidden.clear();
   for (const std::string& w : split(o.hidden, ',')) {
@@ -375,6 +385,39 @@ int run(const Options& o) {
   to.clip = o.clip;
   to.seed = o.seed;
 
+  // ---- Policies (validated before anything is read or written) ------------------------------
+  std::vector<tr::PrecisionPolicy> policies;
+  for (const std::string& spec : o.policies) {
+    tr::PrecisionPolicy p;
+    if (Status st = tr::load_policy(spec, tr::layer_names(to), &p); !st.ok()) {
+      fmt::print(stderr, "mantissa train: --policy {}: {}\n", spec, st.message());
+      return 2;
+    }
+    policies.push_back(std::move(p));
+  }
+  const bool policy_tools =
+      !o.policy_tools.sensitivity_path.empty() || !o.policy_tools.tradeoff_path.empty();
+  if (policy_tools && (o.compare || !o.analyze_path.empty() || !o.precision.empty())) {
+    fmt::print(stderr,
+               "mantissa train: --sensitivity and --tradeoff run their own policies; they do not "
+               "combine with --compare, --analyze or --precision\n");
+    return 2;
+  }
+  if (!policy_tools && !o.policy_tools.suggest_path.empty()) {
+    fmt::print(stderr, "mantissa train: --suggest needs --sensitivity or --tradeoff\n");
+    return 2;
+  }
+  if (!o.analyze_path.empty() && !policies.empty()) {
+    fmt::print(stderr, "mantissa train: --analyze takes one --precision mode, not --policy\n");
+    return 2;
+  }
+  if (session.active() && (policy_tools || !policies.empty())) {
+    fmt::print(stderr,
+               "mantissa train: --policy, --sensitivity and --tradeoff run in one process, "
+               "without shards\n");
+    return 2;
+  }
+
   // ---- Data ---------------------------------------------------------------------------------
   tr::Dataset data;
   if (Status st = tr::load_dataset(
@@ -395,9 +438,20 @@ int run(const Options& o) {
       to.clip > 0 ? fmt::format(", clip {:g}", to.clip) : std::string(), to.batch_size, to.epochs,
       to.seed, num_threads(), simd_target());
 
+  if (policy_tools) {
+    PolicyToolOptions po = o.policy_tools;
+    po.policies = policies;
+    return run_policy_tools(
+        po, data, to,
+        fmt::format("{} {}, {} epochs, seed {}", data.source, widths, to.epochs, to.seed));
+  }
   if (!o.analyze_path.empty()) {
     if (modes.size() != 1) {
       fmt::print(stderr, "mantissa train: --analyze takes one --precision mode\n");
+      return 2;
+    }
+    if (session.active()) {
+      fmt::print(stderr, "mantissa train: --analyze runs in one process, without shards\n");
       return 2;
     }
     return run_analysis(o, modes.front(), data, to, widths);
@@ -420,12 +474,17 @@ int run(const Options& o) {
     csv << "mode,epoch,train_loss,train_accuracy,test_loss,test_accuracy,loss_scale,"
            "skipped_steps,overflow_steps,findings,grad_underflow,stalled_updates,seconds\n";
   }
-  const bool tty = isatty(STDERR_FILENO) != 0;
+  const bool tty = isatty(STDERR_FILENO) != 0 && !session.quiet();
 
   // ---- Runs ---------------------------------------------------------------------------------
   std::vector<tr::ModeResult> results;
-  for (tr::Mode mode : modes) {
-    const std::string name = tr::mode_name(mode);
+  std::vector<std::string> run_names;
+  for (std::size_t run_index = 0; run_index < modes.size() + policies.size(); ++run_index) {
+    const bool is_policy = run_index >= modes.size();
+    const tr::Mode mode = is_policy ? tr::Mode::kFp32 : modes[run_index];
+    const std::string name =
+        is_policy ? policies[run_index - modes.size()].name : tr::mode_name(mode);
+    run_names.push_back(name);
     if (log.is_open()) {
       log << nlohmann::json{{"event", "start"},
                             {"mode", name},
@@ -513,7 +572,7 @@ int run(const Options& o) {
               << "\n";
         }
         // The first finding of each pattern at or above the threshold goes to the screen.
-        if (f.severity >= o.show_severity && shown[f.pattern]++ == 0) {
+        if (!session.quiet() && f.severity >= o.show_severity && shown[f.pattern]++ == 0) {
           fmt::print(stderr, "{}{} epoch {} step {}: {} (severity {}): {}{}\n",
                      tty ? "\r\033[K" : "", name, epoch, step, f.pattern, f.severity, f.root_cause,
                      f.tensor.empty() ? "" : " [" + f.tensor + "]");
@@ -521,9 +580,18 @@ int run(const Options& o) {
       }
     };
     tr::ModeResult r;
-    if (Status st = tr::train_model(data, mode, to, cb, &r); !st.ok()) {
+    Status run_status;
+    if (is_policy) {
+      tr::PolicyResult pr;
+      run_status = tr::train_policy(data, policies[run_index - modes.size()], to, cb, &pr);
+      r = std::move(pr.run);
+    } else {
+      run_status = session.train(data, mode, to, cb, &r);
+    }
+    if (Status st = run_status; !st.ok()) {
       if (tty) fmt::print(stderr, "\r\033[K");
       fmt::print(stderr, "mantissa train: {}: {}\n", name, st.message());
+      session.fail(1);
       return 1;
     }
     if (tty) fmt::print(stderr, "\r\033[K");
@@ -536,22 +604,24 @@ int run(const Options& o) {
         "s/epoch  digest {}\n",
         name, 100 * r.test_accuracy, r.test_loss, r.skipped_steps, r.overflow_steps,
         r.seconds_per_epoch, r.digest);
+    nlohmann::json distributed_fields = nlohmann::json::object();
+    session.report(&distributed_fields);
     if (log.is_open()) {
-      log << nlohmann::json{{"event", "final"},
-                            {"mode", name},
-                            {"epochs", to.epochs},
-                            {"test_accuracy", r.test_accuracy},
-                            {"test_loss", number(r.test_loss)},
-                            {"skipped_steps", r.skipped_steps},
-                            {"overflow_steps", r.overflow_steps},
-                            {"findings", r.findings},
-                            {"grad_underflow", r.grad_underflow},
-                            {"stalled_updates", r.stalled_updates},
-                            {"seconds_per_epoch", r.seconds_per_epoch},
-                            {"state_bytes", r.state_bytes},
-                            {"digest", r.digest}}
-                 .dump()
-          << "\n";
+      nlohmann::json final_record{{"event", "final"},
+                                  {"mode", name},
+                                  {"epochs", to.epochs},
+                                  {"test_accuracy", r.test_accuracy},
+                                  {"test_loss", number(r.test_loss)},
+                                  {"skipped_steps", r.skipped_steps},
+                                  {"overflow_steps", r.overflow_steps},
+                                  {"findings", r.findings},
+                                  {"grad_underflow", r.grad_underflow},
+                                  {"stalled_updates", r.stalled_updates},
+                                  {"seconds_per_epoch", r.seconds_per_epoch},
+                                  {"state_bytes", r.state_bytes},
+                                  {"digest", r.digest}};
+      final_record.update(distributed_fields);
+      log << final_record.dump() << "\n";
       log.flush();
     }
     results.push_back(std::move(r));
@@ -559,12 +629,15 @@ int run(const Options& o) {
 
   // ---- Summary ------------------------------------------------------------------------------
   if (results.size() > 1) {
-    fmt::print("\n{:<13} {:>9} {:>10} {:>8} {:>9} {:>10} {:>8} {:>8} {:>11}  {}\n", "mode",
+    std::size_t width = 13;
+    for (const std::string& n : run_names) width = std::max(width, n.size());
+    fmt::print("\n{:<{}} {:>9} {:>10} {:>8} {:>9} {:>10} {:>8} {:>8} {:>11}  {}\n", "mode", width,
                "test acc", "test loss", "skipped", "overflow", "underflow", "stalled", "s/epoch",
                "state", "digest");
-    for (const auto& r : results) {
-      fmt::print("{:<13} {:>8.2f}% {:>10.4f} {:>8} {:>9} {:>9.3f}% {:>7.2f}% {:>8.3f} {:>11}  {}\n",
-                 tr::mode_name(r.mode), 100 * r.test_accuracy, r.test_loss, r.skipped_steps,
+    for (std::size_t k = 0; k < results.size(); ++k) {
+      const tr::ModeResult& r = results[k];
+      fmt::print("{:<{}} {:>8.2f}% {:>10.4f} {:>8} {:>9} {:>9.3f}% {:>7.2f}% {:>8.3f} {:>11}  {}\n",
+                 run_names[k], width, 100 * r.test_accuracy, r.test_loss, r.skipped_steps,
                  r.overflow_steps, 100 * r.grad_underflow, 100 * r.stalled_updates,
                  r.seconds_per_epoch, human_bytes(r.state_bytes), r.digest);
     }
@@ -631,9 +704,28 @@ std::function<int()> add_train_command(CLI::App& app) {
                   "an fp64 shadow: per-layer errors as a table and JSON to this file");
   cmd->add_option("--analyze-svg", o->analyze_svg,
                   "The analysis's error-against-depth SVG (default: next to the JSON, .svg)");
+  cmd->add_option("--policy", o->policies,
+                  "Train under a per-layer precision policy: FILE.json or preset:seed (also "
+                  "preset:fp32, preset:bf16-amp, preset:fp16-amp); repeatable");
+  cmd->add_option("--sensitivity", o->policy_tools.sensitivity_path,
+                  "Each layer alone in bf16/fp16 (trained) and INT8/FP8 (inference): the ranking "
+                  "as a table, this JSON, an SVG and the suggested policy next to it");
+  cmd->add_option("--tradeoff", o->policy_tools.tradeoff_path,
+                  "The trade-off table (fp32, bf16-amp, fp16-amp, the seed preset, the suggested "
+                  "policy and any --policy): table, this JSON and an SVG next to it");
+  cmd->add_option("--suggest", o->policy_tools.suggest_path,
+                  "Where to write the suggested policy (default: next to the sensitivity JSON)");
+  cmd->add_option("--suggest-threshold", o->policy_tools.suggest_threshold,
+                  "Keep in fp32 the layers whose 16-bit run raised the test loss by more than "
+                  "this fraction of fp32's (default 0.02)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--suggest-format", o->policy_tools.suggest_format,
+                  "The 16-bit format of the suggested policy: bf16 or fp16 (default bf16)")
+      ->check(CLI::IsMember({"bf16", "fp16"}));
   cmd->add_option("--show-severity", o->show_severity,
                   "Print anomaly findings of at least this severity (0..10, default 7)")
       ->check(CLI::Range(0, 11));
+  add_distributed_options(cmd, &o->distributed);
   return [cmd, o] { return cmd->parsed() ? run(*o) : -1; };
 }
 

@@ -58,32 +58,61 @@ void LayerNormRows(const detail::LayerNormKernelArgs& a) {
   const PS* const b = static_cast<const PS*>(a.bias);
   XS* const out_all = static_cast<XS*>(a.out);
   const int64_t n = a.n;
+  // The statistics (each step one fp64 operation, in this order) and the elementwise pass of row
+  // r from its two sums.
+  auto finish_row = [&](int64_t r, double mean, double q) {
+    const XS* x = x_all + r * n;
+    XS* out = out_all + r * n;
+    const double var = q / static_cast<double>(n);
+    const double rstd = 1.0 / std::sqrt(var + a.eps);
+    if (a.mean != nullptr) StoreStat(a.stats_dtype, a.mean, r, mean);
+    if (a.rstd != nullptr) StoreStat(a.stats_dtype, a.rstd, r, rstd);
+    auto lanes = [&](auto dd, int64_t i) MANTISSA_VECTOR_BODY {
+      const hn::Rebind<float, decltype(dd)> df;
+      auto v = hn::Mul(hn::Sub(LoadAcc<XF>(dd, x + i), hn::Set(dd, mean)), hn::Set(dd, rstd));
+      if constexpr (kWeight) v = hn::Mul(v, LoadAcc<PF>(dd, w + i));
+      v = hn::Add(v, kBias ? LoadAcc<PF>(dd, b + i) : hn::Zero(dd));
+      StoreResult<XF>(df, DemoteF64ToF32(df, dd, v), out + i);
+    };
+    const hn::ScalableTag<double> dd;
+    const int64_t step = static_cast<int64_t>(hn::Lanes(dd));
+    int64_t i = 0;
+    for (; i + step <= n; i += step) lanes(dd, i);
+    for (; i < n; ++i) lanes(hn::CappedTag<double, 1>(), i);
+  };
   const detail::Rows rows{a.rows, n, 1};
   detail::for_each_row_block(rows, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
+    int64_t r = begin;
+    // Short rows (one reduction block), several at once: the same sums as ReduceRow's.
+    constexpr size_t kR = kRowsAtOnce<detail::ReduceMethod::kNaive, double>;
+    if (kR > 1 && n >= 1 && n <= detail::kReduceBlock) {
+      for (; r + static_cast<int64_t>(kR) <= end; r += kR) {
+        const XS* x = x_all + r * n;
+        double s[kR], mean[kR], q[kR];
+        BlockSums<detail::ReduceMethod::kNaive, double, kR>(
+            [&](size_t k, auto da, int64_t i) {
+              return LoadAcc<XF>(da, x + static_cast<int64_t>(k) * n + i);
+            },
+            n, s);
+        for (size_t k = 0; k < kR; ++k) mean[k] = s[k] / static_cast<double>(n);
+        BlockSums<detail::ReduceMethod::kNaive, double, kR>(
+            [&](size_t k, auto da, int64_t i) {
+              const auto c = hn::Sub(LoadAcc<XF>(da, x + static_cast<int64_t>(k) * n + i),
+                                     hn::Set(da, mean[k]));
+              return hn::Mul(c, c);
+            },
+            n, q);
+        for (size_t k = 0; k < kR; ++k) finish_row(r + static_cast<int64_t>(k), mean[k], q[k]);
+      }
+    }
+    for (; r < end; ++r) {
       const XS* x = x_all + r * n;
-      XS* out = out_all + r * n;
       // It's necessary to keep the order of the operations (fp64, each step rounded once).
       const double s = ReduceRow<detail::ReduceMethod::kNaive, double>(SumTerm<XF>{x}, n);
       const double mean = s / static_cast<double>(n);
-      const double q =
-          ReduceRow<detail::ReduceMethod::kNaive, double>(CentredSquareTerm<XF>{x, mean}, n);
-      const double var = q / static_cast<double>(n);
-      const double rstd = 1.0 / std::sqrt(var + a.eps);
-      if (a.mean != nullptr) StoreStat(a.stats_dtype, a.mean, r, mean);
-      if (a.rstd != nullptr) StoreStat(a.stats_dtype, a.rstd, r, rstd);
-      auto lanes = [&](auto dd, int64_t i) MANTISSA_VECTOR_BODY {
-        const hn::Rebind<float, decltype(dd)> df;
-        auto v = hn::Mul(hn::Sub(LoadAcc<XF>(dd, x + i), hn::Set(dd, mean)), hn::Set(dd, rstd));
-        if constexpr (kWeight) v = hn::Mul(v, LoadAcc<PF>(dd, w + i));
-        v = hn::Add(v, kBias ? LoadAcc<PF>(dd, b + i) : hn::Zero(dd));
-        StoreResult<XF>(df, DemoteF64ToF32(df, dd, v), out + i);
-      };
-      const hn::ScalableTag<double> dd;
-      const int64_t step = static_cast<int64_t>(hn::Lanes(dd));
-      int64_t i = 0;
-      for (; i + step <= n; i += step) lanes(dd, i);
-      for (; i < n; ++i) lanes(hn::CappedTag<double, 1>(), i);
+      finish_row(
+          r, mean,
+          ReduceRow<detail::ReduceMethod::kNaive, double>(CentredSquareTerm<XF>{x, mean}, n));
     }
   });
 }

@@ -79,8 +79,74 @@ struct GXhatTerm {
   }
 };
 
+// Columns [c0, c1) of row block b: the block's partial sums of dy * xhat (into pw) and of dy
+// (into pb), rows in order, fp64. Each column's sum is independent of the vector width.
+template <class XF>
+void ColumnBlock(const detail::LayerNormGradKernelArgs& a, int64_t b, int64_t c0, int64_t c1,
+                 double* pw, double* pb) {
+  using XS = typename XF::Storage;
+  const XS* const dy_all = static_cast<const XS*>(a.dy);
+  const XS* const x_all = static_cast<const XS*>(a.x);
+  const int64_t n = a.n;
+  const int64_t r0 = b * a.plan.rows_per_block;
+  const int64_t r1 = std::min(a.rows, r0 + a.plan.rows_per_block);
+  // The rows go in chunks whose statistics are widened once; each column's sums continue from
+  // chunk to chunk in the partials, rows in increasing order.
+  constexpr int64_t kChunk = 256;
+  double mean[kChunk], rstd[kChunk];
+  for (int64_t q0 = r0; q0 < r1; q0 += kChunk) {
+    const int64_t q1 = std::min(r1, q0 + kChunk);
+    if (pw != nullptr) {
+      for (int64_t row = q0; row < q1; ++row) {
+        const RowStats st = LoadStats(a, row);
+        mean[row - q0] = st.mean;
+        rstd[row - q0] = st.rstd;
+      }
+    }
+    auto columns = [&](auto dd, int64_t j) {
+      auto start = [&](double* partial) {  // -0 is the identity of addition
+        return q0 == r0 ? hn::Set(dd, -0.0) : hn::LoadU(dd, partial + b * n + j);
+      };
+      auto sw = hn::Set(dd, -0.0);
+      auto sb = hn::Set(dd, -0.0);
+      if (pw != nullptr) sw = start(pw);
+      if (pb != nullptr) sb = start(pb);
+      for (int64_t row = q0; row < q1; ++row) {
+        const auto dy = LoadAcc<XF>(dd, dy_all + row * n + j);
+        if (pw != nullptr) {
+          const RowStats st{mean[row - q0], rstd[row - q0]};
+          sw = hn::Add(sw, hn::Mul(dy, LoadXhat<XF>(dd, x_all + row * n, st, j)));
+        }
+        sb = hn::Add(sb, dy);
+      }
+      if (pw != nullptr) hn::StoreU(sw, dd, pw + b * n + j);
+      if (pb != nullptr) hn::StoreU(sb, dd, pb + b * n + j);
+    };
+    const hn::ScalableTag<double> dd;
+    const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
+    int64_t j = c0;
+    for (; j + lanes <= c1; j += lanes) columns(dd, j);
+    const hn::CappedTag<double, 1> d1;
+    for (; j < c1; ++j) columns(d1, j);
+  }
+}
+
+// The column partials of dweight and dbias (null when that output is not wanted).
+struct ColumnPartials {
+  double* weight;
+  double* bias;
+};
+inline ColumnPartials column_partials(const detail::LayerNormGradKernelArgs& a) {
+  double* const pw = a.dweight != nullptr ? a.partials : nullptr;
+  double* const pb =
+      a.dbias != nullptr ? a.partials + (pw != nullptr ? a.plan.blocks * a.n : 0) : nullptr;
+  return {pw, pb};
+}
+
+// dx row by row; with fuse_columns, each row block's column partials right after its rows, while
+// they are in cache (the blocks of the column plan are then the row blocks).
 template <class XF, class PF, bool kWeight>
-void LayerNormGradDx(const detail::LayerNormGradKernelArgs& a) {
+void LayerNormGradDx(const detail::LayerNormGradKernelArgs& a, bool fuse_columns) {
   using XS = typename XF::Storage;
   using PS = typename PF::Storage;
   const XS* const dy_all = static_cast<const XS*>(a.dy);
@@ -96,10 +162,24 @@ void LayerNormGradDx(const detail::LayerNormGradKernelArgs& a) {
       const XS* x = x_all + row * n;
       XS* dx = dx_all + row * n;
       const RowStats st = LoadStats(a, row);
-      const double s1 =
-          ReduceRow<detail::ReduceMethod::kNaive, double>(GTerm<XF, PF, kWeight>{dy, w}, n);
-      const double s2 = ReduceRow<detail::ReduceMethod::kNaive, double>(
-          GXhatTerm<XF, PF, kWeight>{dy, x, w, st}, n);
+      const GTerm<XF, PF, kWeight> g_term{dy, w};
+      const GXhatTerm<XF, PF, kWeight> gxhat_term{dy, x, w, st};
+      double s1, s2;
+      if (kRowsAtOnce<detail::ReduceMethod::kNaive, double> >= 2 && n <= detail::kReduceBlock) {
+        // Rows of one block: both sums at once, their accumulation chains interleaved (the same
+        // additions as ReduceRow's).
+        double sums[2];
+        BlockSums<detail::ReduceMethod::kNaive, double, 2>(
+            [&](size_t k, auto da, int64_t i) {
+              return k == 0 ? g_term(da, i) : gxhat_term(da, i);
+            },
+            n, sums);
+        s1 = sums[0];
+        s2 = sums[1];
+      } else {
+        s1 = ReduceRow<detail::ReduceMethod::kNaive, double>(g_term, n);
+        s2 = ReduceRow<detail::ReduceMethod::kNaive, double>(gxhat_term, n);
+      }
       const double m1 = s1 / nd, m2 = s2 / nd;
       auto lanes = [&](auto dd, int64_t i) MANTISSA_VECTOR_BODY {
         const hn::Rebind<float, decltype(dd)> df;
@@ -115,51 +195,28 @@ void LayerNormGradDx(const detail::LayerNormGradKernelArgs& a) {
       for (; i + step <= n; i += step) lanes(dd, i);
       for (; i < n; ++i) lanes(hn::CappedTag<double, 1>(), i);
     }
+    if (fuse_columns) {
+      const ColumnPartials p = column_partials(a);
+      ColumnBlock<XF>(a, begin / a.plan.rows_per_block, 0, n, p.weight, p.bias);
+    }
   });
 }
 
-// Columns [c0, c1) of row block b: the block's partial sums of dy * xhat (into pw) and of dy
-// (into pb), rows in order, fp64. Each column's sum is independent of the vector width.
+// dweight and dbias from the column partials: the partials first unless the dx pass computed
+// them.
 template <class XF>
-void ColumnBlock(const detail::LayerNormGradKernelArgs& a, int64_t b, int64_t c0, int64_t c1,
-                 double* pw, double* pb) {
-  using XS = typename XF::Storage;
-  const XS* const dy_all = static_cast<const XS*>(a.dy);
-  const XS* const x_all = static_cast<const XS*>(a.x);
+void LayerNormGradColumns(const detail::LayerNormGradKernelArgs& a, bool partials_done) {
   const int64_t n = a.n;
-  const int64_t r0 = b * a.plan.rows_per_block;
-  const int64_t r1 = std::min(a.rows, r0 + a.plan.rows_per_block);
-  auto columns = [&](auto dd, int64_t j) {
-    auto sw = hn::Set(dd, -0.0);  // -0 is the identity of addition
-    auto sb = hn::Set(dd, -0.0);
-    for (int64_t row = r0; row < r1; ++row) {
-      const auto dy = LoadAcc<XF>(dd, dy_all + row * n + j);
-      if (pw != nullptr) {
-        const auto xhat = LoadXhat<XF>(dd, x_all + row * n, LoadStats(a, row), j);
-        sw = hn::Add(sw, hn::Mul(dy, xhat));
-      }
-      sb = hn::Add(sb, dy);
-    }
-    if (pw != nullptr) hn::StoreU(sw, dd, pw + b * n + j);
-    if (pb != nullptr) hn::StoreU(sb, dd, pb + b * n + j);
-  };
-  const hn::ScalableTag<double> dd;
-  const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
-  int64_t j = c0;
-  for (; j + lanes <= c1; j += lanes) columns(dd, j);
-  const hn::CappedTag<double, 1> d1;
-  for (; j < c1; ++j) columns(d1, j);
-}
-
-template <class XF>
-void LayerNormGradColumns(const detail::LayerNormGradKernelArgs& a) {
-  const int64_t n = a.n;
-  double* const pw = a.dweight != nullptr ? a.partials : nullptr;
-  double* const pb =
-      a.dbias != nullptr ? a.partials + (pw != nullptr ? a.plan.blocks * n : 0) : nullptr;
-  detail::for_each_column_piece(
-      a.plan, n, [&](int64_t b, int64_t c0, int64_t c1) { ColumnBlock<XF>(a, b, c0, c1, pw, pb); });
-  for (auto [partials, out] : {std::pair{pw, a.dweight}, std::pair{pb, a.dbias}}) {
+  const ColumnPartials p = column_partials(a);
+  if (!partials_done) {
+    detail::for_each_column_piece(a.plan, n, [&](int64_t b, int64_t c0, int64_t c1) {
+      ColumnBlock<XF>(a, b, c0, c1, p.weight, p.bias);
+    });
+  }
+  // A pair, not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
+  for (const auto& partials_out : {std::pair{p.weight, a.dweight}, std::pair{p.bias, a.dbias}}) {
+    double* const partials = partials_out.first;
+    void* const out = partials_out.second;
     if (partials == nullptr) continue;
     detail::combine_column_partials(a.plan, n, partials, [&](int64_t j, double sum) {
       float v = static_cast<float>(sum);
@@ -170,24 +227,28 @@ void LayerNormGradColumns(const detail::LayerNormGradKernelArgs& a) {
 }
 
 template <class XF, class PF>
-void LayerNormGradDxOf(const detail::LayerNormGradKernelArgs& a) {
+void LayerNormGradDxOf(const detail::LayerNormGradKernelArgs& a, bool fuse_columns) {
   if (a.weight != nullptr) {
-    LayerNormGradDx<XF, PF, true>(a);
+    LayerNormGradDx<XF, PF, true>(a, fuse_columns);
   } else {
-    LayerNormGradDx<XF, PF, false>(a);
+    LayerNormGradDx<XF, PF, false>(a, fuse_columns);
   }
 }
 
 template <class XF>
 void LayerNormGradFormat(const detail::LayerNormGradKernelArgs& a) {
+  const bool columns = a.dweight != nullptr || a.dbias != nullptr;
+  // One pass over x and dy when the column plan's blocks are the dx pass's row blocks.
+  const bool fuse =
+      a.dx != nullptr && columns && a.plan.rows_per_block == detail::rows_per_block(a.n);
   if (a.dx != nullptr) {
     if (a.param_dtype == DType::kFloat32) {
-      LayerNormGradDxOf<XF, Fp32>(a);
+      LayerNormGradDxOf<XF, Fp32>(a, fuse);
     } else {
-      LayerNormGradDxOf<XF, XF>(a);
+      LayerNormGradDxOf<XF, XF>(a, fuse);
     }
   }
-  if (a.dweight != nullptr || a.dbias != nullptr) LayerNormGradColumns<XF>(a);
+  if (columns) LayerNormGradColumns<XF>(a, fuse);
 }
 
 void LayerNormGradImpl(const detail::LayerNormGradKernelArgs& a) {

@@ -33,21 +33,41 @@ void RmsNormRows(const detail::RmsNormKernelArgs& a) {
   const GS* const g = static_cast<const GS*>(a.gamma);
   XS* const y_all = static_cast<XS*>(a.y);
   const int64_t n = a.n;
+  // rstd (fp64 steps in this order, then one rounding to fp32) and the elementwise pass of row r
+  // from its sum of squares.
+  auto finish_row = [&](int64_t r, double ss) {
+    const XS* x = x_all + r * n;
+    XS* y = y_all + r * n;
+    const double mean = ss / static_cast<double>(n);
+    float rstd = static_cast<float>(1.0 / std::sqrt(mean + a.epsilon));
+    if (std::isnan(rstd)) rstd = std::numeric_limits<float>::quiet_NaN();
+    a.rstd[r] = rstd;
+    ForEachVector(0, n, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
+      const auto xr = hn::Mul(LoadF32<XF>(d, x + i), hn::Set(d, rstd));
+      StoreResult<XF>(d, hn::Mul(xr, LoadF32<GF>(d, g + i)), y + i);
+    });
+  };
   const detail::Rows rows{a.rows, n, 1};
   detail::for_each_row_block(rows, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const XS* x = x_all + r * n;
-      XS* y = y_all + r * n;
-      const double ss = ReduceRow<detail::ReduceMethod::kNaive, double>(SquareTerm<XF>{x}, n);
-      // It's necessary to keep the order of the operations (fp64, then one rounding to fp32).
-      const double mean = ss / static_cast<double>(n);
-      float rstd = static_cast<float>(1.0 / std::sqrt(mean + a.epsilon));
-      if (std::isnan(rstd)) rstd = std::numeric_limits<float>::quiet_NaN();
-      a.rstd[r] = rstd;
-      ForEachVector(0, n, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
-        const auto xr = hn::Mul(LoadF32<XF>(d, x + i), hn::Set(d, rstd));
-        StoreResult<XF>(d, hn::Mul(xr, LoadF32<GF>(d, g + i)), y + i);
-      });
+    int64_t r = begin;
+    // Short rows (one reduction block), several at once: the same sums as ReduceRow's.
+    constexpr size_t kR = kRowsAtOnce<detail::ReduceMethod::kNaive, double>;
+    if (kR > 1 && n >= 1 && n <= detail::kReduceBlock) {
+      for (; r + static_cast<int64_t>(kR) <= end; r += kR) {
+        const XS* x = x_all + r * n;
+        double ss[kR];
+        BlockSums<detail::ReduceMethod::kNaive, double, kR>(
+            [&](size_t k, auto da, int64_t i) {
+              const auto v = LoadAcc<XF>(da, x + static_cast<int64_t>(k) * n + i);
+              return hn::Mul(v, v);
+            },
+            n, ss);
+        for (size_t k = 0; k < kR; ++k) finish_row(r + static_cast<int64_t>(k), ss[k]);
+      }
+    }
+    for (; r < end; ++r) {
+      finish_row(r,
+                 ReduceRow<detail::ReduceMethod::kNaive, double>(SquareTerm<XF>{x_all + r * n}, n));
     }
   });
 }

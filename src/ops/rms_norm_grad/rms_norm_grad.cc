@@ -42,8 +42,38 @@ struct GradTerm {
   }
 };
 
+// Columns [c0, c1) of row block b: partials[b * n + j] = sum over the block's rows, in order, of
+// (x * r) * dy in fp64. Each column's sum is independent of the vector width.
+template <class XF>
+void DgammaBlock(const detail::RmsNormGradKernelArgs& a, int64_t b, int64_t c0, int64_t c1) {
+  using XS = typename XF::Storage;
+  const XS* const dy_all = static_cast<const XS*>(a.dy);
+  const XS* const x_all = static_cast<const XS*>(a.x);
+  const int64_t n = a.n;
+  const int64_t r0 = b * a.plan.rows_per_block;
+  const int64_t r1 = std::min(a.rows, r0 + a.plan.rows_per_block);
+  double* const acc = a.partials + b * n;
+  auto columns = [&](auto dd, int64_t j) {
+    auto sum = hn::Set(dd, -0.0);  // -0 is the identity of addition
+    for (int64_t row = r0; row < r1; ++row) {
+      const auto xr = hn::Mul(LoadAcc<XF>(dd, x_all + row * n + j),
+                              hn::Set(dd, static_cast<double>(a.rstd[row])));
+      sum = hn::Add(sum, hn::Mul(xr, LoadAcc<XF>(dd, dy_all + row * n + j)));
+    }
+    hn::StoreU(sum, dd, acc + j);
+  };
+  const hn::ScalableTag<double> dd;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
+  int64_t j = c0;
+  for (; j + lanes <= c1; j += lanes) columns(dd, j);
+  const hn::CappedTag<double, 1> d1;
+  for (; j < c1; ++j) columns(d1, j);
+}
+
+// dx row by row; with fuse_dgamma, each row block's dgamma partials right after its rows, while
+// they are in cache (the blocks of the column plan are then the row blocks).
 template <class XF, class GF>
-void RmsNormGradDx(const detail::RmsNormGradKernelArgs& a) {
+void RmsNormGradDx(const detail::RmsNormGradKernelArgs& a, bool fuse_dgamma) {
   using XS = typename XF::Storage;
   using GS = typename GF::Storage;
   const XS* const dy_all = static_cast<const XS*>(a.dy);
@@ -77,41 +107,17 @@ void RmsNormGradDx(const detail::RmsNormGradKernelArgs& a) {
       for (; i + lanes <= n; i += lanes) dx_lanes(dd, i);
       for (; i < n; ++i) dx_lanes(hn::CappedTag<double, 1>(), i);
     }
+    if (fuse_dgamma) DgammaBlock<XF>(a, begin / a.plan.rows_per_block, 0, n);
   });
 }
 
-// Columns [c0, c1) of row block b: partials[b * n + j] = sum over the block's rows, in order, of
-// (x * r) * dy in fp64. Each column's sum is independent of the vector width.
+// dgamma from the column partials: the partials first unless the dx pass computed them.
 template <class XF>
-void DgammaBlock(const detail::RmsNormGradKernelArgs& a, int64_t b, int64_t c0, int64_t c1) {
-  using XS = typename XF::Storage;
-  const XS* const dy_all = static_cast<const XS*>(a.dy);
-  const XS* const x_all = static_cast<const XS*>(a.x);
-  const int64_t n = a.n;
-  const int64_t r0 = b * a.plan.rows_per_block;
-  const int64_t r1 = std::min(a.rows, r0 + a.plan.rows_per_block);
-  double* const acc = a.partials + b * n;
-  auto columns = [&](auto dd, int64_t j) {
-    auto sum = hn::Set(dd, -0.0);  // -0 is the identity of addition
-    for (int64_t row = r0; row < r1; ++row) {
-      const auto xr = hn::Mul(LoadAcc<XF>(dd, x_all + row * n + j),
-                              hn::Set(dd, static_cast<double>(a.rstd[row])));
-      sum = hn::Add(sum, hn::Mul(xr, LoadAcc<XF>(dd, dy_all + row * n + j)));
-    }
-    hn::StoreU(sum, dd, acc + j);
-  };
-  const hn::ScalableTag<double> dd;
-  const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
-  int64_t j = c0;
-  for (; j + lanes <= c1; j += lanes) columns(dd, j);
-  const hn::CappedTag<double, 1> d1;
-  for (; j < c1; ++j) columns(d1, j);
-}
-
-template <class XF>
-void RmsNormGradDgamma(const detail::RmsNormGradKernelArgs& a) {
-  detail::for_each_column_piece(
-      a.plan, a.n, [&](int64_t b, int64_t c0, int64_t c1) { DgammaBlock<XF>(a, b, c0, c1); });
+void RmsNormGradDgamma(const detail::RmsNormGradKernelArgs& a, bool partials_done) {
+  if (!partials_done) {
+    detail::for_each_column_piece(
+        a.plan, a.n, [&](int64_t b, int64_t c0, int64_t c1) { DgammaBlock<XF>(a, b, c0, c1); });
+  }
   detail::combine_column_partials(a.plan, a.n, a.partials, [&](int64_t j, double sum) {
     const float v = static_cast<float>(sum);
     a.dgamma[j] = std::isnan(v) ? std::numeric_limits<float>::quiet_NaN() : v;
@@ -120,12 +126,14 @@ void RmsNormGradDgamma(const detail::RmsNormGradKernelArgs& a) {
 
 template <class XF>
 void RmsNormGradFormat(const detail::RmsNormGradKernelArgs& a) {
+  // One pass over x and dy when the column plan's blocks are the dx pass's row blocks.
+  const bool fuse = a.plan.rows_per_block == detail::rows_per_block(a.n);
   if (a.gamma_dtype == DType::kFloat32) {
-    RmsNormGradDx<XF, Fp32>(a);
+    RmsNormGradDx<XF, Fp32>(a, fuse);
   } else {
-    RmsNormGradDx<XF, XF>(a);
+    RmsNormGradDx<XF, XF>(a, fuse);
   }
-  RmsNormGradDgamma<XF>(a);
+  RmsNormGradDgamma<XF>(a, fuse);
 }
 
 void RmsNormGradImpl(const detail::RmsNormGradKernelArgs& a) {

@@ -24,14 +24,18 @@ namespace mantissa::HWY_NAMESPACE {
 // The sum's method: part of the operators' normative order.
 constexpr auto kSoftmaxSumMethod = detail::ReduceMethod::kKahan;
 
-// exp(x - max) of the elements [i, i + Lanes(d)) of one contiguous row.
-template <class Format>
+// exp(x - max) of the elements [i, i + Lanes(d)) of one contiguous row; with kKeep, also kept
+// in exps[i, i + Lanes(d)) for an output pass that needs them again.
+template <class Format, bool kKeep = false>
 struct ExpShiftedTerm {
   const typename Format::Storage* x;
   float max;
+  float* exps = nullptr;
   template <class D>
   HWY_INLINE hn::Vec<D> operator()(D d, int64_t i) const {
-    return Exp(d, hn::Sub(LoadF32<Format>(d, x + i), hn::Set(d, max)));
+    const auto e = Exp(d, hn::Sub(LoadF32<Format>(d, x + i), hn::Set(d, max)));
+    if constexpr (kKeep) hn::StoreU(e, d, exps + i);
+    return e;
   }
 };
 
@@ -39,10 +43,41 @@ struct SoftmaxRowStats {
   float max, sum;  // max(x) (NaN if any element is), sum of exp(x - max)
 };
 
+// exps: null, or room for n floats that receive exp(x - max) (the same values the sum adds).
 template <class Format>
-HWY_INLINE SoftmaxRowStats RowStats(const typename Format::Storage* x, int64_t n) {
+HWY_INLINE SoftmaxRowStats RowStats(const typename Format::Storage* x, int64_t n,
+                                    float* exps = nullptr) {
   const float max = MaxRow(MaxTerm<Format, false>{x}, n, -std::numeric_limits<float>::infinity());
+  if (exps != nullptr) {
+    return {max,
+            ReduceRow<kSoftmaxSumMethod, float>(ExpShiftedTerm<Format, true>{x, max, exps}, n)};
+  }
   return {max, ReduceRow<kSoftmaxSumMethod, float>(ExpShiftedTerm<Format>{x, max}, n)};
+}
+
+// Rows at once RowsStats takes.
+constexpr size_t kSoftmaxRowsAtOnce = kRowsAtOnce<kSoftmaxSumMethod, float>;
+
+// RowStats of R rows of n elements (n in [1, kReduceBlock]) at once, row k at x + k * n: the same
+// values, the rows' chains interleaved. exps: null, or room for R * n floats that receive
+// exp(x - max) at the rows' offsets.
+template <class Format, size_t R>
+HWY_INLINE void RowsStats(const typename Format::Storage* x, int64_t n, float* exps,
+                          SoftmaxRowStats (&stats)[R]) {
+  MaxPartial maxes[R];
+  MaxBlocks<R>([&](size_t k, auto d,
+                   int64_t i) { return LoadF32<Format>(d, x + static_cast<int64_t>(k) * n + i); },
+               0, n, maxes);
+  float max[R], sum[R];
+  for (size_t k = 0; k < R; ++k) max[k] = MaxValue(maxes[k]);
+  auto exp_term = [&](size_t k, auto d, int64_t i) {
+    const auto e = Exp(
+        d, hn::Sub(LoadF32<Format>(d, x + static_cast<int64_t>(k) * n + i), hn::Set(d, max[k])));
+    if (exps != nullptr) hn::StoreU(e, d, exps + static_cast<int64_t>(k) * n + i);
+    return e;
+  };
+  BlockSums<kSoftmaxSumMethod, float, R>(exp_term, n, sum);
+  for (size_t k = 0; k < R; ++k) stats[k] = {max[k], sum[k]};
 }
 
 }  // namespace mantissa::HWY_NAMESPACE

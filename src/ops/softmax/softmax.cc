@@ -59,16 +59,47 @@ template <class Format, bool kLog>
 void LastAxisRows(const detail::SoftmaxKernelArgs& a, int64_t begin, int64_t end) {
   using S = typename Format::Storage;
   const int64_t n = a.rows.axis;
-  for (int64_t r = begin; r < end; ++r) {
+  // Softmax over rows of one reduction block keeps the exponentials its sum computed and divides
+  // them (the same values: Exp gives each lane's bits whatever the vector).
+  HWY_ALIGN float exps[detail::kReduceBlock];
+  // The outputs of row r from its statistics; exps (or null) holds its exponentials.
+  auto finish_row = [&](int64_t r, SoftmaxRowStats stats, const float* row_exps) {
     const S* x = static_cast<const S*>(a.x) + r * n;
     S* y = static_cast<S*>(a.y) + r * n;
-    const auto [max, sum] = RowStats<Format>(x, n);
-    const float sum_or_log = SumOrLog<kLog>(sum);
+    const float max = stats.max;
+    const float sum_or_log = SumOrLog<kLog>(stats.sum);
     // In place is safe: element i is read before it is written, and never read again.
-    ForEachVector(0, n, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
-      const auto shifted = hn::Sub(LoadF32<Format>(d, x + i), hn::Set(d, max));
-      StoreResult<Format>(d, RowOutput<kLog>(d, shifted, hn::Set(d, sum_or_log)), y + i);
-    });
+    if (row_exps != nullptr) {
+      ForEachVector(0, n, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
+        StoreResult<Format>(d, hn::Div(hn::LoadU(d, row_exps + i), hn::Set(d, sum_or_log)), y + i);
+      });
+    } else {
+      ForEachVector(0, n, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
+        const auto shifted = hn::Sub(LoadF32<Format>(d, x + i), hn::Set(d, max));
+        StoreResult<Format>(d, RowOutput<kLog>(d, shifted, hn::Set(d, sum_or_log)), y + i);
+      });
+    }
+  };
+  int64_t r = begin;
+  // Short rows, several at once: the same statistics, the rows' chains interleaved.
+  constexpr size_t kR = kSoftmaxRowsAtOnce;
+  if (kR > 1 && n >= 1 && n * static_cast<int64_t>(kR) <= detail::kReduceBlock) {
+    float* const kept = kLog ? nullptr : exps;
+    for (; r + static_cast<int64_t>(kR) <= end; r += kR) {
+      SoftmaxRowStats stats[kR];
+      RowsStats<Format, kR>(static_cast<const S*>(a.x) + r * n, n, kept, stats);
+      for (size_t k = 0; k < kR; ++k) {
+        finish_row(r + static_cast<int64_t>(k), stats[k],
+                   kLog ? nullptr : kept + static_cast<int64_t>(k) * n);
+      }
+    }
+  }
+  const bool keep = !kLog && n <= detail::kReduceBlock;
+  for (; r < end; ++r) {
+    // A struct, not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
+    const SoftmaxRowStats stats =
+        RowStats<Format>(static_cast<const S*>(a.x) + r * n, n, keep ? exps : nullptr);
+    finish_row(r, stats, keep ? exps : nullptr);
   }
 }
 

@@ -86,15 +86,35 @@ template <class Format, bool kLog>
 void LastAxisRows(const detail::SoftmaxGradKernelArgs& a, int64_t begin, int64_t end) {
   using S = typename Format::Storage;
   const int64_t n = a.rows.axis;
-  for (int64_t r = begin; r < end; ++r) {
-    const S* dy = static_cast<const S*>(a.dy) + r * n;
-    const S* y = static_cast<const S*>(a.y) + r * n;
-    S* out = static_cast<S*>(a.out) + r * n;
-    const double s = ReduceRow<kSumMethod, double>(GradSumTerm<Format, kLog>{dy, y}, n);
-    // In place (out is dy) is safe: element i is read before it is written, and never again.
+  const S* const dy_all = static_cast<const S*>(a.dy);
+  const S* const y_all = static_cast<const S*>(a.y);
+  S* const out_all = static_cast<S*>(a.out);
+  // In place (out is dy) is safe: element i is read before it is written, and never again.
+  auto finish_row = [&](int64_t r, double s) {
+    const int64_t at = r * n;
     ForEachDoubleVector(n, [&](auto dd, int64_t i) MANTISSA_VECTOR_BODY {
-      StoreGrad<Format, kLog>(dd, dy + i, y + i, hn::Set(dd, s), out + i);
+      StoreGrad<Format, kLog>(dd, dy_all + at + i, y_all + at + i, hn::Set(dd, s),
+                              out_all + at + i);
     });
+  };
+  int64_t r = begin;
+  // Short rows (one reduction block), several at once: the same sums as ReduceRow's.
+  constexpr size_t kR = kRowsAtOnce<kSumMethod, double>;
+  if (kR > 1 && n <= detail::kReduceBlock) {
+    for (; r + static_cast<int64_t>(kR) <= end; r += kR) {
+      double s[kR];
+      BlockSums<kSumMethod, double, kR>(
+          [&](size_t k, auto da, int64_t i) {
+            const int64_t at = (r + static_cast<int64_t>(k)) * n;
+            return GradSumTerm<Format, kLog>{dy_all + at, y_all + at}(da, i);
+          },
+          n, s);
+      for (size_t k = 0; k < kR; ++k) finish_row(r + static_cast<int64_t>(k), s[k]);
+    }
+  }
+  for (; r < end; ++r) {
+    finish_row(r, ReduceRow<kSumMethod, double>(
+                      GradSumTerm<Format, kLog>{dy_all + r * n, y_all + r * n}, n));
   }
 }
 

@@ -1,0 +1,778 @@
+// Data-parallel training (mantissa/train_distributed.h): the shards of each global batch, the
+// bucketed exchange of partial gradients summed in rank order (optionally compressed, with error
+// feedback), found_inf reduced across ranks before the loss scaler's update, ZeRO stage 1 and
+// checkpoints of every rank's state. The transport is the caller's Communicator; without one,
+// the shards run in turn in this process through the same arithmetic.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <numeric>
+
+#include "core/validate.h"
+#include "mantissa/amp/anomaly.h"
+#include "mantissa/amp/loss_scaler.h"
+#include "mantissa/convert.h"
+#include "mantissa/optim.h"
+#include "mantissa/train_distributed.h"
+#include "train/model.h"
+#include "train/optimizer_step.h"
+#include "train/rng.h"
+
+namespace mantissa::train {
+
+namespace {
+
+Status invalid(std::string message) {
+  return {StatusCode::kParamInvalid, "train (distributed): " + std::move(message)};
+}
+
+// fp32 <-> a 16-bit dtype with the library's bulk conversions (RNE).
+void to_fp32(DType dtype, const void* src, float* dst, int64_t n) {
+  const auto count = static_cast<std::size_t>(n);
+  switch (dtype) {
+    case DType::kFloat16:
+      convert_fp16_to_fp32(static_cast<const uint16_t*>(src), dst, count);
+      break;
+    case DType::kBFloat16:
+      convert_bf16_to_fp32(static_cast<const uint16_t*>(src), dst, count);
+      break;
+    default: std::memcpy(dst, src, count * sizeof(float)); break;
+  }
+}
+void from_fp32(DType dtype, const float* src, void* dst, int64_t n) {
+  const auto count = static_cast<std::size_t>(n);
+  switch (dtype) {
+    case DType::kFloat16: convert_fp32_to_fp16(src, static_cast<uint16_t*>(dst), count); break;
+    case DType::kBFloat16: convert_fp32_to_bf16(src, static_cast<uint16_t*>(dst), count); break;
+    default: std::memcpy(dst, src, count * sizeof(float)); break;
+  }
+}
+
+// ---- Gradient codecs: one bucket of fp32 values <-> its payload ----------------------------
+
+int64_t payload_bytes(GradComm g, int64_t n) {
+  switch (g) {
+    case GradComm::kFp32: return 4 * n;
+    case GradComm::kBf16:
+    case GradComm::kFp16: return 2 * n;
+    case GradComm::kInt8: return 4 + n;  // the fp32 scale, then one byte per value
+  }
+  return 4 * n;
+}
+
+void encode(GradComm g, const float* x, int64_t n, unsigned char* out) {
+  switch (g) {
+    case GradComm::kFp32: std::memcpy(out, x, static_cast<std::size_t>(n) * 4); return;
+    case GradComm::kBf16: from_fp32(DType::kBFloat16, x, out, n); return;
+    case GradComm::kFp16: from_fp32(DType::kFloat16, x, out, n); return;
+    case GradComm::kInt8: {
+      float amax = 0.0f;
+      for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
+      const float scale = amax > 0.0f ? amax / 127.0f : 1.0f;
+      std::memcpy(out, &scale, 4);
+      for (int64_t i = 0; i < n; ++i) {
+        // Nearest, ties to even (the default rounding mode), within [-127, 127].
+        const float q = std::clamp(std::nearbyint(x[i] / scale), -127.0f, 127.0f);
+        out[4 + i] = static_cast<unsigned char>(static_cast<int8_t>(q));
+      }
+      return;
+    }
+  }
+}
+
+void decode(GradComm g, const unsigned char* in, int64_t n, float* x) {
+  switch (g) {
+    case GradComm::kFp32: std::memcpy(x, in, static_cast<std::size_t>(n) * 4); return;
+    case GradComm::kBf16: to_fp32(DType::kBFloat16, in, x, n); return;
+    case GradComm::kFp16: to_fp32(DType::kFloat16, in, x, n); return;
+    case GradComm::kInt8: {
+      float scale = 0.0f;
+      std::memcpy(&scale, in, 4);
+      for (int64_t i = 0; i < n; ++i)
+        x[i] = static_cast<float>(static_cast<int8_t>(in[4 + i])) * scale;
+      return;
+    }
+  }
+}
+
+// ---- The exchange: this process's shards in, every shard's payload out, in rank order ------
+
+class Exchange {
+ public:
+  Exchange(Communicator* comm, int local_shards) : comm_(comm), local_(local_shards) {}
+  int ranks() const { return comm_ != nullptr ? comm_->size() : local_; }
+  // send: this process's shards' payloads, `bytes` each, in shard order; recv: every rank's.
+  Status gather(const unsigned char* send, int64_t bytes, unsigned char* recv) {
+    const auto t0 = std::chrono::steady_clock::now();
+    Status st;
+    if (comm_ != nullptr) {
+      st = comm_->all_gather(send, bytes, recv);
+    } else {
+      std::memcpy(recv, send, static_cast<std::size_t>(bytes * local_));
+    }
+    seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return st;
+  }
+  double seconds() const { return seconds_; }
+
+ private:
+  Communicator* comm_;
+  int local_;
+  double seconds_ = 0.0;
+};
+
+// ---- Checkpoints ---------------------------------------------------------------------------
+
+constexpr char kMagic[8] = {'M', 'N', 'T', 'S', 'C', 'K', 'P', 'T'};
+constexpr uint32_t kVersion = 1;
+
+struct CheckpointHeader {
+  uint32_t ranks = 0, rank = 0;
+  int32_t mode = 0, optimizer = 0, zero = 0, grad_comm = 0;
+  int32_t epoch = 0;  // completed
+  int64_t optimizer_steps = 0, overflow_steps = 0, findings = 0, steps = 0;
+  uint64_t seed = 0;
+};
+
+uint64_t fnv1a(const std::string& bytes) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 0x100000001B3ull;
+  }
+  return h;
+}
+
+class Writer {
+ public:
+  template <class T>
+  void put(const T& v) {
+    out_.append(reinterpret_cast<const char*>(&v), sizeof(T));
+  }
+  void bytes(const void* p, int64_t n) {
+    put(n);
+    if (n > 0) out_.append(static_cast<const char*>(p), static_cast<std::size_t>(n));
+  }
+  std::string& str() { return out_; }
+
+ private:
+  std::string out_;
+};
+
+class Reader {
+ public:
+  explicit Reader(const std::string& s) : s_(s) {}
+  template <class T>
+  bool get(T* v) {
+    if (at_ + sizeof(T) > s_.size()) return false;
+    std::memcpy(v, s_.data() + at_, sizeof(T));
+    at_ += sizeof(T);
+    return true;
+  }
+  // A block of exactly `expected` bytes into dst.
+  bool bytes(void* dst, int64_t expected) {
+    int64_t n = 0;
+    if (!get(&n) || n != expected || at_ + static_cast<std::size_t>(n) > s_.size()) return false;
+    if (n > 0) std::memcpy(dst, s_.data() + at_, static_cast<std::size_t>(n));
+    at_ += static_cast<std::size_t>(n);
+    return true;
+  }
+  std::string text() {
+    int64_t n = 0;
+    if (!get(&n) || n < 0 || at_ + static_cast<std::size_t>(n) > s_.size()) return {};
+    std::string t = s_.substr(at_, static_cast<std::size_t>(n));
+    at_ += static_cast<std::size_t>(n);
+    return t;
+  }
+  bool at_end() const { return at_ == s_.size(); }
+
+ private:
+  const std::string& s_;
+  std::size_t at_ = 0;
+};
+
+std::string checkpoint_path(const std::string& dir, int rank) {
+  return (std::filesystem::path(dir) / ("rank-" + std::to_string(rank) + ".ckpt")).string();
+}
+
+detail::Buffer* buffers_of(detail::Parameter& p, int which) {
+  switch (which) {
+    case 0: return &p.var;
+    case 1: return &p.working;
+    case 2: return &p.m;
+    case 3: return &p.v;
+    default: return &p.compensation;
+  }
+}
+
+Status save_checkpoint(const std::string& dir, const CheckpointHeader& h,
+                       const amp::DynamicLossScaler& scaler, detail::Mlp& model,
+                       const std::vector<std::vector<float>>& residuals) {
+  Writer w;
+  w.str().append(kMagic, sizeof(kMagic));
+  w.put(kVersion);
+  w.put(h);
+  const std::string scaler_state = scaler.state();
+  w.bytes(scaler_state.data(), static_cast<int64_t>(scaler_state.size()));
+  w.put(static_cast<int64_t>(model.params().size()));
+  for (detail::Parameter& p : model.params()) {
+    for (int b = 0; b < 5; ++b) {
+      detail::Buffer* buf = buffers_of(p, b);
+      w.bytes(buf->data(), buf->bytes());
+    }
+  }
+  w.put(static_cast<int64_t>(residuals.size()));
+  for (const auto& r : residuals) w.bytes(r.data(), static_cast<int64_t>(r.size() * 4));
+  w.put(fnv1a(w.str()));
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  const std::string path = checkpoint_path(dir, static_cast<int>(h.rank));
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f.write(w.str().data(), static_cast<std::streamsize>(w.str().size()));
+    if (!f.flush()) {
+      return {StatusCode::kRuntimeError, "train (distributed): cannot write checkpoint " + tmp};
+    }
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec)
+    return {StatusCode::kRuntimeError, "train (distributed): cannot write checkpoint " + path};
+  return {};
+}
+
+// Reads and checks this rank's file against the run (`expect`: ranks, rank, mode, optimizer,
+// zero, grad_comm, seed); restores the model, scaler and residuals only when all of it is valid.
+Status load_checkpoint(const std::string& dir, const CheckpointHeader& expect,
+                       amp::DynamicLossScaler* scaler, detail::Mlp* model,
+                       std::vector<std::vector<float>>* residuals, CheckpointHeader* got) {
+  const std::string path = checkpoint_path(dir, static_cast<int>(expect.rank));
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    // Say why when rank 0's file tells: another rank count.
+    std::ifstream first(checkpoint_path(dir, 0), std::ios::binary);
+    char head[sizeof(kMagic) + 4 + sizeof(uint32_t)] = {};
+    uint32_t ranks = 0;
+    if (first.read(head, sizeof(head)) && std::memcmp(head, kMagic, sizeof(kMagic)) == 0) {
+      std::memcpy(&ranks, head + sizeof(kMagic) + 4, sizeof(ranks));
+    }
+    if (ranks != 0 && ranks != expect.ranks) {
+      return invalid("checkpoint " + dir + " was written by " + std::to_string(ranks) +
+                     " ranks, this run has " + std::to_string(expect.ranks) + " (no " + path + ")");
+    }
+    return invalid("checkpoint " + path + " cannot be read");
+  }
+  const std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  auto corrupt = [&](const std::string& what) {
+    return invalid("checkpoint " + path + " is corrupt: " + what);
+  };
+  if (s.size() < sizeof(kMagic) + 12 || std::memcmp(s.data(), kMagic, sizeof(kMagic)) != 0) {
+    return corrupt("not a mantissa checkpoint");
+  }
+  uint64_t sum = 0;
+  std::memcpy(&sum, s.data() + s.size() - 8, 8);
+  const std::string body = s.substr(0, s.size() - 8);
+  if (fnv1a(body) != sum) return corrupt("checksum mismatch");
+  Reader r(body);
+  char magic[8];
+  uint32_t version = 0;
+  CheckpointHeader h;
+  for (char& c : magic) r.get(&c);
+  if (!r.get(&version) || version != kVersion) {
+    return corrupt("version " + std::to_string(version) + ", expected " + std::to_string(kVersion));
+  }
+  if (!r.get(&h)) return corrupt("truncated header");
+  if (h.ranks != expect.ranks) {
+    return invalid("checkpoint " + path + " was written by " + std::to_string(h.ranks) +
+                   " ranks, this run has " + std::to_string(expect.ranks));
+  }
+  if (h.rank != expect.rank || h.mode != expect.mode || h.optimizer != expect.optimizer ||
+      h.zero != expect.zero || h.grad_comm != expect.grad_comm || h.seed != expect.seed) {
+    return invalid("checkpoint " + path +
+                   " was written by another configuration (rank, precision mode, optimizer, "
+                   "--zero, --grad-comm or seed differ)");
+  }
+  const std::string scaler_state = r.text();
+  amp::DynamicLossScaler restored = *scaler;
+  if (Status st = restored.load_state(scaler_state); !st.ok()) {
+    return corrupt("loss scaler state: " + st.message());
+  }
+  int64_t params = 0;
+  if (!r.get(&params) || params != static_cast<int64_t>(model->params().size())) {
+    return corrupt("parameter count differs from the model (other --hidden?)");
+  }
+  // Into copies first: the model is left unchanged on any error.
+  std::vector<detail::Parameter> copies = model->params();
+  for (detail::Parameter& p : copies) {
+    for (int b = 0; b < 5; ++b) {
+      detail::Buffer* buf = buffers_of(p, b);
+      if (!r.bytes(buf->data(), buf->bytes())) {
+        return corrupt("parameter " + p.name + " does not match the model's shapes");
+      }
+    }
+  }
+  int64_t count = 0;
+  if (!r.get(&count) || count != static_cast<int64_t>(residuals->size())) {
+    return corrupt("error-feedback shard count differs");
+  }
+  std::vector<std::vector<float>> res = *residuals;
+  for (auto& v : res) {
+    if (!r.bytes(v.data(), static_cast<int64_t>(v.size() * 4))) return corrupt("error feedback");
+  }
+  if (!r.at_end()) return corrupt("trailing bytes");
+  model->params() = std::move(copies);
+  *scaler = std::move(restored);
+  *residuals = std::move(res);
+  *got = h;
+  return {};
+}
+
+}  // namespace
+
+const char* grad_comm_name(GradComm g) noexcept {
+  switch (g) {
+    case GradComm::kFp32: return "fp32";
+    case GradComm::kBf16: return "bf16";
+    case GradComm::kFp16: return "fp16";
+    case GradComm::kInt8: return "int8";
+  }
+  return "?";
+}
+
+std::optional<GradComm> grad_comm_from_name(std::string_view name) noexcept {
+  for (GradComm g : {GradComm::kFp32, GradComm::kBf16, GradComm::kFp16, GradComm::kInt8}) {
+    if (name == grad_comm_name(g)) return g;
+  }
+  return std::nullopt;
+}
+
+Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
+                         const DistributedOptions& d, const TrainCallbacks& cb, ModeResult* result,
+                         DistributedStats* stats) {
+  // ---- Validation, before anything runs -------------------------------------------------
+  if (result == nullptr || stats == nullptr) return invalid("result and stats must not be null");
+  if (data.train_rows() == 0 || data.test_rows() == 0 || data.features <= 0 || data.classes < 2) {
+    return invalid("the data set needs train and test rows, features and 2 classes");
+  }
+  if (o.epochs < 0 || o.batch_size <= 0) {
+    return invalid("epochs must be >= 0 and batch_size > 0, got " + std::to_string(o.epochs) +
+                   " and " + std::to_string(o.batch_size));
+  }
+  for (int64_t w : o.hidden) {
+    if (w <= 0 || w > 65536) return invalid("hidden width " + std::to_string(w));
+  }
+  if (!(o.clip >= 0.0)) return invalid("clip must be >= 0");
+  Communicator* comm = d.comm;
+  if (comm != nullptr && (comm->size() < 1 || comm->rank() < 0 || comm->rank() >= comm->size())) {
+    return invalid("communicator rank " + std::to_string(comm->rank()) + " of " +
+                   std::to_string(comm->size()));
+  }
+  if (comm == nullptr && (d.shards < 1 || d.shards > 4096)) {
+    return invalid("shards must be in [1, 4096], got " + std::to_string(d.shards));
+  }
+  if (comm != nullptr && d.shards != 1 && d.shards != comm->size()) {
+    return invalid("shards (" + std::to_string(d.shards) + ") must be 1 or the rank count (" +
+                   std::to_string(comm->size()) + ") in a distributed run");
+  }
+  if (d.zero_stage != 0 && d.zero_stage != 1) {
+    return invalid("zero stage must be 0 or 1, got " + std::to_string(d.zero_stage));
+  }
+  if (d.zero_stage == 1 && comm == nullptr) return invalid("zero stage 1 needs a communicator");
+  if (d.zero_stage == 1 && mode == Mode::kBf16Sr) {
+    // Stochastic rounding keys its bits by the tensor's position in the optimizer's list,
+    // which a shard of the tensors changes.
+    return invalid(
+        "zero stage 1 does not support bf16-sr (its rounding bits depend on the "
+        "tensor's position in the full list)");
+  }
+  if (d.bucket_bytes < 1024) {
+    return invalid("bucket_bytes must be >= 1024, got " + std::to_string(d.bucket_bytes));
+  }
+  const int ranks = comm != nullptr ? comm->size() : d.shards;
+  const int rank = comm != nullptr ? comm->rank() : 0;
+  const int local_shards = comm != nullptr ? 1 : d.shards;
+  const int first_shard = comm != nullptr ? rank : 0;
+
+  // ---- Model, scaler, detector as train_model -------------------------------------------
+  std::vector<int64_t> widths{data.features};
+  widths.insert(widths.end(), o.hidden.begin(), o.hidden.end());
+  widths.push_back(data.classes);
+  const detail::Precision precision = detail::precision_of(mode);
+  detail::Mlp model(widths, o.activation, precision, o.optimizer, o.seed);
+  detail::OptimizerStep optimizer(o, &model);
+  amp::LossScalerOptions so;
+  so.enabled = precision.loss_scaling;
+  amp::DynamicLossScaler scaler;
+  MANTISSA_RETURN_IF_ERROR(amp::DynamicLossScaler::create(so, &scaler));
+  detail::StepGuard guard(precision, model.param_names());
+
+  // ---- The flattened gradient, its buckets, ZeRO's owners -------------------------------
+  std::vector<detail::Parameter>& params = model.params();
+  std::vector<int64_t> offset(params.size() + 1, 0);
+  for (std::size_t i = 0; i < params.size(); ++i)
+    offset[i + 1] = offset[i] + params[i].grad.numel();
+  const int64_t total = offset.back();
+  const int64_t bucket_values = std::max<int64_t>(1, d.bucket_bytes / 4);
+  const int64_t buckets = (total + bucket_values - 1) / bucket_values;
+  std::vector<int64_t> bucket_payload_at(buckets + 1, 0);  // payload offsets within a shard
+  for (int64_t b = 0; b < buckets; ++b) {
+    const int64_t n = std::min(bucket_values, total - b * bucket_values);
+    bucket_payload_at[b + 1] = bucket_payload_at[b] + payload_bytes(d.grad_comm, n);
+  }
+  const int64_t shard_payload = bucket_payload_at.back();
+
+  int64_t full_state = 0;
+  for (const detail::Parameter& p : params)
+    full_state += p.m.bytes() + p.v.bytes() + p.compensation.bytes();
+  // ZeRO stage 1, by tensor: parameter i belongs to the rank whose equal share of the
+  // flattened parameter space holds the tensor's middle element.
+  std::vector<int> owner(params.size(), 0);
+  std::vector<int64_t> state_per_rank(ranks, full_state);
+  std::vector<char> owned;
+  int64_t param_payload = 0;  // ZeRO: the largest per-rank parameter payload (padded to it)
+  if (d.zero_stage == 1) {
+    owned.assign(params.size(), 0);
+    std::vector<int64_t> per_rank(ranks, 0);
+    std::fill(state_per_rank.begin(), state_per_rank.end(), 0);
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const int64_t mid = offset[i] + params[i].grad.numel() / 2;
+      owner[i] =
+          static_cast<int>(std::min<int64_t>(ranks - 1, mid * ranks / std::max<int64_t>(1, total)));
+      owned[i] = owner[i] == rank ? 1 : 0;
+      per_rank[owner[i]] += params[i].var.bytes() + params[i].working.bytes();
+      state_per_rank[owner[i]] +=
+          params[i].m.bytes() + params[i].v.bytes() + params[i].compensation.bytes();
+      if (!owned[i]) {  // another rank keeps this tensor's optimizer state
+        params[i].m = detail::Buffer();
+        params[i].v = detail::Buffer();
+        params[i].compensation = detail::Buffer();
+      }
+    }
+    param_payload = *std::max_element(per_rank.begin(), per_rank.end());
+  }
+  int64_t own_state = 0;
+  for (const detail::Parameter& p : params)
+    own_state += p.m.bytes() + p.v.bytes() + p.compensation.bytes();
+
+  DistributedStats ds;
+  ds.ranks = ranks;
+  ds.gradient_values = total;
+  ds.buckets = buckets;
+  ds.grad_bytes_per_step = shard_payload;
+  ds.param_bytes_per_step = param_payload;
+  ds.messages_per_step = buckets + 1 + (d.zero_stage == 1 ? 1 : 0);
+  ds.optimizer_state_bytes = own_state;
+  ds.optimizer_state_bytes_full = full_state;
+  ds.optimizer_state_bytes_per_rank = state_per_rank;
+
+  // Error feedback: per local shard, what compression left out last time.
+  const bool compressed = d.grad_comm != GradComm::kFp32;
+  std::vector<std::vector<float>> residuals(
+      compressed ? local_shards : 0, std::vector<float>(static_cast<std::size_t>(total), 0.0f));
+
+  Exchange exchange(comm, local_shards);
+  // Every rank learns whether every rank's `ok` holds: a rank that fails a check makes all of
+  // them fail together instead of leaving the others waiting in a collective.
+  auto agree = [&](bool ok) -> Status {
+    std::vector<unsigned char> mine(local_shards, ok ? 1 : 0), all(ranks, 0);
+    MANTISSA_RETURN_IF_ERROR(exchange.gather(mine.data(), 1, all.data()));
+    for (unsigned char a : all) {
+      if (a == 0) return invalid("another rank failed (see its message)");
+    }
+    return {};
+  };
+
+  // ---- Resume -----------------------------------------------------------------------------
+  CheckpointHeader expect;
+  expect.ranks = static_cast<uint32_t>(ranks);
+  expect.rank = static_cast<uint32_t>(rank);
+  expect.mode = static_cast<int32_t>(mode);
+  expect.optimizer = static_cast<int32_t>(o.optimizer);
+  expect.zero = d.zero_stage;
+  expect.grad_comm = static_cast<int32_t>(d.grad_comm);
+  expect.seed = o.seed;
+  ModeResult r;
+  r.mode = mode;
+  int first_epoch = 1;
+  int64_t global_step = 0;
+  if (!d.resume.empty()) {
+    CheckpointHeader got;
+    const Status st = load_checkpoint(d.resume, expect, &scaler, &model, &residuals, &got);
+    const Status everyone = agree(st.ok());  // collective: every rank calls it
+    MANTISSA_RETURN_IF_ERROR(st);
+    MANTISSA_RETURN_IF_ERROR(everyone);
+    if (got.epoch > o.epochs) {
+      return invalid("checkpoint holds " + std::to_string(got.epoch) + " epochs, more than the " +
+                     std::to_string(o.epochs) + " asked for");
+    }
+    optimizer.set_steps_taken(got.optimizer_steps);
+    r.overflow_steps = got.overflow_steps;
+    r.findings = got.findings;
+    global_step = got.steps;
+    first_epoch = got.epoch + 1;
+  }
+  ds.first_epoch = first_epoch;
+
+  // ---- Epochs -----------------------------------------------------------------------------
+  const int64_t rows = data.train_rows();
+  const int64_t steps_per_epoch = (rows + o.batch_size - 1) / o.batch_size;
+  std::vector<int64_t> order(rows);
+  std::vector<float> bx(o.batch_size * data.features);
+  std::vector<int32_t> by(o.batch_size);
+  std::vector<float> partial(static_cast<std::size_t>(total)),
+      summed(static_cast<std::size_t>(total));
+  std::vector<std::vector<float>> corrected(local_shards,
+                                            std::vector<float>(static_cast<std::size_t>(total)));
+  std::vector<unsigned char> send(static_cast<std::size_t>(shard_payload * local_shards));
+  std::vector<unsigned char> recv(static_cast<std::size_t>(shard_payload * ranks));
+  std::vector<float> decoded(static_cast<std::size_t>(bucket_values));
+  std::vector<unsigned char> local(
+      static_cast<std::size_t>(payload_bytes(d.grad_comm, bucket_values) * local_shards));
+  std::vector<unsigned char> param_send(static_cast<std::size_t>(param_payload)),
+      param_recv(static_cast<std::size_t>(param_payload * ranks));
+  double total_seconds = 0.0;
+  model.set_grad_rows(0);
+  for (int epoch = first_epoch; epoch <= o.epochs; ++epoch) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::iota(order.begin(), order.end(), 0);
+    detail::Rng rng(detail::stream_seed(o.seed, 1000 + static_cast<uint64_t>(epoch)));
+    for (int64_t i = rows - 1; i > 0; --i) std::swap(order[i], order[rng.below(i + 1)]);
+    double loss_sum = 0.0;
+    int64_t correct_sum = 0, seen = 0;
+    const int64_t values_before = model.grad_values(), underflows_before = model.grad_underflows();
+    for (int64_t step = 0; step < steps_per_epoch; ++step) {
+      ++global_step;
+      const int64_t b0 = step * o.batch_size;
+      const int64_t n = std::min(o.batch_size, rows - b0);
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t src = order[b0 + i];
+        std::copy_n(data.x_train.data() + src * data.features, data.features,
+                    bx.data() + i * data.features);
+        by[i] = data.y_train[src];
+      }
+      // This process's shards: forward, loss and backward on the shard's rows, the gradient
+      // normalised by the global batch; widened, plus the error feedback, then encoded.
+      std::vector<double> step_stats(3 * static_cast<std::size_t>(local_shards), 0.0);
+      for (int ls = 0; ls < local_shards; ++ls) {
+        const int s = first_shard + ls;
+        const int64_t lo = n * s / ranks, hi = n * (s + 1) / ranks;
+        std::fill(partial.begin(), partial.end(), 0.0f);
+        if (hi > lo) {
+          model.set_grad_rows(n);
+          MANTISSA_RETURN_IF_ERROR(model.forward(bx.data() + lo * data.features, hi - lo));
+          double loss = 0.0;
+          int64_t correct = 0;
+          MANTISSA_RETURN_IF_ERROR(
+              model.loss(by.data() + lo, hi - lo, scaler.scale(), true, &loss, &correct));
+          MANTISSA_RETURN_IF_ERROR(model.backward());
+          model.set_grad_rows(0);
+          step_stats[3 * ls] = loss * static_cast<double>(hi - lo);
+          step_stats[3 * ls + 1] = static_cast<double>(correct);
+          for (std::size_t i = 0; i < params.size(); ++i) {
+            to_fp32(params[i].grad.dtype(), params[i].grad.data(), partial.data() + offset[i],
+                    params[i].grad.numel());
+          }
+        }
+        if (s == d.inject_inf_rank && global_step == d.inject_inf_step) {
+          partial[0] = std::numeric_limits<float>::infinity();
+        }
+        bool finite = true;
+        for (float v : partial) finite = finite && std::isfinite(v);
+        step_stats[3 * ls + 2] = finite ? 0.0 : 1.0;
+        std::vector<float>& c = corrected[ls];
+        for (int64_t i = 0; i < total; ++i)
+          c[i] = compressed ? partial[i] + residuals[ls][i] : partial[i];
+        if (finite) {
+          for (int64_t b = 0; b < buckets; ++b) {
+            const int64_t at = b * bucket_values, len = std::min(bucket_values, total - at);
+            encode(d.grad_comm, c.data() + at, len,
+                   send.data() + ls * shard_payload + bucket_payload_at[b]);
+          }
+        }
+      }
+      // The step's statistics (loss sum, correct rows, found_inf) from every shard, in rank
+      // order: found_inf is their maximum, so every rank skips the same steps.
+      std::vector<double> all_stats(3 * static_cast<std::size_t>(ranks));
+      MANTISSA_RETURN_IF_ERROR(exchange.gather(reinterpret_cast<unsigned char*>(step_stats.data()),
+                                               static_cast<int64_t>(3 * sizeof(double)),
+                                               reinterpret_cast<unsigned char*>(all_stats.data())));
+      double loss_total = 0.0, found_inf = 0.0;
+      int64_t correct = 0;
+      for (int k = 0; k < ranks; ++k) {
+        loss_total += all_stats[3 * k];
+        correct += static_cast<int64_t>(all_stats[3 * k + 1]);
+        found_inf = std::max(found_inf, all_stats[3 * k + 2]);
+      }
+      const double loss = loss_total / static_cast<double>(n);
+      std::fill(summed.begin(), summed.end(), 0.0f);
+      if (found_inf != 0.0) {
+        // Some rank overflowed: no gradient travels, every rank sees the same non-finite
+        // gradient, and the loss scaler skips the step and backs off on all of them alike. The
+        // error feedback keeps its last values.
+        summed[0] = std::numeric_limits<float>::infinity();
+      } else {
+        // Bucket by bucket: every rank's payload, decoded and summed in rank order in fp32.
+        for (int64_t b = 0; b < buckets; ++b) {
+          const int64_t at = b * bucket_values, len = std::min(bucket_values, total - at);
+          const int64_t bytes = bucket_payload_at[b + 1] - bucket_payload_at[b];
+          // Gathered contiguously per bucket: [rank 0's payload][rank 1's]...
+          for (int ls = 0; ls < local_shards; ++ls) {
+            std::memcpy(local.data() + ls * bytes,
+                        send.data() + ls * shard_payload + bucket_payload_at[b],
+                        static_cast<std::size_t>(bytes));
+          }
+          MANTISSA_RETURN_IF_ERROR(exchange.gather(local.data(), bytes, recv.data()));
+          for (int k = 0; k < ranks; ++k) {
+            decode(d.grad_comm, recv.data() + k * bytes, len, decoded.data());
+            float* out = summed.data() + at;
+            if (k == 0) {  // rank 0's value as it is (a -0 stays -0), then the others added
+              std::copy_n(decoded.data(), len, out);
+            } else {
+              for (int64_t i = 0; i < len; ++i) out[i] += decoded[i];
+            }
+            // This process's own shards: what the compression left out, for the next step.
+            const int ls = k - first_shard;
+            if (compressed && ls >= 0 && ls < local_shards) {
+              for (int64_t i = 0; i < len; ++i) {
+                // A value the 16-bit payload overflowed carries nothing forward.
+                const float e = corrected[ls][at + i] - decoded[i];
+                residuals[ls][at + i] = std::isfinite(e) ? e : 0.0f;
+              }
+            }
+          }
+        }
+      }
+      for (std::size_t i = 0; i < params.size(); ++i) {
+        from_fp32(params[i].grad.dtype(), summed.data() + offset[i], params[i].grad.data(),
+                  params[i].grad.numel());
+      }
+      loss_sum += loss * static_cast<double>(n);
+      correct_sum += correct;
+      seen += n;
+
+      // From here on every rank holds the same gradient: the detector, clipping, the scaler
+      // and the optimizer decide alike everywhere.
+      const std::vector<TensorView> grads = model.grad_views();
+      std::optional<float> clip_coef;
+      MANTISSA_RETURN_IF_ERROR(
+          guard.inspect(grads, loss, scaler, o, cb, epoch, step + 1, &r, &clip_coef));
+      const int64_t taken_before = optimizer.steps_taken();
+      MANTISSA_RETURN_IF_ERROR(scaler.step_fused(
+          grads, [&](const amp::StepScaling& sc) { return optimizer.run(sc, clip_coef, owned); }));
+      if (d.zero_stage == 1 && optimizer.steps_taken() != taken_before) {
+        // Every owner's new parameters (var, then the working copy), to every rank.
+        std::size_t at = 0;
+        for (std::size_t i = 0; i < params.size(); ++i) {
+          if (!owned[i]) continue;
+          for (detail::Buffer* b : {&params[i].var, &params[i].working}) {
+            if (b->bytes() == 0) continue;  // no working copy
+            std::memcpy(param_send.data() + at, b->data(), static_cast<std::size_t>(b->bytes()));
+            at += static_cast<std::size_t>(b->bytes());
+          }
+        }
+        MANTISSA_RETURN_IF_ERROR(
+            exchange.gather(param_send.data(), param_payload, param_recv.data()));
+        std::vector<std::size_t> read(ranks, 0);
+        for (std::size_t i = 0; i < params.size(); ++i) {
+          const int k = owner[i];
+          for (detail::Buffer* b : {&params[i].var, &params[i].working}) {
+            if (b->bytes() == 0) continue;  // no working copy
+            if (k != rank) {
+              std::memcpy(b->data(), param_recv.data() + k * param_payload + read[k],
+                          static_cast<std::size_t>(b->bytes()));
+            }
+            read[k] += static_cast<std::size_t>(b->bytes());
+          }
+        }
+      }
+      MANTISSA_RETURN_IF_ERROR(scaler.update());
+      if (cb.on_step) {
+        cb.on_step(
+            {.epoch = epoch,
+             .step = step + 1,
+             .steps_per_epoch = steps_per_epoch,
+             .loss = loss,
+             .running_accuracy = static_cast<double>(correct_sum) / static_cast<double>(seen),
+             .loss_scale = scaler.scale(),
+             .skipped_steps = scaler.stats().skipped_steps});
+      }
+    }
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    total_seconds += seconds;
+    EpochRecord e;
+    MANTISSA_RETURN_IF_ERROR(detail::epoch_record(model, data, o, scaler, r, epoch,
+                                                  {loss_sum, correct_sum, seen},
+                                                  {values_before, underflows_before}, seconds, &e));
+    r.epochs.push_back(e);
+    if (cb.on_epoch) cb.on_epoch(e);
+    if (!d.save_checkpoint.empty()) {
+      CheckpointHeader h = expect;
+      h.epoch = epoch;
+      h.optimizer_steps = optimizer.steps_taken();
+      h.overflow_steps = r.overflow_steps;
+      h.findings = r.findings;
+      h.steps = global_step;
+      const Status st = save_checkpoint(d.save_checkpoint, h, scaler, model, residuals);
+      if (!st.ok()) {
+        (void)agree(false);
+        return st;
+      }
+      MANTISSA_RETURN_IF_ERROR(agree(true));
+    }
+  }
+  if (r.epochs.empty()) {
+    MANTISSA_RETURN_IF_ERROR(detail::evaluate(model, data.x_test, data.y_test, data.features,
+                                              o.batch_size, &r.test_loss, &r.test_accuracy));
+  } else {
+    r.test_loss = r.epochs.back().test_loss;
+    r.test_accuracy = r.epochs.back().test_accuracy;
+  }
+  r.skipped_steps = scaler.stats().skipped_steps;
+  r.grad_underflow = model.grad_values() > 0 ? static_cast<double>(model.grad_underflows()) /
+                                                   static_cast<double>(model.grad_values())
+                                             : 0.0;
+  r.seconds_per_epoch =
+      r.epochs.empty() ? 0.0 : total_seconds / static_cast<double>(r.epochs.size());
+  r.state_bytes = model.state_bytes();
+  r.digest = detail::weights_digest(model);
+  // Every rank must end with the same weights, skipped steps and loss scale: checked, so a
+  // divergence is an error rather than a silent difference between ranks.
+  if (comm != nullptr) {
+    struct Summary {
+      char digest[16];
+      int64_t skipped;
+      float scale;
+    } mine{}, first{};
+    std::memcpy(mine.digest, r.digest.data(), std::min<std::size_t>(16, r.digest.size()));
+    mine.skipped = r.skipped_steps;
+    mine.scale = scaler.scale();
+    std::vector<Summary> all(static_cast<std::size_t>(ranks));
+    MANTISSA_RETURN_IF_ERROR(exchange.gather(reinterpret_cast<const unsigned char*>(&mine),
+                                             sizeof(Summary),
+                                             reinterpret_cast<unsigned char*>(all.data())));
+    first = all[0];
+    for (int k = 1; k < ranks; ++k) {
+      if (std::memcmp(all[k].digest, first.digest, 16) != 0 || all[k].skipped != first.skipped ||
+          all[k].scale != first.scale) {
+        return {StatusCode::kRuntimeError,
+                "train (distributed): rank " + std::to_string(k) + " ended with digest " +
+                    std::string(all[k].digest, 16) + ", " + std::to_string(all[k].skipped) +
+                    " skipped steps, rank 0 with " + std::string(first.digest, 16) + ", " +
+                    std::to_string(first.skipped)};
+      }
+    }
+    ds.ranks_agree = true;
+  }
+  ds.comm_seconds = exchange.seconds();
+  *result = std::move(r);
+  *stats = std::move(ds);
+  return {};
+}
+
+}  // namespace mantissa::train

@@ -1,0 +1,30 @@
+// `mantissa train --sensitivity` and `--tradeoff`: the per-layer sensitivity ranking, the
+// suggested policy, and the trade-off table of precision policies (see docs/training.md).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "mantissa/train.h"
+#include "mantissa/train_policy.h"
+
+namespace mantissa::tool {
+
+struct PolicyToolOptions {
+  std::string sensitivity_path;  // JSON; the SVG next to it
+  std::string tradeoff_path;     // JSON; the SVG next to it
+  std::string suggest_path;      // the suggested policy file ("": next to the sensitivity JSON)
+  std::string suggest_format = "bf16";
+  double suggest_threshold = 0.02;
+  std::vector<train::PrecisionPolicy> policies;  // --policy, added to the trade-off table
+};
+
+// Runs the sensitivity (when asked, or for the trade-off's suggested policy) and the trade-off
+// table; prints the tables, writes the files. 0 on success, 1 on a failed run or write.
+int run_policy_tools(const PolicyToolOptions& o, const train::Dataset& data,
+                     const train::TrainOptions& to, const std::string& title);
+
+// The SVG file next to a JSON path: a.json -> a.svg, else path + ".svg".
+std::string svg_next_to(const std::string& json_path);
+
+}  // namespace mantissa::tool
