@@ -21,10 +21,13 @@ ctest --test-dir "$root/build-test" --output-on-failure -j "$jobs"
 if [ "${MANTISSA_SKIP_SANITIZERS:-0}" != "1" ]; then
   echo "== ASan + UBSan build (exhaustive sweeps left out)"
   # -O1 with line tables: the usual sanitizer setting, and half the compile time of -O2 -g for
-  # the per-target kernel copies.
+  # the per-target kernel copies. SSSE3 and SSE4 are left out (HWY_DISABLED_TARGETS = their bits,
+  # 1<<12 | 1<<11): the kernels' loads and tails are checked at 1 (SCALAR), 8 (AVX2) and 16 (AVX3)
+  # lanes, and the Release stage compares every target's bits.
   BUILD_DIR="$root/build-asan" BUILD_TYPE=RelWithDebInfo bash "$root/scripts/build.sh" \
     -DMANTISSA_WERROR=ON -DMANTISSA_SANITIZE=address,undefined -DMANTISSA_BUILD_BENCH=OFF \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG -DHWY_DISABLED_TARGETS=6144" \
+    -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir "$root/build-asan" --output-on-failure -j "$jobs" -LE "exhaustive|mpi"
 fi
