@@ -326,6 +326,49 @@ TEST(ApplyAdamD, SubnormalValuesMatchFp32Golden) {
   check_every_combination(values, scalar_sets);
 }
 
+// One rare element (NaN, infinity or a subnormal result) among ordinary ones, at every position
+// of the first blocks: the 16-bit kernels handle two vectors at a time (bf16 split into even and
+// odd elements, the hardware narrowing skipped for a pair with a NaN or subnormal lane), so each
+// lane of each vector of a pair, the one-vector remainder and the tail must take the rare value
+// correctly and leave its neighbours' bits alone.
+TEST(ApplyAdamD, OneRareElementAtEveryPositionMatchesFp32Golden) {
+  adam_test::RuntimeReset reset;
+  constexpr size_t kN = 83;  // two 32-element blocks, one 16-lane vector, a 3-element tail
+  const double rare_values[] = {std::numeric_limits<double>::quiet_NaN(),
+                                std::numeric_limits<double>::infinity(), 1e-38};
+  for (DType dtype : kDtypes) {
+    for (double rare : rare_values) {
+      for (size_t pos = 0; pos < kN; ++pos) {
+        Problem p(dtype, {static_cast<int64_t>(kN)}, Scalars{});
+        for (size_t i = 0; i < kN; ++i) {
+          p.var.set(i, 0.5 + 0.01 * static_cast<double>(i));
+          p.m.set(i, 0.01 * std::sin(static_cast<double>(i)));
+          p.v.set(i, 1e-4 * static_cast<double>(1 + i % 7));
+          p.grad.set(i, 0.02 * std::cos(static_cast<double>(i)));
+        }
+        // 1e-38 in m with grad 0 makes m_out subnormal (0.9e-38) in fp32 and bf16.
+        if (rare == 1e-38) {
+          p.m.set(pos, rare);
+          p.grad.set(pos, 0.0);
+        } else {
+          p.grad.set(pos, rare);
+        }
+        const Outputs g = adam_test::golden32(p, false);
+        for (const std::string& target : mantissa::available_simd_targets()) {
+          ASSERT_TRUE(mantissa::set_simd_target(target).ok());
+          const std::string where =
+              label(dtype, false) + " " + target + " rare " + std::to_string(rare) + " at " +
+              std::to_string(pos);
+          const Outputs o = adam_test::run_in_place(p, false);
+          ASSERT_EQ(compare_special("var", o.var, g.var), "") << where;
+          ASSERT_EQ(compare_special("m", o.m, g.m), "") << where;
+          ASSERT_EQ(compare_special("v", o.v, g.v), "") << where;
+        }
+      }
+    }
+  }
+}
+
 TEST(ApplyAdamD, SignedZerosAndNaNsFollowIeee) {
   // grad = 0, m = -0.0: m_out = -0 + (0.1 * (0 - -0)) = -0 + 0 = +0 (RNE sum of opposite zeros).
   // var = -0.0 with a zero update: -0 - (0 / x) = -0 - 0 = -0.

@@ -51,6 +51,30 @@ TEST_P(SgdDType, MatchesGoldenOnEveryTargetThreadCountAndSize) {
   }
 }
 
+// One rare input (NaN, infinity, a subnormal) among ordinary values, at every position of two
+// two-vector blocks, the one-vector remainder and the tail (83 elements): the 16-bit kernels
+// handle two vectors at a time (bf16 as even and odd elements), and a rare lane sends its pair
+// to the integer rounding.
+TEST_P(SgdDType, OneRareInputAtEveryPosition) {
+  ThreadCountGuard guard;
+  const DType dt = GetParam();
+  const sgd_test::Specials sp = sgd_test::specials_of(dt);
+  SgdParams prm;
+  prm.dampening = 0.25f;
+  prm.weight_decay = 0.5f;
+  const uint32_t momentum_0_9 = sgd_test::momentum_values(dt)[3].bits;
+  const Case base = sgd_test::random_case(dt, 83, 4242, 0.0625f, momentum_0_9, 0);
+  for (uint32_t rare : {sp.qnan_payload, sp.pos_inf, sp.min_sub}) {
+    for (size_t pos = 0; pos < base.n; ++pos) {
+      Case input = base;
+      input.g.set_bits(pos, rare);
+      SCOPED_TRACE("rare 0x" + std::to_string(rare) + " at " + std::to_string(pos));
+      sgd_test::check_against_golden(input, prm, {1});
+      if (HasFailure()) return;
+    }
+  }
+}
+
 // Every combination of special values in parameters, gradient, accum and stat, for each
 // momentum class and learning rates 0.01 and +inf.
 TEST_P(SgdDType, SpecialValuesInEveryInput) {

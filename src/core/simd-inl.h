@@ -16,9 +16,11 @@
 #define MANTISSA_CORE_SIMD_INL_H_
 #endif
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 #include "core/runtime_internal.h"
 #include "hwy/highway.h"
@@ -355,6 +357,154 @@ HWY_INLINE void StoreResult(D d, hn::Vec<D> v, typename Format::Storage* HWY_RES
   } else {
     StoreF32<Format>(d, canonical, p);
   }
+}
+
+// ------------------------------ Two vectors at a time
+
+// Element-wise kernels do not care which element sits in which lane, as long as every tensor of
+// the call uses the same assignment. For bf16 tensors VectorSet<Format, 2> holds the 2 * Lanes(d)
+// consecutive elements at p as two fp32 vectors of even- and odd-indexed elements: each 32-bit
+// lane of the loaded bits holds an even element in its low half and the next odd one in its high
+// half, so one shift and one mask widen the whole block, and after rounding one 16-bit blend (or,
+// on AVX3_BF16, one two-source conversion and one word permutation) narrows it: no per-vector
+// zero-extension, and half the stores. Each element still goes through the same lane operations,
+// so the bits are those of VectorSet<Format, 1>. Only for kernels whose tensors are all bf16.
+template <class D>
+HWY_INLINE void LoadBf16EvenOdd(D d, const uint16_t* HWY_RESTRICT p, hn::Vec<D>& even,
+                                hn::Vec<D>& odd) {
+  const hn::RebindToUnsigned<D> du;
+  const auto bits = hn::BitCast(du, hn::LoadU(hn::Repartition<uint16_t, D>(), p));
+  even = hn::BitCast(d, hn::ShiftLeft<16>(bits));
+  odd = hn::BitCast(d, hn::And(bits, hn::Set(du, 0xFFFF0000u)));
+}
+
+// Operator results (NaN already canonical) in even and odd lanes -> 2 * Lanes(d) bf16 elements,
+// rounded to nearest even by CanonicalF32ToBf16's integer rule.
+template <class D>
+HWY_INLINE void StoreCanonicalBf16EvenOdd(D /*d*/, hn::Vec<D> even, hn::Vec<D> odd,
+                                          uint16_t* HWY_RESTRICT p) {
+  const hn::RebindToUnsigned<D> du;
+  const hn::Repartition<uint16_t, D> d16;
+  auto round = [&](hn::Vec<D> f) {
+    const auto bits = hn::BitCast(du, f);
+    return hn::Add(bits, hn::Add(hn::Set(du, 0x7FFFu),
+                                 hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u))));
+  };
+  // Rounded bf16 bits are the high half of each 32-bit lane: the odd element's is already in
+  // place, the even element's moves down by 16.
+  const auto packed = hn::OddEven(hn::BitCast(d16, round(odd)),
+                                  hn::BitCast(d16, hn::ShiftRight<16>(round(even))));
+  hn::StoreU(packed, d16, p);
+}
+
+#if MANTISSA_HAVE_BF16_HW
+// vcvtne2ps2bf16: the 16 lanes of `low` to the low 256 bits, those of `high` to the high 256.
+HWY_INLINE __m512i CvtNe2Ps2Bf16(__m512 high, __m512 low) {
+  __m512i r;
+  __asm__("vcvtne2ps2bf16 %2, %1, %0" : "=v"(r) : "v"(high), "v"(low));
+  return r;
+}
+
+// Word k of the result takes even element k / 2 (from the low half) or odd element k / 2 (from
+// the high half): the interleave that undoes the even/odd split.
+HWY_INLINE __m512i InterleaveHalvesOfWords(__m512i v) {
+  alignas(64) static constexpr uint16_t kIndex[32] = {
+      0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
+      8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  return _mm512_permutexvar_epi16(_mm512_load_si512(kIndex), v);
+}
+#endif
+
+template <class Format, size_t kVectors>
+struct VectorSet;
+
+// One vector: LoadF32 / StoreResult.
+template <class Format>
+struct VectorSet<Format, 1> {
+  using Storage = typename Format::Storage;
+  static constexpr size_t kCount = 1;
+  template <class D>
+  using Vecs = std::array<hn::Vec<D>, 1>;
+
+  template <class D>
+  static HWY_INLINE Vecs<D> Load(D d, const Storage* HWY_RESTRICT p) {
+    return {LoadF32<Format>(d, p)};
+  }
+  template <class D>
+  static HWY_INLINE void StoreResult(D d, Vecs<D> v, Storage* HWY_RESTRICT p) {
+    mantissa::HWY_NAMESPACE::StoreResult<Format>(d, v[0], p);
+  }
+};
+
+// Two vectors of bf16 elements split into even and odd (see above); full vectors of at least two
+// lanes only.
+template <class Format>
+struct VectorSet<Format, 2> {
+  static_assert(kIsBf16<Format>);
+  using Storage = typename Format::Storage;
+  static constexpr size_t kCount = 2;
+  template <class D>
+  using Vecs = std::array<hn::Vec<D>, 2>;
+
+  template <class D>
+  static HWY_INLINE Vecs<D> Load(D d, const Storage* HWY_RESTRICT p) {
+    Vecs<D> v;
+    LoadBf16EvenOdd(d, p, v[0], v[1]);
+    return v;
+  }
+
+  template <class D>
+  static HWY_INLINE void StoreResult(D d, Vecs<D> v, Storage* HWY_RESTRICT p) {
+#if MANTISSA_HAVE_BF16_HW
+    if constexpr (std::is_same_v<Format, Bf16Hw> && hn::MaxLanes(D()) == 16) {
+      // As the one-vector StoreResult: a NaN or subnormal lane in either vector sends the pair
+      // to the integer path; otherwise one conversion of both and one permutation.
+      constexpr int kRare = kClassQuietNaN | kClassSignalingNaN | kClassSubnormal;
+      if (HWY_LIKELY((_mm512_fpclass_ps_mask(v[0].raw, kRare) |
+                      _mm512_fpclass_ps_mask(v[1].raw, kRare)) == 0)) {
+        _mm512_storeu_si512(p, InterleaveHalvesOfWords(CvtNe2Ps2Bf16(v[1].raw, v[0].raw)));
+        return;
+      }
+    }
+#endif
+    StoreCanonicalBf16EvenOdd(d, CanonicalNaN(d, v[0]), CanonicalNaN(d, v[1]), p);
+  }
+};
+
+// Calls fn(k) with k = std::integral_constant<size_t, 0 .. kCount - 1>, in order: a loop over
+// the vectors of a set with constant indices, which keeps each vector in its own register (a
+// runtime loop over the std::array made GCC spill the larger bodies to the stack).
+template <size_t kCount, class Fn>
+HWY_INLINE void ForEachOfSet(Fn&& fn) {
+  [&]<size_t... k>(std::index_sequence<k...>) {
+    (fn(std::integral_constant<size_t, k>{}), ...);
+  }(std::make_index_sequence<kCount>{});
+}
+
+// Calls body(d, set, i) over [begin, end): for bf16 with set a VectorSet<Format, 2> for blocks of
+// two full vectors, otherwise with VectorSet<Format, 1> twice per iteration; then with
+// VectorSet<Format, 1> for a last full vector and, with a one-lane descriptor, for the tail. For
+// element-wise bodies over tensors of one format only: the lane an element lands in depends on
+// the format and on where the block starts. Bodies are lambdas marked MANTISSA_VECTOR_BODY.
+template <class Format, class Body>
+HWY_INLINE void ForEachVectorSet(int64_t begin, int64_t end, Body&& body) {
+  const hn::ScalableTag<float> d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  int64_t i = begin;
+  if constexpr (kIsBf16<Format> && hn::MaxLanes(d) > 1) {
+    for (; i + 2 * lanes <= end; i += 2 * lanes) body(d, VectorSet<Format, 2>{}, i);
+  } else {
+    // fp32 and fp16 gain nothing from a set of two (their halves load and store apart anyway),
+    // and holding both vectors' inputs at once only adds register pressure: one vector per
+    // body, two bodies per iteration for the out-of-order core to overlap.
+    for (; i + 2 * lanes <= end; i += 2 * lanes) {
+      body(d, VectorSet<Format, 1>{}, i);
+      body(d, VectorSet<Format, 1>{}, i + lanes);
+    }
+  }
+  for (; i + lanes <= end; i += lanes) body(d, VectorSet<Format, 1>{}, i);
+  const hn::CappedTag<float, 1> d1;
+  for (; i < end; ++i) body(d1, VectorSet<Format, 1>{}, i);
 }
 
 // How this target converts (for `mantissa info`).

@@ -31,18 +31,24 @@ void ApplyAdamDRange(const detail::ApplyAdamDKernelArgs& a) {
   S* v_out = static_cast<S*>(a.v_out);
 
   auto chunk = [&](int64_t begin, int64_t end) {
-    ForEachVector(begin, end, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
+    ForEachVectorSet<Format>(begin, end, [&](auto d, auto set, int64_t i) MANTISSA_VECTOR_BODY {
       // Every input element is loaded before any output element of the same index is stored,
       // so in-place outputs (the same buffer as their input) are safe.
-      const auto var = LoadF32<Format>(d, var_in + i);
-      const auto m = LoadF32<Format>(d, m_in + i);
-      const auto v = LoadF32<Format>(d, v_in + i);
-      const auto grad = LoadF32<Format>(d, grad_in + i);
-      // The normative grouping, shared with the multi-tensor step (apply_adam_d-inl.h).
-      const auto r = AdamDMath(d, a.c, kNesterov, var, m, v, grad);
-      StoreResult<Format>(d, r.var, var_out + i);
-      StoreResult<Format>(d, r.m, m_out + i);
-      StoreResult<Format>(d, r.v, v_out + i);
+      const auto var = set.Load(d, var_in + i);
+      const auto m = set.Load(d, m_in + i);
+      const auto v = set.Load(d, v_in + i);
+      const auto grad = set.Load(d, grad_in + i);
+      auto var_new = var, m_new = m, v_new = v;
+      ForEachOfSet<set.kCount>([&](auto k) MANTISSA_VECTOR_BODY {
+        // The normative grouping, shared with the multi-tensor step (apply_adam_d-inl.h).
+        const auto r = AdamDMath(d, a.c, kNesterov, var[k], m[k], v[k], grad[k]);
+        var_new[k] = r.var;
+        m_new[k] = r.m;
+        v_new[k] = r.v;
+      });
+      set.StoreResult(d, var_new, var_out + i);
+      set.StoreResult(d, m_new, m_out + i);
+      set.StoreResult(d, v_new, v_out + i);
     });
   };
   detail::parallel_for(a.n, detail::kDefaultGrain, chunk);

@@ -42,19 +42,28 @@ void SgdVariant(const detail::SgdKernelArgs& args) {
   const SgdScalars scalars{args.learning_rate, args.momentum, args.dampening, args.weight_decay};
 
   auto chunk = [&](int64_t begin, int64_t end) {
-    ForEachVector(begin, end, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
-      // Every input of these lanes is loaded before any store, so in-place is safe.
-      const auto p = LoadF32<Format>(d, p_in + i);
-      const auto g = LoadF32<Format>(d, g_in + i);
-      const auto a = LoadF32<Format>(d, accum + i);
-      auto s = hn::Zero(d);
-      if constexpr (kDampening) s = LoadF32<Format>(d, stat + i);
-      // The normative grouping, shared with the multi-tensor step (sgd-inl.h).
-      const auto r = SgdMath(d, scalars, kWeightDecay, kDampening, kNesterov, p, g, a, s);
-      StoreResult<Format>(d, r.p_out, p_out + i);
+    ForEachVectorSet<Format>(begin, end, [&](auto d, auto set, int64_t i) MANTISSA_VECTOR_BODY {
+      // Every input of these elements is loaded before any store, so in-place is safe.
+      const auto p = set.Load(d, p_in + i);
+      const auto g = set.Load(d, g_in + i);
+      const auto a = set.Load(d, accum + i);
+      auto s = p;  // stat: loaded only with dampening, else zeros are passed below
+      if constexpr (kDampening) s = set.Load(d, stat + i);
+      auto p_new = p, accum_t = a;
+      ForEachOfSet<set.kCount>([&](auto k) MANTISSA_VECTOR_BODY {
+        const auto stat_k = kDampening ? s[k] : hn::Zero(d);
+        // The normative grouping, shared with the multi-tensor step (sgd-inl.h).
+        const auto r =
+            SgdMath(d, scalars, kWeightDecay, kDampening, kNesterov, p[k], g[k], a[k], stat_k);
+        p_new[k] = r.p_out;
+        accum_t[k] = r.accum_t;
+      });
+      set.StoreResult(d, p_new, p_out + i);
       if constexpr (kWriteState) {
-        StoreResult<Format>(d, r.accum_t, accum + i);
-        ClearToPositiveZero<Format>(d, stat + i);
+        set.StoreResult(d, accum_t, accum + i);
+        ForEachOfSet<set.kCount>([&](auto k) MANTISSA_VECTOR_BODY {
+          ClearToPositiveZero<Format>(d, stat + i + k * hn::Lanes(d));
+        });
       }
     });
   };
