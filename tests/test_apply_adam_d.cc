@@ -356,9 +356,8 @@ TEST(ApplyAdamD, OneRareElementAtEveryPositionMatchesFp32Golden) {
         const Outputs g = adam_test::golden32(p, false);
         for (const std::string& target : mantissa::available_simd_targets()) {
           ASSERT_TRUE(mantissa::set_simd_target(target).ok());
-          const std::string where =
-              label(dtype, false) + " " + target + " rare " + std::to_string(rare) + " at " +
-              std::to_string(pos);
+          const std::string where = label(dtype, false) + " " + target + " rare " +
+                                    std::to_string(rare) + " at " + std::to_string(pos);
           const Outputs o = adam_test::run_in_place(p, false);
           ASSERT_EQ(compare_special("var", o.var, g.var), "") << where;
           ASSERT_EQ(compare_special("m", o.m, g.m), "") << where;

@@ -387,13 +387,13 @@ HWY_INLINE void StoreCanonicalBf16EvenOdd(D /*d*/, hn::Vec<D> even, hn::Vec<D> o
   const hn::Repartition<uint16_t, D> d16;
   auto round = [&](hn::Vec<D> f) {
     const auto bits = hn::BitCast(du, f);
-    return hn::Add(bits, hn::Add(hn::Set(du, 0x7FFFu),
-                                 hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u))));
+    return hn::Add(
+        bits, hn::Add(hn::Set(du, 0x7FFFu), hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u))));
   };
   // Rounded bf16 bits are the high half of each 32-bit lane: the odd element's is already in
   // place, the even element's moves down by 16.
-  const auto packed = hn::OddEven(hn::BitCast(d16, round(odd)),
-                                  hn::BitCast(d16, hn::ShiftRight<16>(round(even))));
+  const auto packed =
+      hn::OddEven(hn::BitCast(d16, round(odd)), hn::BitCast(d16, hn::ShiftRight<16>(round(even))));
   hn::StoreU(packed, d16, p);
 }
 
@@ -408,9 +408,11 @@ HWY_INLINE __m512i CvtNe2Ps2Bf16(__m512 high, __m512 low) {
 // Word k of the result takes even element k / 2 (from the low half) or odd element k / 2 (from
 // the high half): the interleave that undoes the even/odd split.
 HWY_INLINE __m512i InterleaveHalvesOfWords(__m512i v) {
+  // clang-format off
   alignas(64) static constexpr uint16_t kIndex[32] = {
       0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
       8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  // clang-format on
   return _mm512_permutexvar_epi16(_mm512_load_si512(kIndex), v);
 }
 #endif
@@ -476,9 +478,8 @@ struct VectorSet<Format, 2> {
 // runtime loop over the std::array made GCC spill the larger bodies to the stack).
 template <size_t kCount, class Fn>
 HWY_INLINE void ForEachOfSet(Fn&& fn) {
-  [&]<size_t... k>(std::index_sequence<k...>) {
-    (fn(std::integral_constant<size_t, k>{}), ...);
-  }(std::make_index_sequence<kCount>{});
+  [&]<size_t... k>(std::index_sequence<k...>) { (fn(std::integral_constant<size_t, k>{}), ...); }
+  (std::make_index_sequence<kCount>{});
 }
 
 // Calls body(d, set, i) over [begin, end): for bf16 with set a VectorSet<Format, 2> for blocks of
