@@ -18,6 +18,7 @@
 #define MANTISSA_CORE_MATH_INL_H_
 #endif
 
+#include <cstddef>
 #include <cstdint>
 
 #include "hwy/highway.h"
@@ -70,19 +71,30 @@ HWY_INLINE hn::Vec<D> Exp(D d, hn::Vec<D> x) {
 // by cancellation). Max error 1.13 ulp of fp64 (docs/math.md). The same steps as Exp, widened:
 // exp(-inf) = +0, exp(+inf) = +inf, NaN -> canonical NaN, results below half the smallest
 // subnormal round to +0, above DBL_MAX to +inf.
-template <class D>
-HWY_INLINE hn::Vec<D> Exp64(D d, hn::Vec<D> x) {
+//
+// K vectors in place, each step applied to all K before the next: the degree-13 Horner chain is
+// about 30 dependent operations, and K independent chains in one stretch of code keep the
+// multipliers busy where one chain would wait on its own latency. Every lane goes through the
+// same operations whatever K is, so K never changes a bit.
+template <size_t K, class D>
+HWY_INLINE void Exp64(D d, hn::Vec<D> (&x)[K]) {
   const hn::RebindToSigned<D> di;
   // exp(-746) is below half the smallest subnormal and exp(710) above DBL_MAX.
-  const auto xc = hn::Min(hn::Max(x, hn::Set(d, -746.0)), hn::Set(d, 710.0));
+  const auto lo = hn::Set(d, -746.0), hi = hn::Set(d, 710.0);
   // n = round-to-nearest-even(x / ln 2) by adding and subtracting 1.5 * 2^52.
   const auto magic = hn::Set(d, 6755399441055744.0);
-  const auto shifted = hn::Add(hn::Mul(xc, hn::Set(d, 1.4426950408889634)), magic);
-  const auto n = hn::Sub(shifted, magic);
+  const auto log2e = hn::Set(d, 1.4426950408889634);
   // r = x - n ln 2 in two steps: ln2_hi has 32 significant bits, so n * ln2_hi (|n| <= 1077) is
   // exact. It's necessary to keep the order of the operations.
-  const auto r = hn::Sub(hn::Sub(xc, hn::Mul(n, hn::Set(d, 0x1.62e42feep-1))),
-                         hn::Mul(n, hn::Set(d, 0x1.a39ef35793c76p-33)));
+  const auto ln2_hi = hn::Set(d, 0x1.62e42feep-1), ln2_lo = hn::Set(d, 0x1.a39ef35793c76p-33);
+  hn::Vec<D> shifted[K], r[K], y[K];
+#pragma GCC unroll 8
+  for (size_t k = 0; k < K; ++k) {
+    const auto xc = hn::Min(hn::Max(x[k], lo), hi);
+    shifted[k] = hn::Add(hn::Mul(xc, log2e), magic);
+    const auto n = hn::Sub(shifted[k], magic);
+    r[k] = hn::Sub(hn::Sub(xc, hn::Mul(n, ln2_hi)), hn::Mul(n, ln2_lo));
+  }
   // exp(r) on |r| <= 0.35: the Taylor polynomial of degree 13 (truncation below 0.04 ulp),
   // Horner with separate multiply and add, coefficients 1/k! rounded to fp64.
   static constexpr double kInvFactorial[] = {1.0 / 6227020800.0,
@@ -99,19 +111,37 @@ HWY_INLINE hn::Vec<D> Exp64(D d, hn::Vec<D> x) {
                                              0.5,
                                              1.0,
                                              1.0};
-  auto y = hn::Set(d, kInvFactorial[0]);
-  for (int k = 1; k < 14; ++k) y = hn::Add(hn::Mul(y, r), hn::Set(d, kInvFactorial[k]));
+#pragma GCC unroll 8
+  for (size_t k = 0; k < K; ++k) y[k] = hn::Set(d, kInvFactorial[0]);
+#pragma GCC unroll 16
+  for (int j = 1; j < 14; ++j) {
+    const auto c = hn::Set(d, kInvFactorial[j]);
+#pragma GCC unroll 8
+    for (size_t k = 0; k < K; ++k) y[k] = hn::Add(hn::Mul(y[k], r[k]), c);
+  }
   // y * 2^n as y * 2^n1 * 2^n2 with n1 = floor(n / 2), n2 = n - n1 (both normal powers of two).
   // n as an integer: magic + n lies in magic's binade [2^52, 2^53), so the difference of the two
   // bit patterns is n (no fp64 to int64 conversion, which most x86 targets lack).
-  const auto ni = hn::Sub(hn::BitCast(di, shifted), hn::BitCast(di, magic));
-  const auto n1 = hn::ShiftRight<1>(ni);  // arithmetic shift: floor
-  const auto n2 = hn::Sub(ni, n1);
   const auto bias = hn::Set(di, 1023);
-  const auto s1 = hn::BitCast(d, hn::ShiftLeft<52>(hn::Add(n1, bias)));
-  const auto s2 = hn::BitCast(d, hn::ShiftLeft<52>(hn::Add(n2, bias)));
-  const auto result = hn::Mul(hn::Mul(y, s1), s2);
-  return hn::IfThenElse(hn::IsNaN(x), hn::BitCast(d, hn::Set(di, 0x7FF8000000000000LL)), result);
+  const auto nan = hn::BitCast(d, hn::Set(di, 0x7FF8000000000000LL));
+#pragma GCC unroll 8
+  for (size_t k = 0; k < K; ++k) {
+    const auto ni = hn::Sub(hn::BitCast(di, shifted[k]), hn::BitCast(di, magic));
+    const auto n1 = hn::ShiftRight<1>(ni);  // arithmetic shift: floor
+    const auto n2 = hn::Sub(ni, n1);
+    const auto s1 = hn::BitCast(d, hn::ShiftLeft<52>(hn::Add(n1, bias)));
+    const auto s2 = hn::BitCast(d, hn::ShiftLeft<52>(hn::Add(n2, bias)));
+    const auto result = hn::Mul(hn::Mul(y[k], s1), s2);
+    x[k] = hn::IfThenElse(hn::IsNaN(x[k]), nan, result);
+  }
+}
+
+// One vector.
+template <class D>
+HWY_INLINE hn::Vec<D> Exp64(D d, hn::Vec<D> x) {
+  hn::Vec<D> v[1] = {x};
+  Exp64(d, v);
+  return v[0];
 }
 
 // log(x), max error 0.83 ulp (docs/math.md). log(+-0) = -inf, log(+inf) = +inf, log(x < 0) and

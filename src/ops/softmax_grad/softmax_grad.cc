@@ -22,7 +22,9 @@
 // clang-format on
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "core/math-inl.h"
@@ -49,6 +51,21 @@ HWY_INLINE void ForEachDoubleVector(int64_t w, Body&& body) {
   for (; j < w; ++j) body(d1, j);
 }
 
+// As ForEachDoubleVector, with body(dd, j, count) taking kGroup consecutive full vectors at a
+// time (count is std::integral_constant<size_t, kGroup>) before single vectors and the one-lane
+// tail: each element still goes through the same lane operations.
+template <size_t kGroup, class Body>
+HWY_INLINE void ForEachDoubleVectorGroup(int64_t w, Body&& body) {
+  const hn::ScalableTag<double> dd;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
+  const int64_t step = static_cast<int64_t>(kGroup) * lanes;
+  int64_t j = 0;
+  for (; j + step <= w; j += step) body(dd, j, std::integral_constant<size_t, kGroup>());
+  for (; j + lanes <= w; j += lanes) body(dd, j, std::integral_constant<size_t, 1>());
+  const hn::CappedTag<double, 1> d1;
+  for (; j < w; ++j) body(d1, j, std::integral_constant<size_t, 1>());
+}
+
 // The row-sum term of element i (in fp64 lanes): dy * y (exact) or dy.
 template <class Format, bool kLog>
 struct GradSumTerm {
@@ -64,21 +81,39 @@ struct GradSumTerm {
   }
 };
 
-// out for the elements at dy, y (lanes of dd): y * (dy - s), or dy - Exp64(y) * s; rounded to
-// fp32 and stored (canonical NaN, one rounding to the storage format).
-template <class Format, bool kLog, class DD>
+// out for the K consecutive vectors of elements at dy, y (lanes of dd): y * (dy - s), or
+// dy - Exp64(y) * s, with s of vector k from sum_of(k); rounded to fp32 and stored (canonical
+// NaN, one rounding to the storage format). The log-softmax pass takes several vectors at once
+// so that their exponentials overlap (Exp64).
+template <class Format, bool kLog>
+inline constexpr size_t kGradGroup = kLog ? 4 : 1;
+
+template <class Format, bool kLog, size_t K, class DD, class SumOf>
 HWY_INLINE void StoreGrad(DD dd, const typename Format::Storage* dy,
-                          const typename Format::Storage* y, hn::Vec<DD> s,
+                          const typename Format::Storage* y, const SumOf& sum_of,
                           typename Format::Storage* out) {
   const hn::Rebind<float, DD> df;
-  hn::Vec<DD> v;
+  const size_t lanes = hn::Lanes(dd);
+  hn::Vec<DD> v[K];
   if constexpr (kLog) {
-    const auto e = Exp64(dd, LoadAcc<Format>(dd, y));
-    v = hn::Sub(LoadAcc<Format>(dd, dy), hn::Mul(e, s));
+#pragma GCC unroll 8
+    for (size_t k = 0; k < K; ++k) v[k] = LoadAcc<Format>(dd, y + k * lanes);
+    Exp64(dd, v);
+#pragma GCC unroll 8
+    for (size_t k = 0; k < K; ++k) {
+      v[k] = hn::Sub(LoadAcc<Format>(dd, dy + k * lanes), hn::Mul(v[k], sum_of(k)));
+    }
   } else {
-    v = hn::Mul(LoadAcc<Format>(dd, y), hn::Sub(LoadAcc<Format>(dd, dy), s));
+#pragma GCC unroll 8
+    for (size_t k = 0; k < K; ++k) {
+      v[k] = hn::Mul(LoadAcc<Format>(dd, y + k * lanes),
+                     hn::Sub(LoadAcc<Format>(dd, dy + k * lanes), sum_of(k)));
+    }
   }
-  StoreResult<Format>(df, DemoteF64ToF32(df, dd, v), out);
+#pragma GCC unroll 8
+  for (size_t k = 0; k < K; ++k) {
+    StoreResult<Format>(df, DemoteF64ToF32(df, dd, v[k]), out + k * lanes);
+  }
 }
 
 // Last axis: each row contiguous.
@@ -92,9 +127,11 @@ void LastAxisRows(const detail::SoftmaxGradKernelArgs& a, int64_t begin, int64_t
   // In place (out is dy) is safe: element i is read before it is written, and never again.
   auto finish_row = [&](int64_t r, double s) {
     const int64_t at = r * n;
-    ForEachDoubleVector(n, [&](auto dd, int64_t i) MANTISSA_VECTOR_BODY {
-      StoreGrad<Format, kLog>(dd, dy_all + at + i, y_all + at + i, hn::Set(dd, s),
-                              out_all + at + i);
+    ForEachDoubleVectorGroup<kGradGroup<Format, kLog>>(n, [&](auto dd, int64_t i,
+                                                              auto count) MANTISSA_VECTOR_BODY {
+      const auto row_sum = hn::Set(dd, s);
+      StoreGrad<Format, kLog, decltype(count)::value>(
+          dd, dy_all + at + i, y_all + at + i, [&](size_t) { return row_sum; }, out_all + at + i);
     });
   };
   int64_t r = begin;
@@ -168,9 +205,13 @@ void Tile(const detail::SoftmaxGradKernelArgs& a, const detail::Tile& t) {
 
   for (int64_t k = 0; k < n; ++k) {
     const int64_t at = k * stride;
-    ForEachDoubleVector(w, [&](auto dd, int64_t j) MANTISSA_VECTOR_BODY {
-      StoreGrad<Format, kLog>(dd, dy + at + j, y + at + j, hn::LoadU(dd, sum + j), out + at + j);
-    });
+    ForEachDoubleVectorGroup<kGradGroup<Format, kLog>>(
+        w, [&](auto dd, int64_t j, auto count) MANTISSA_VECTOR_BODY {
+          const size_t n_lanes = hn::Lanes(dd);
+          StoreGrad<Format, kLog, decltype(count)::value>(
+              dd, dy + at + j, y + at + j,
+              [&](size_t v) { return hn::LoadU(dd, sum + j + v * n_lanes); }, out + at + j);
+        });
   }
 }
 
