@@ -66,72 +66,84 @@ HWY_INLINE hn::Vec<D> Exp(D d, hn::Vec<D> x) {
   return hn::IfThenElse(hn::IsNaN(x), hn::BitCast(d, hn::Set(di, 0x7FC00000)), result);
 }
 
+// 2^(j/32) for j in [0, 32), each rounded to the nearest fp64 (Exp64's table).
+alignas(64) inline constexpr double kExp2ThirtySeconds[32] = {
+    0x1.0000000000000p+0, 0x1.059b0d3158574p+0, 0x1.0b5586cf9890fp+0, 0x1.11301d0125b51p+0,
+    0x1.172b83c7d517bp+0, 0x1.1d4873168b9aap+0, 0x1.2387a6e756238p+0, 0x1.29e9df51fdee1p+0,
+    0x1.306fe0a31b715p+0, 0x1.371a7373aa9cbp+0, 0x1.3dea64c123422p+0, 0x1.44e086061892dp+0,
+    0x1.4bfdad5362a27p+0, 0x1.5342b569d4f82p+0, 0x1.5ab07dd485429p+0, 0x1.6247eb03a5585p+0,
+    0x1.6a09e667f3bcdp+0, 0x1.71f75e8ec5f74p+0, 0x1.7a11473eb0187p+0, 0x1.82589994cce13p+0,
+    0x1.8ace5422aa0dbp+0, 0x1.93737b0cdc5e5p+0, 0x1.9c49182a3f090p+0, 0x1.a5503b23e255dp+0,
+    0x1.ae89f995ad3adp+0, 0x1.b7f76f2fb5e47p+0, 0x1.c199bdd85529cp+0, 0x1.cb720dcef9069p+0,
+    0x1.d5818dcfba487p+0, 0x1.dfc97337b9b5fp+0, 0x1.ea4afa2a490dap+0, 0x1.f50765b6e4540p+0};
+
 // exp(x) on fp64 lanes, for kernels that carry an fp32 input's exponential into an fp64
 // computation (LogSoftmaxGrad's exp(y) * sum(dy), where an fp32 exp's rounding would be amplified
-// by cancellation). Max error 1.13 ulp of fp64 (docs/math.md). The same steps as Exp, widened:
-// exp(-inf) = +0, exp(+inf) = +inf, NaN -> canonical NaN, results below half the smallest
-// subnormal round to +0, above DBL_MAX to +inf.
+// by cancellation). Max error about 1 ulp of fp64 (docs/math.md). exp(-inf) = +0,
+// exp(+inf) = +inf, NaN -> canonical NaN, results below half the smallest subnormal round to +0,
+// above DBL_MAX to +inf.
 //
-// K vectors in place, each step applied to all K before the next: the degree-13 Horner chain is
-// about 30 dependent operations, and K independent chains in one stretch of code keep the
-// multipliers busy where one chain would wait on its own latency. Every lane goes through the
-// same operations whatever K is, so K never changes a bit.
+// exp(x) = 2^n * 2^(j/32) * exp(r) with k = 32 n + j = round(32 x / ln 2): the table value comes
+// from a gather (every target reads the same 32 constants, so the bits do not depend on how it
+// is read; the index is masked to [0, 32), so every lane read stays in the table, the unused
+// lanes of a partial vector included), which leaves |r| <= ln 2 / 64 for a degree-6 polynomial
+// where the whole range [-ln 2 / 2, ln 2 / 2] would need degree 13.
+//
+// K vectors in place, each step applied to all K before the next: the Horner chain is a run of
+// dependent operations, and K independent chains in one stretch of code keep the multipliers
+// busy where one chain would wait on its own latency. Every lane goes through the same
+// operations whatever K is, so K never changes a bit.
 template <size_t K, class D>
 HWY_INLINE void Exp64(D d, hn::Vec<D> (&x)[K]) {
   const hn::RebindToSigned<D> di;
   // exp(-746) is below half the smallest subnormal and exp(710) above DBL_MAX.
   const auto lo = hn::Set(d, -746.0), hi = hn::Set(d, 710.0);
-  // n = round-to-nearest-even(x / ln 2) by adding and subtracting 1.5 * 2^52.
+  // k = round-to-nearest-even(32 x / ln 2) by adding and subtracting 1.5 * 2^52.
   const auto magic = hn::Set(d, 6755399441055744.0);
-  const auto log2e = hn::Set(d, 1.4426950408889634);
-  // r = x - n ln 2 in two steps: ln2_hi has 32 significant bits, so n * ln2_hi (|n| <= 1077) is
-  // exact. It's necessary to keep the order of the operations.
-  const auto ln2_hi = hn::Set(d, 0x1.62e42feep-1), ln2_lo = hn::Set(d, 0x1.a39ef35793c76p-33);
-  hn::Vec<D> shifted[K], r[K], y[K];
+  const auto log2e_32 = hn::Set(d, 0x1.71547652b82fep+5);  // 32 / ln 2 (32 * fp64(1 / ln 2))
+  // r = x - k ln2/32 in two steps: ln2_hi/32 has 32 significant bits, so k * ln2_hi/32
+  // (|k| < 2^16) is exact and so is x - k * ln2_hi/32 (Sterbenz). It's necessary to keep the
+  // order of the operations.
+  const auto l_hi = hn::Set(d, 0x1.62e42feep-6), l_lo = hn::Set(d, 0x1.a39ef35793c76p-38);
+  hn::Vec<D> shifted[K], r[K], q[K];
 #pragma GCC unroll 8
   for (size_t k = 0; k < K; ++k) {
     const auto xc = hn::Min(hn::Max(x[k], lo), hi);
-    shifted[k] = hn::Add(hn::Mul(xc, log2e), magic);
-    const auto n = hn::Sub(shifted[k], magic);
-    r[k] = hn::Sub(hn::Sub(xc, hn::Mul(n, ln2_hi)), hn::Mul(n, ln2_lo));
+    shifted[k] = hn::Add(hn::Mul(xc, log2e_32), magic);
+    const auto kf = hn::Sub(shifted[k], magic);
+    r[k] = hn::Sub(hn::Sub(xc, hn::Mul(kf, l_hi)), hn::Mul(kf, l_lo));
   }
-  // exp(r) on |r| <= 0.35: the Taylor polynomial of degree 13 (truncation below 0.04 ulp),
-  // Horner with separate multiply and add, coefficients 1/k! rounded to fp64.
-  static constexpr double kInvFactorial[] = {1.0 / 6227020800.0,
-                                             1.0 / 479001600.0,
-                                             1.0 / 39916800.0,
-                                             1.0 / 3628800.0,
-                                             1.0 / 362880.0,
-                                             1.0 / 40320.0,
-                                             1.0 / 5040.0,
-                                             1.0 / 720.0,
-                                             1.0 / 120.0,
-                                             1.0 / 24.0,
-                                             1.0 / 6.0,
-                                             0.5,
-                                             1.0,
-                                             1.0};
+  // exp(r) - 1 on |r| <= ln 2 / 64 as r + r^2 p(r), p the Taylor polynomial 1/2! + ... + r^4/6!
+  // (truncation below 0.04 ulp), Horner with separate multiply and add, coefficients 1/k!
+  // rounded to fp64.
+  static constexpr double kInvFactorial[] = {1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5};
 #pragma GCC unroll 8
-  for (size_t k = 0; k < K; ++k) y[k] = hn::Set(d, kInvFactorial[0]);
-#pragma GCC unroll 16
-  for (int j = 1; j < 14; ++j) {
-    const auto c = hn::Set(d, kInvFactorial[j]);
+  for (size_t k = 0; k < K; ++k) q[k] = hn::Set(d, kInvFactorial[0]);
 #pragma GCC unroll 8
-    for (size_t k = 0; k < K; ++k) y[k] = hn::Add(hn::Mul(y[k], r[k]), c);
+  for (int i = 1; i < 5; ++i) {
+    const auto c = hn::Set(d, kInvFactorial[i]);
+#pragma GCC unroll 8
+    for (size_t k = 0; k < K; ++k) q[k] = hn::Add(hn::Mul(q[k], r[k]), c);
   }
-  // y * 2^n as y * 2^n1 * 2^n2 with n1 = floor(n / 2), n2 = n - n1 (both normal powers of two).
-  // n as an integer: magic + n lies in magic's binade [2^52, 2^53), so the difference of the two
-  // bit patterns is n (no fp64 to int64 conversion, which most x86 targets lack).
+  // y = t + t * (exp(r) - 1), t = 2^(j/32) from the table; then y * 2^n as y * 2^n1 * 2^n2 with
+  // n1 = floor(n / 2), n2 = n - n1 (both normal powers of two): the first product is exact
+  // and the second rounds once, also when the result is subnormal or overflows. k as an
+  // integer: magic + k lies in magic's binade [2^52, 2^53), so the difference of the two bit
+  // patterns is k (no fp64 to int64 conversion, which most x86 targets lack).
   const auto bias = hn::Set(di, 1023);
   const auto nan = hn::BitCast(d, hn::Set(di, 0x7FF8000000000000LL));
 #pragma GCC unroll 8
   for (size_t k = 0; k < K; ++k) {
-    const auto ni = hn::Sub(hn::BitCast(di, shifted[k]), hn::BitCast(di, magic));
-    const auto n1 = hn::ShiftRight<1>(ni);  // arithmetic shift: floor
-    const auto n2 = hn::Sub(ni, n1);
+    const auto em1 = hn::Add(hn::Mul(q[k], hn::Mul(r[k], r[k])), r[k]);
+    const auto ki = hn::Sub(hn::BitCast(di, shifted[k]), hn::BitCast(di, magic));
+    const auto t = hn::GatherIndex(d, kExp2ThirtySeconds, hn::And(ki, hn::Set(di, 31)));
+    const auto y = hn::Add(t, hn::Mul(t, em1));
+    const auto n = hn::ShiftRight<5>(ki);  // arithmetic shift: floor(k / 32)
+    const auto n1 = hn::ShiftRight<1>(n);  // floor
+    const auto n2 = hn::Sub(n, n1);
     const auto s1 = hn::BitCast(d, hn::ShiftLeft<52>(hn::Add(n1, bias)));
     const auto s2 = hn::BitCast(d, hn::ShiftLeft<52>(hn::Add(n2, bias)));
-    const auto result = hn::Mul(hn::Mul(y[k], s1), s2);
+    const auto result = hn::Mul(hn::Mul(y, s1), s2);
     x[k] = hn::IfThenElse(hn::IsNaN(x[k]), nan, result);
   }
 }
