@@ -39,21 +39,10 @@ namespace mantissa::HWY_NAMESPACE {
 
 constexpr auto kSumMethod = detail::ReduceMethod::kNaive;
 
-// Calls body(dd, j) for full fp64 vectors over [0, w), then with a one-lane descriptor for the
-// tail: the same lane operations, so the tail has the same bits.
-template <class Body>
-HWY_INLINE void ForEachDoubleVector(int64_t w, Body&& body) {
-  const hn::ScalableTag<double> dd;
-  const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
-  int64_t j = 0;
-  for (; j + lanes <= w; j += lanes) body(dd, j);
-  const hn::CappedTag<double, 1> d1;
-  for (; j < w; ++j) body(d1, j);
-}
-
-// As ForEachDoubleVector, with body(dd, j, count) taking kGroup consecutive full vectors at a
-// time (count is std::integral_constant<size_t, kGroup>) before single vectors and the one-lane
-// tail: each element still goes through the same lane operations.
+// Calls body(dd, j, count) for kGroup consecutive full fp64 vectors at a time over [0, w) (count
+// is std::integral_constant<size_t, kGroup>), then for single full vectors, then with a one-lane
+// descriptor for the tail (count 1): the same lane operations, so every element has the same bits
+// wherever it falls.
 template <size_t kGroup, class Body>
 HWY_INLINE void ForEachDoubleVectorGroup(int64_t w, Body&& body) {
   const hn::ScalableTag<double> dd;
@@ -64,6 +53,13 @@ HWY_INLINE void ForEachDoubleVectorGroup(int64_t w, Body&& body) {
   for (; j + lanes <= w; j += lanes) body(dd, j, std::integral_constant<size_t, 1>());
   const hn::CappedTag<double, 1> d1;
   for (; j < w; ++j) body(d1, j, std::integral_constant<size_t, 1>());
+}
+
+// body(dd, j) one vector at a time.
+template <class Body>
+HWY_INLINE void ForEachDoubleVector(int64_t w, Body&& body) {
+  ForEachDoubleVectorGroup<1>(w,
+                              [&](auto dd, int64_t j, auto) MANTISSA_VECTOR_BODY { body(dd, j); });
 }
 
 // The row-sum term of element i (in fp64 lanes): dy * y (exact) or dy.
@@ -81,12 +77,14 @@ struct GradSumTerm {
   }
 };
 
+// Vectors per StoreGrad: the log-softmax pass takes four at once so that their exponentials
+// overlap (Exp64); the softmax pass has two operations per element and takes one.
+template <bool kLog>
+inline constexpr size_t kGradGroup = kLog ? 4 : 1;
+
 // out for the K consecutive vectors of elements at dy, y (lanes of dd): y * (dy - s), or
 // dy - Exp64(y) * s, with s of vector k from sum_of(k); rounded to fp32 and stored (canonical
-// NaN, one rounding to the storage format). The log-softmax pass takes several vectors at once
-// so that their exponentials overlap (Exp64).
-template <class Format, bool kLog>
-inline constexpr size_t kGradGroup = kLog ? 4 : 1;
+// NaN, one rounding to the storage format).
 
 template <class Format, bool kLog, size_t K, class DD, class SumOf>
 HWY_INLINE void StoreGrad(DD dd, const typename Format::Storage* dy,
@@ -127,8 +125,8 @@ void LastAxisRows(const detail::SoftmaxGradKernelArgs& a, int64_t begin, int64_t
   // In place (out is dy) is safe: element i is read before it is written, and never again.
   auto finish_row = [&](int64_t r, double s) {
     const int64_t at = r * n;
-    ForEachDoubleVectorGroup<kGradGroup<Format, kLog>>(n, [&](auto dd, int64_t i,
-                                                              auto count) MANTISSA_VECTOR_BODY {
+    ForEachDoubleVectorGroup<kGradGroup<kLog>>(n, [&](auto dd, int64_t i,
+                                                      auto count) MANTISSA_VECTOR_BODY {
       const auto row_sum = hn::Set(dd, s);
       StoreGrad<Format, kLog, decltype(count)::value>(
           dd, dy_all + at + i, y_all + at + i, [&](size_t) { return row_sum; }, out_all + at + i);
@@ -205,7 +203,7 @@ void Tile(const detail::SoftmaxGradKernelArgs& a, const detail::Tile& t) {
 
   for (int64_t k = 0; k < n; ++k) {
     const int64_t at = k * stride;
-    ForEachDoubleVectorGroup<kGradGroup<Format, kLog>>(
+    ForEachDoubleVectorGroup<kGradGroup<kLog>>(
         w, [&](auto dd, int64_t j, auto count) MANTISSA_VECTOR_BODY {
           const size_t n_lanes = hn::Lanes(dd);
           StoreGrad<Format, kLog, decltype(count)::value>(
