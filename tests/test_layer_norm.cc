@@ -62,6 +62,10 @@ std::vector<Problem> problems() {
     p.push_back({x, g, DType::kFloat32, {6, 40}, {40}, 0.0, 1.0, false, false});
     p.push_back({x, g, DType::kFloat32, {6, 40}, {40}, 0.0, 1.0, true, false});
   }
+  // 11 column-sum blocks of 7 rows (an uneven pairwise tree), columns in 5 tiles, the last of 4.
+  for (DType x : {DType::kFloat32, DType::kBFloat16}) {
+    p.push_back({x, DType::kFloat32, DType::kFloat32, {75, 4100}, {4100}});
+  }
   p.push_back({DType::kFloat32, DType::kFloat32, DType::kFloat32, {8, 1000}, {1000}, 1e4, 1.0});
   p.push_back({DType::kFloat32, DType::kFloat32, DType::kFloat32, {4, 77}, {77}, 3.0, 0.0});
   return p;

@@ -70,6 +70,8 @@ std::vector<Problem> problems() {
     p.push_back({x, g, {300, 130}, {130}, 0.0, 1.0, false});   // several dgamma row blocks
   }
   // Large mean, small spread; constant rows (fp32: 1e4 + N(0, 1) exactly representable grid).
+  // 11 dgamma blocks of 7 rows (an uneven pairwise tree), columns in 5 tiles, the last of 4.
+  p.push_back({DType::kFloat32, DType::kFloat32, {75, 4100}, {4100}, 0.0, 1.0, false});
   p.push_back({DType::kFloat32, DType::kFloat32, {8, 1000}, {1000}, 1e4, 1.0, false});
   p.push_back({DType::kFloat32, DType::kFloat32, {4, 77}, {77}, 3.0, 0.0, false});
   p.push_back({DType::kBFloat16, DType::kFloat32, {4, 77}, {77}, -2.0, 0.0, true});

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -121,6 +122,11 @@ constexpr ColumnSumPlan column_sum_plan(int64_t rows, int64_t axis) noexcept {
 // thread count (each column is computed the same way whichever piece holds it).
 inline constexpr int64_t kColumnTile = 1024;
 
+// fp64 vectors of adjacent columns a column-sum kernel accumulates side by side, rows in order:
+// whole cache lines of each row, and independent addition chains. Each column's sum is the same
+// whatever the group.
+inline constexpr std::size_t kColumnSumVectors = 4;
+
 // The first half of a column-sum pass over n columns: calls fn(b, c0, c1) for every row block b
 // of `plan` and column range [c0, c1) (at most kColumnTile columns), in parallel. fn sums the
 // block's rows in increasing order into the block's partials of those columns.
@@ -138,19 +144,29 @@ void for_each_column_piece(const ColumnSumPlan& plan, int64_t n, Fn&& fn) {
 
 // The second half: for every column j, adds partials[b * n + j] over the blocks along the
 // pairwise tree (PairwiseStack, in block order) and calls store(j, sum), in parallel over column
-// tiles.
+// tiles. The tree runs over whole rows of a tile's partials: a merge adds one block's row into
+// the other's in place (the partials are workspace), column by column, so every column gets
+// the additions (and the bits) it would get alone, and the partials are read row by row
+// (contiguous) rather than one double per block and column.
 template <class Store>
-void combine_column_partials(const ColumnSumPlan& plan, int64_t n, const double* partials,
+void combine_column_partials(const ColumnSumPlan& plan, int64_t n, double* partials,
                              Store&& store) {
+  if (plan.blocks <= 0) return;  // no rows: the caller stores the empty sums
   const int64_t tiles = (n + kColumnTile - 1) / kColumnTile;
   auto combine = [&](int64_t begin, int64_t end) {
-    const auto add = [](double u, double v) { return u + v; };
     for (int64_t t = begin; t < end; ++t) {
-      for (int64_t j = t * kColumnTile; j < std::min(n, (t + 1) * kColumnTile); ++j) {
-        PairwiseStack<double> stack;
-        for (int64_t b = 0; b < plan.blocks; ++b) stack.push(partials[b * n + j], add);
-        store(j, stack.collapse(add));
-      }
+      const int64_t c0 = t * kColumnTile;
+      const int64_t width = std::min(n, c0 + kColumnTile) - c0;
+      // u + v, the older item first, into u's row.
+      const auto add = [width](double* u, const double* v) {
+        for (int64_t k = 0; k < width; ++k) u[k] = u[k] + v[k];
+        return u;
+      };
+      PairwiseStack<double*> stack;
+      stack.push(partials + c0, add);  // block 0 (plan.blocks >= 1)
+      for (int64_t b = 1; b < plan.blocks; ++b) stack.push(partials + b * n + c0, add);
+      const double* const sum = stack.collapse(add);
+      for (int64_t k = 0; k < width; ++k) store(c0 + k, sum[k]);
     }
   };
   parallel_for(tiles, 1, combine);

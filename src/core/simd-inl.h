@@ -541,6 +541,29 @@ HWY_INLINE void ForEachVector(int64_t begin, int64_t end, Body&& body) {
   for (; i < end; ++i) body(d1, i);
 }
 
+// Calls body(dd, j, count) for kGroup consecutive full fp64 vectors at a time over [begin, end)
+// (count is std::integral_constant<size_t, kGroup>), then for single full vectors, then with a
+// one-lane descriptor for the tail (count 1): the same lane operations, so every element has the
+// same bits wherever it falls.
+template <size_t kGroup, class Body>
+HWY_INLINE void ForEachDoubleVectorGroup(int64_t begin, int64_t end, Body&& body) {
+  const hn::ScalableTag<double> dd;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
+  const int64_t step = static_cast<int64_t>(kGroup) * lanes;
+  int64_t j = begin;
+  for (; j + step <= end; j += step) body(dd, j, std::integral_constant<size_t, kGroup>());
+  for (; j + lanes <= end; j += lanes) body(dd, j, std::integral_constant<size_t, 1>());
+  const hn::CappedTag<double, 1> d1;
+  for (; j < end; ++j) body(d1, j, std::integral_constant<size_t, 1>());
+}
+
+// body(dd, j) one fp64 vector at a time over [begin, end).
+template <class Body>
+HWY_INLINE void ForEachDoubleVector(int64_t begin, int64_t end, Body&& body) {
+  ForEachDoubleVectorGroup<1>(begin, end,
+                              [&](auto dd, int64_t j, auto) MANTISSA_VECTOR_BODY { body(dd, j); });
+}
+
 }  // namespace mantissa::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 

@@ -25,6 +25,7 @@
 #include "core/reduce-inl.h"
 #include "core/rows.h"
 #include "core/simd-inl.h"
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "ops/layer_norm/layer_norm_kernel.h"
 
@@ -103,31 +104,37 @@ void ColumnBlock(const detail::LayerNormGradKernelArgs& a, int64_t b, int64_t c0
         rstd[row - q0] = st.rstd;
       }
     }
-    auto columns = [&](auto dd, int64_t j) {
-      auto start = [&](double* partial) {  // -0 is the identity of addition
-        return q0 == r0 ? hn::Set(dd, -0.0) : hn::LoadU(dd, partial + b * n + j);
-      };
-      auto sw = hn::Set(dd, -0.0);
-      auto sb = hn::Set(dd, -0.0);
-      if (pw != nullptr) sw = start(pw);
-      if (pb != nullptr) sb = start(pb);
-      for (int64_t row = q0; row < q1; ++row) {
-        const auto dy = LoadAcc<XF>(dd, dy_all + row * n + j);
-        if (pw != nullptr) {
-          const RowStats st{mean[row - q0], rstd[row - q0]};
-          sw = hn::Add(sw, hn::Mul(dy, LoadXhat<XF>(dd, x_all + row * n, st, j)));
-        }
-        sb = hn::Add(sb, dy);
-      }
-      if (pw != nullptr) hn::StoreU(sw, dd, pw + b * n + j);
-      if (pb != nullptr) hn::StoreU(sb, dd, pb + b * n + j);
-    };
-    const hn::ScalableTag<double> dd;
-    const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
-    int64_t j = c0;
-    for (; j + lanes <= c1; j += lanes) columns(dd, j);
-    const hn::CappedTag<double, 1> d1;
-    for (; j < c1; ++j) columns(d1, j);
+    // detail::kColumnSumVectors vectors of columns at a time: whole cache lines of each row, and
+    // independent accumulation chains.
+    ForEachDoubleVectorGroup<detail::kColumnSumVectors>(
+        c0, c1, [&](auto dd, int64_t j, auto count) MANTISSA_VECTOR_BODY {
+          constexpr size_t K = decltype(count)::value;
+          const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
+          using V = hn::Vec<decltype(dd)>;
+          V sw[K], sb[K];
+          for (size_t k = 0; k < K; ++k) {  // -0 is the identity of addition
+            const int64_t at = b * n + j + static_cast<int64_t>(k) * lanes;
+            sw[k] = pw != nullptr && q0 != r0 ? hn::LoadU(dd, pw + at) : hn::Set(dd, -0.0);
+            sb[k] = pb != nullptr && q0 != r0 ? hn::LoadU(dd, pb + at) : hn::Set(dd, -0.0);
+          }
+          for (int64_t row = q0; row < q1; ++row) {
+#pragma GCC unroll 4
+            for (size_t k = 0; k < K; ++k) {
+              const int64_t col = j + static_cast<int64_t>(k) * lanes;
+              const auto dy = LoadAcc<XF>(dd, dy_all + row * n + col);
+              if (pw != nullptr) {
+                const RowStats st{mean[row - q0], rstd[row - q0]};
+                sw[k] = hn::Add(sw[k], hn::Mul(dy, LoadXhat<XF>(dd, x_all + row * n, st, col)));
+              }
+              sb[k] = hn::Add(sb[k], dy);
+            }
+          }
+          for (size_t k = 0; k < K; ++k) {
+            const int64_t at = b * n + j + static_cast<int64_t>(k) * lanes;
+            if (pw != nullptr) hn::StoreU(sw[k], dd, pw + at);
+            if (pb != nullptr) hn::StoreU(sb[k], dd, pb + at);
+          }
+        });
   }
 }
 
@@ -142,6 +149,9 @@ inline ColumnPartials column_partials(const detail::LayerNormGradKernelArgs& a) 
       a.dbias != nullptr ? a.partials + (pw != nullptr ? a.plan.blocks * a.n : 0) : nullptr;
   return {pw, pb};
 }
+
+// Rows of at most this many bytes (per tensor) are prefetched one row ahead in the dx pass.
+inline constexpr size_t kPrefetchRowBytes = 32 * 1024;
 
 // dx row by row; with fuse_columns, each row block's column partials right after its rows, while
 // they are in cache (the blocks of the column plan are then the row blocks).
@@ -181,7 +191,14 @@ void LayerNormGradDx(const detail::LayerNormGradKernelArgs& a, bool fuse_columns
         s2 = ReduceRow<detail::ReduceMethod::kNaive, double>(gxhat_term, n);
       }
       const double m1 = s1 / nd, m2 = s2 / nd;
+      // dx reads the row again from cache, leaving memory idle: the block's next row is
+      // prefetched meanwhile (where both rows fit in cache), so its sums do not wait on memory.
+      const bool prefetch_next = row + 1 < end && n * sizeof(XS) <= kPrefetchRowBytes;
       auto lanes = [&](auto dd, int64_t i) MANTISSA_VECTOR_BODY {
+        if (prefetch_next) {
+          hwy::Prefetch(x + n + i);
+          hwy::Prefetch(dy + n + i);
+        }
         const hn::Rebind<float, decltype(dd)> df;
         const auto g = LoadG<XF, PF, kWeight>(dd, dy, w, i);
         const auto xhat = LoadXhat<XF>(dd, x, st, i);
@@ -189,11 +206,7 @@ void LayerNormGradDx(const detail::LayerNormGradKernelArgs& a, bool fuse_columns
         const auto v = hn::Mul(hn::Sub(g, inner), hn::Set(dd, st.rstd));
         StoreResult<XF>(df, DemoteF64ToF32(df, dd, v), dx + i);
       };
-      const hn::ScalableTag<double> dd;
-      const int64_t step = static_cast<int64_t>(hn::Lanes(dd));
-      int64_t i = 0;
-      for (; i + step <= n; i += step) lanes(dd, i);
-      for (; i < n; ++i) lanes(hn::CappedTag<double, 1>(), i);
+      ForEachDoubleVector(0, n, lanes);
     }
     if (fuse_columns) {
       const ColumnPartials p = column_partials(a);

@@ -53,21 +53,27 @@ void DgammaBlock(const detail::RmsNormGradKernelArgs& a, int64_t b, int64_t c0, 
   const int64_t r0 = b * a.plan.rows_per_block;
   const int64_t r1 = std::min(a.rows, r0 + a.plan.rows_per_block);
   double* const acc = a.partials + b * n;
-  auto columns = [&](auto dd, int64_t j) {
-    auto sum = hn::Set(dd, -0.0);  // -0 is the identity of addition
-    for (int64_t row = r0; row < r1; ++row) {
-      const auto xr = hn::Mul(LoadAcc<XF>(dd, x_all + row * n + j),
-                              hn::Set(dd, static_cast<double>(a.rstd[row])));
-      sum = hn::Add(sum, hn::Mul(xr, LoadAcc<XF>(dd, dy_all + row * n + j)));
-    }
-    hn::StoreU(sum, dd, acc + j);
-  };
-  const hn::ScalableTag<double> dd;
-  const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
-  int64_t j = c0;
-  for (; j + lanes <= c1; j += lanes) columns(dd, j);
-  const hn::CappedTag<double, 1> d1;
-  for (; j < c1; ++j) columns(d1, j);
+  // detail::kColumnSumVectors vectors of columns at a time: whole cache lines of each row, and
+  // independent accumulation chains.
+  ForEachDoubleVectorGroup<detail::kColumnSumVectors>(
+      c0, c1, [&](auto dd, int64_t j, auto count) MANTISSA_VECTOR_BODY {
+        constexpr size_t K = decltype(count)::value;
+        const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
+        hn::Vec<decltype(dd)> sum[K];
+        for (size_t k = 0; k < K; ++k) sum[k] = hn::Set(dd, -0.0);  // -0: the identity of addition
+        for (int64_t row = r0; row < r1; ++row) {
+          const auto r = hn::Set(dd, static_cast<double>(a.rstd[row]));
+#pragma GCC unroll 4
+          for (size_t k = 0; k < K; ++k) {
+            const int64_t at = row * n + j + static_cast<int64_t>(k) * lanes;
+            const auto xr = hn::Mul(LoadAcc<XF>(dd, x_all + at), r);
+            sum[k] = hn::Add(sum[k], hn::Mul(xr, LoadAcc<XF>(dd, dy_all + at)));
+          }
+        }
+        for (size_t k = 0; k < K; ++k) {
+          hn::StoreU(sum[k], dd, acc + j + static_cast<int64_t>(k) * lanes);
+        }
+      });
 }
 
 // dx row by row; with fuse_dgamma, each row block's dgamma partials right after its rows, while
@@ -101,11 +107,7 @@ void RmsNormGradDx(const detail::RmsNormGradKernelArgs& a, bool fuse_dgamma) {
         const auto xrm = hn::Mul(hn::Mul(LoadAcc<XF>(dd, x + i), vr), hn::Set(dd, m));
         StoreResult<XF>(df, DemoteF64ToF32(df, dd, hn::Mul(hn::Sub(dyg, xrm), vr)), dx + i);
       };
-      const hn::ScalableTag<double> dd;
-      const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
-      int64_t i = 0;
-      for (; i + lanes <= n; i += lanes) dx_lanes(dd, i);
-      for (; i < n; ++i) dx_lanes(hn::CappedTag<double, 1>(), i);
+      ForEachDoubleVector(0, n, dx_lanes);
     }
     if (fuse_dgamma) DgammaBlock<XF>(a, begin / a.plan.rows_per_block, 0, n);
   });

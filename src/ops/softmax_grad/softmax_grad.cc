@@ -39,29 +39,6 @@ namespace mantissa::HWY_NAMESPACE {
 
 constexpr auto kSumMethod = detail::ReduceMethod::kNaive;
 
-// Calls body(dd, j, count) for kGroup consecutive full fp64 vectors at a time over [0, w) (count
-// is std::integral_constant<size_t, kGroup>), then for single full vectors, then with a one-lane
-// descriptor for the tail (count 1): the same lane operations, so every element has the same bits
-// wherever it falls.
-template <size_t kGroup, class Body>
-HWY_INLINE void ForEachDoubleVectorGroup(int64_t w, Body&& body) {
-  const hn::ScalableTag<double> dd;
-  const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
-  const int64_t step = static_cast<int64_t>(kGroup) * lanes;
-  int64_t j = 0;
-  for (; j + step <= w; j += step) body(dd, j, std::integral_constant<size_t, kGroup>());
-  for (; j + lanes <= w; j += lanes) body(dd, j, std::integral_constant<size_t, 1>());
-  const hn::CappedTag<double, 1> d1;
-  for (; j < w; ++j) body(d1, j, std::integral_constant<size_t, 1>());
-}
-
-// body(dd, j) one vector at a time.
-template <class Body>
-HWY_INLINE void ForEachDoubleVector(int64_t w, Body&& body) {
-  ForEachDoubleVectorGroup<1>(w,
-                              [&](auto dd, int64_t j, auto) MANTISSA_VECTOR_BODY { body(dd, j); });
-}
-
 // The row-sum term of element i (in fp64 lanes): dy * y (exact) or dy.
 template <class Format, bool kLog>
 struct GradSumTerm {
@@ -125,12 +102,13 @@ void LastAxisRows(const detail::SoftmaxGradKernelArgs& a, int64_t begin, int64_t
   // In place (out is dy) is safe: element i is read before it is written, and never again.
   auto finish_row = [&](int64_t r, double s) {
     const int64_t at = r * n;
-    ForEachDoubleVectorGroup<kGradGroup<kLog>>(n, [&](auto dd, int64_t i,
-                                                      auto count) MANTISSA_VECTOR_BODY {
-      const auto row_sum = hn::Set(dd, s);
-      StoreGrad<Format, kLog, decltype(count)::value>(
-          dd, dy_all + at + i, y_all + at + i, [&](size_t) { return row_sum; }, out_all + at + i);
-    });
+    ForEachDoubleVectorGroup<kGradGroup<kLog>>(
+        0, n, [&](auto dd, int64_t i, auto count) MANTISSA_VECTOR_BODY {
+          const auto row_sum = hn::Set(dd, s);
+          StoreGrad<Format, kLog, decltype(count)::value>(
+              dd, dy_all + at + i, y_all + at + i, [&](size_t) { return row_sum; },
+              out_all + at + i);
+        });
   };
   int64_t r = begin;
   // Short rows (one reduction block), several at once: the same sums as ReduceRow's.
@@ -181,7 +159,7 @@ void Tile(const detail::SoftmaxGradKernelArgs& a, const detail::Tile& t) {
     for (int64_t k = 0; k < len; ++k) {
       double* lane = lanes[k % kL];
       const int64_t at = (b + k) * stride;
-      ForEachDoubleVector(w, [&](auto dd, int64_t j) MANTISSA_VECTOR_BODY {
+      ForEachDoubleVector(0, w, [&](auto dd, int64_t j) MANTISSA_VECTOR_BODY {
         hn::StoreU(hn::Add(hn::LoadU(dd, lane + j), term(dd, at + j)), dd, lane + j);
       });
     }
@@ -204,7 +182,7 @@ void Tile(const detail::SoftmaxGradKernelArgs& a, const detail::Tile& t) {
   for (int64_t k = 0; k < n; ++k) {
     const int64_t at = k * stride;
     ForEachDoubleVectorGroup<kGradGroup<kLog>>(
-        w, [&](auto dd, int64_t j, auto count) MANTISSA_VECTOR_BODY {
+        0, w, [&](auto dd, int64_t j, auto count) MANTISSA_VECTOR_BODY {
           const size_t n_lanes = hn::Lanes(dd);
           StoreGrad<Format, kLog, decltype(count)::value>(
               dd, dy + at + j, y + at + j,
