@@ -24,8 +24,8 @@
 #include "core/parallel.h"
 #include "core/reduce-inl.h"
 #include "core/rows.h"
+#include "core/runtime_internal.h"
 #include "core/simd-inl.h"
-#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "ops/layer_norm/layer_norm_kernel.h"
 
@@ -80,28 +80,73 @@ struct GXhatTerm {
   }
 };
 
+// The dx terms of a row: m1 = s1 / n, m2 = s2 / n.
+struct RowTerms {
+  double m1, m2;
+};
+template <class XF, class PF, bool kWeight>
+RowTerms LoadRowTerms(const typename XF::Storage* dy, const typename XF::Storage* x,
+                      const typename PF::Storage* w, RowStats st, int64_t n) {
+  const GTerm<XF, PF, kWeight> g_term{dy, w};
+  const GXhatTerm<XF, PF, kWeight> gxhat_term{dy, x, w, st};
+  double s1, s2;
+  if (kRowsAtOnce<detail::ReduceMethod::kNaive, double> >= 2 && n <= detail::kReduceBlock) {
+    // Rows of one block: both sums at once, their accumulation chains interleaved (the same
+    // additions as ReduceRow's).
+    double sums[2];
+    BlockSums<detail::ReduceMethod::kNaive, double, 2>(
+        [&](size_t k, auto da, int64_t i) { return k == 0 ? g_term(da, i) : gxhat_term(da, i); }, n,
+        sums);
+    s1 = sums[0];
+    s2 = sums[1];
+  } else {
+    s1 = ReduceRow<detail::ReduceMethod::kNaive, double>(g_term, n);
+    s2 = ReduceRow<detail::ReduceMethod::kNaive, double>(gxhat_term, n);
+  }
+  const auto nd = static_cast<double>(n);
+  return {s1 / nd, s2 / nd};
+}
+
+// dx of one vector of row elements from its g and xhat.
+template <class XF, class DD>
+HWY_INLINE void StoreDx(DD dd, hn::Vec<DD> g, hn::Vec<DD> xhat, RowTerms t, double rstd,
+                        typename XF::Storage* dx) {
+  const hn::Rebind<float, DD> df;
+  const auto inner = hn::Add(hn::Set(dd, t.m1), hn::Mul(xhat, hn::Set(dd, t.m2)));
+  const auto v = hn::Mul(hn::Sub(g, inner), hn::Set(dd, rstd));
+  StoreResult<XF>(df, DemoteF64ToF32(df, dd, v), dx);
+}
+
 // Columns [c0, c1) of row block b: the block's partial sums of dy * xhat (into pw) and of dy
-// (into pb), rows in order, fp64. Each column's sum is independent of the vector width.
-template <class XF>
+// (into pb), rows in order, fp64. Each column's sum is independent of the vector width. With
+// kDx (whole rows only: c0 = 0, c1 = n), also dx of the block's rows, in the same pass over x
+// and dy: each row's sums first, then dx and the column sums together, column group by column
+// group.
+template <class XF, class PF, bool kWeight, bool kDx>
 void ColumnBlock(const detail::LayerNormGradKernelArgs& a, int64_t b, int64_t c0, int64_t c1,
                  double* pw, double* pb) {
   using XS = typename XF::Storage;
+  using PS = typename PF::Storage;
   const XS* const dy_all = static_cast<const XS*>(a.dy);
   const XS* const x_all = static_cast<const XS*>(a.x);
+  const PS* const w = static_cast<const PS*>(a.weight);
+  XS* const dx_all = static_cast<XS*>(a.dx);
   const int64_t n = a.n;
   const int64_t r0 = b * a.plan.rows_per_block;
   const int64_t r1 = std::min(a.rows, r0 + a.plan.rows_per_block);
-  // The rows go in chunks whose statistics are widened once; each column's sums continue from
-  // chunk to chunk in the partials, rows in increasing order.
+  const bool xhat_wanted = kDx || pw != nullptr;
+  // The rows go in chunks whose statistics (and dx terms) are computed once; each column's sums
+  // continue from chunk to chunk in the partials, rows in increasing order.
   constexpr int64_t kChunk = 256;
-  double mean[kChunk], rstd[kChunk];
+  RowStats stats[kChunk];
+  RowTerms terms[kChunk];
   for (int64_t q0 = r0; q0 < r1; q0 += kChunk) {
     const int64_t q1 = std::min(r1, q0 + kChunk);
-    if (pw != nullptr) {
+    for (int64_t row = q0; xhat_wanted && row < q1; ++row) stats[row - q0] = LoadStats(a, row);
+    if constexpr (kDx) {
       for (int64_t row = q0; row < q1; ++row) {
-        const RowStats st = LoadStats(a, row);
-        mean[row - q0] = st.mean;
-        rstd[row - q0] = st.rstd;
+        terms[row - q0] =
+            LoadRowTerms<XF, PF, kWeight>(dy_all + row * n, x_all + row * n, w, stats[row - q0], n);
       }
     }
     // detail::kColumnSumVectors vectors of columns at a time: whole cache lines of each row, and
@@ -111,20 +156,26 @@ void ColumnBlock(const detail::LayerNormGradKernelArgs& a, int64_t b, int64_t c0
           constexpr size_t K = decltype(count)::value;
           const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
           using V = hn::Vec<decltype(dd)>;
-          V sw[K], sb[K];
+          V sw[K], sb[K], wk[K];
           for (size_t k = 0; k < K; ++k) {  // -0 is the identity of addition
-            const int64_t at = b * n + j + static_cast<int64_t>(k) * lanes;
-            sw[k] = pw != nullptr && q0 != r0 ? hn::LoadU(dd, pw + at) : hn::Set(dd, -0.0);
-            sb[k] = pb != nullptr && q0 != r0 ? hn::LoadU(dd, pb + at) : hn::Set(dd, -0.0);
+            const int64_t col = j + static_cast<int64_t>(k) * lanes;
+            sw[k] = pw != nullptr && q0 != r0 ? hn::LoadU(dd, pw + b * n + col) : hn::Set(dd, -0.0);
+            sb[k] = pb != nullptr && q0 != r0 ? hn::LoadU(dd, pb + b * n + col) : hn::Set(dd, -0.0);
+            if constexpr (kDx && kWeight) wk[k] = LoadAcc<PF>(dd, w + col);
           }
           for (int64_t row = q0; row < q1; ++row) {
 #pragma GCC unroll 4
             for (size_t k = 0; k < K; ++k) {
               const int64_t col = j + static_cast<int64_t>(k) * lanes;
               const auto dy = LoadAcc<XF>(dd, dy_all + row * n + col);
-              if (pw != nullptr) {
-                const RowStats st{mean[row - q0], rstd[row - q0]};
-                sw[k] = hn::Add(sw[k], hn::Mul(dy, LoadXhat<XF>(dd, x_all + row * n, st, col)));
+              if (xhat_wanted) {
+                const RowStats st = stats[row - q0];
+                const auto xhat = LoadXhat<XF>(dd, x_all + row * n, st, col);
+                if constexpr (kDx) {
+                  const auto g = kWeight ? hn::Mul(dy, wk[k]) : dy;
+                  StoreDx<XF>(dd, g, xhat, terms[row - q0], st.rstd, dx_all + row * n + col);
+                }
+                if (pw != nullptr) sw[k] = hn::Add(sw[k], hn::Mul(dy, xhat));
               }
               sb[k] = hn::Add(sb[k], dy);
             }
@@ -150,13 +201,9 @@ inline ColumnPartials column_partials(const detail::LayerNormGradKernelArgs& a) 
   return {pw, pb};
 }
 
-// Rows of at most this many bytes (per tensor) are prefetched one row ahead in the dx pass.
-inline constexpr size_t kPrefetchRowBytes = 32 * 1024;
-
-// dx row by row; with fuse_columns, each row block's column partials right after its rows, while
-// they are in cache (the blocks of the column plan are then the row blocks).
+// dx row by row (no column sums wanted, or too few column blocks to share among the threads).
 template <class XF, class PF, bool kWeight>
-void LayerNormGradDx(const detail::LayerNormGradKernelArgs& a, bool fuse_columns) {
+void LayerNormGradDx(const detail::LayerNormGradKernelArgs& a) {
   using XS = typename XF::Storage;
   using PS = typename PF::Storage;
   const XS* const dy_all = static_cast<const XS*>(a.dy);
@@ -164,7 +211,6 @@ void LayerNormGradDx(const detail::LayerNormGradKernelArgs& a, bool fuse_columns
   const PS* const w = static_cast<const PS*>(a.weight);
   XS* const dx_all = static_cast<XS*>(a.dx);
   const int64_t n = a.n;
-  const auto nd = static_cast<double>(n);
   const detail::Rows rows{a.rows, n, 1};
   detail::for_each_row_block(rows, [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
@@ -172,47 +218,25 @@ void LayerNormGradDx(const detail::LayerNormGradKernelArgs& a, bool fuse_columns
       const XS* x = x_all + row * n;
       XS* dx = dx_all + row * n;
       const RowStats st = LoadStats(a, row);
-      const GTerm<XF, PF, kWeight> g_term{dy, w};
-      const GXhatTerm<XF, PF, kWeight> gxhat_term{dy, x, w, st};
-      double s1, s2;
-      if (kRowsAtOnce<detail::ReduceMethod::kNaive, double> >= 2 && n <= detail::kReduceBlock) {
-        // Rows of one block: both sums at once, their accumulation chains interleaved (the same
-        // additions as ReduceRow's).
-        double sums[2];
-        BlockSums<detail::ReduceMethod::kNaive, double, 2>(
-            [&](size_t k, auto da, int64_t i) {
-              return k == 0 ? g_term(da, i) : gxhat_term(da, i);
-            },
-            n, sums);
-        s1 = sums[0];
-        s2 = sums[1];
-      } else {
-        s1 = ReduceRow<detail::ReduceMethod::kNaive, double>(g_term, n);
-        s2 = ReduceRow<detail::ReduceMethod::kNaive, double>(gxhat_term, n);
-      }
-      const double m1 = s1 / nd, m2 = s2 / nd;
-      // dx reads the row again from cache, leaving memory idle: the block's next row is
-      // prefetched meanwhile (where both rows fit in cache), so its sums do not wait on memory.
-      const bool prefetch_next = row + 1 < end && n * sizeof(XS) <= kPrefetchRowBytes;
-      auto lanes = [&](auto dd, int64_t i) MANTISSA_VECTOR_BODY {
-        if (prefetch_next) {
-          hwy::Prefetch(x + n + i);
-          hwy::Prefetch(dy + n + i);
-        }
-        const hn::Rebind<float, decltype(dd)> df;
-        const auto g = LoadG<XF, PF, kWeight>(dd, dy, w, i);
-        const auto xhat = LoadXhat<XF>(dd, x, st, i);
-        const auto inner = hn::Add(hn::Set(dd, m1), hn::Mul(xhat, hn::Set(dd, m2)));
-        const auto v = hn::Mul(hn::Sub(g, inner), hn::Set(dd, st.rstd));
-        StoreResult<XF>(df, DemoteF64ToF32(df, dd, v), dx + i);
-      };
-      ForEachDoubleVector(0, n, lanes);
-    }
-    if (fuse_columns) {
-      const ColumnPartials p = column_partials(a);
-      ColumnBlock<XF>(a, begin / a.plan.rows_per_block, 0, n, p.weight, p.bias);
+      const RowTerms t = LoadRowTerms<XF, PF, kWeight>(dy, x, w, st, n);
+      ForEachDoubleVector(0, n, [&](auto dd, int64_t i) MANTISSA_VECTOR_BODY {
+        StoreDx<XF>(dd, LoadG<XF, PF, kWeight>(dd, dy, w, i), LoadXhat<XF>(dd, x, st, i), t,
+                    st.rstd, dx + i);
+      });
     }
   });
+}
+
+// dx and the column partials in one pass over x and dy, one column block at a time.
+template <class XF, class PF, bool kWeight>
+void LayerNormGradDxAndPartials(const detail::LayerNormGradKernelArgs& a) {
+  const ColumnPartials p = column_partials(a);
+  auto blocks = [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) {
+      ColumnBlock<XF, PF, kWeight, true>(a, b, 0, a.n, p.weight, p.bias);
+    }
+  };
+  detail::parallel_for(a.plan.blocks, 1, blocks);
 }
 
 // dweight and dbias from the column partials: the partials first unless the dx pass computed
@@ -223,7 +247,7 @@ void LayerNormGradColumns(const detail::LayerNormGradKernelArgs& a, bool partial
   const ColumnPartials p = column_partials(a);
   if (!partials_done) {
     detail::for_each_column_piece(a.plan, n, [&](int64_t b, int64_t c0, int64_t c1) {
-      ColumnBlock<XF>(a, b, c0, c1, p.weight, p.bias);
+      ColumnBlock<XF, XF, false, false>(a, b, c0, c1, p.weight, p.bias);
     });
   }
   // A pair, not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
@@ -239,29 +263,33 @@ void LayerNormGradColumns(const detail::LayerNormGradKernelArgs& a, bool partial
   }
 }
 
+// dx, with the column partials in the same pass where `with_partials`.
 template <class XF, class PF>
-void LayerNormGradDxOf(const detail::LayerNormGradKernelArgs& a, bool fuse_columns) {
+void LayerNormGradDxOf(const detail::LayerNormGradKernelArgs& a, bool with_partials) {
   if (a.weight != nullptr) {
-    LayerNormGradDx<XF, PF, true>(a, fuse_columns);
+    with_partials ? LayerNormGradDxAndPartials<XF, PF, true>(a) : LayerNormGradDx<XF, PF, true>(a);
   } else {
-    LayerNormGradDx<XF, PF, false>(a, fuse_columns);
+    with_partials ? LayerNormGradDxAndPartials<XF, PF, false>(a)
+                  : LayerNormGradDx<XF, PF, false>(a);
   }
 }
 
 template <class XF>
 void LayerNormGradFormat(const detail::LayerNormGradKernelArgs& a) {
   const bool columns = a.dweight != nullptr || a.dbias != nullptr;
-  // One pass over x and dy when the column plan's blocks are the dx pass's row blocks.
-  const bool fuse =
-      a.dx != nullptr && columns && a.plan.rows_per_block == detail::rows_per_block(a.n);
+  // One pass over x and dy for dx and the column partials, unless the column plan has too few
+  // blocks to keep every thread busy (rows of about a million elements): then dx row by row and
+  // the partials in column pieces. Both give the same bits.
+  const bool one_pass =
+      a.dx != nullptr && columns && a.plan.blocks >= 2 * int64_t{detail::configured_threads()};
   if (a.dx != nullptr) {
     if (a.param_dtype == DType::kFloat32) {
-      LayerNormGradDxOf<XF, Fp32>(a, fuse);
+      LayerNormGradDxOf<XF, Fp32>(a, one_pass);
     } else {
-      LayerNormGradDxOf<XF, XF>(a, fuse);
+      LayerNormGradDxOf<XF, XF>(a, one_pass);
     }
   }
-  if (columns) LayerNormGradColumns<XF>(a, fuse);
+  if (columns) LayerNormGradColumns<XF>(a, one_pass);
 }
 
 void LayerNormGradImpl(const detail::LayerNormGradKernelArgs& a) {
