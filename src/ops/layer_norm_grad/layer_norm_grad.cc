@@ -85,8 +85,8 @@ struct RowTerms {
   double m1, m2;
 };
 template <class XF, class PF, bool kWeight>
-RowTerms LoadRowTerms(const typename XF::Storage* dy, const typename XF::Storage* x,
-                      const typename PF::Storage* w, RowStats st, int64_t n) {
+RowTerms RowTermsOf(const typename XF::Storage* dy, const typename XF::Storage* x,
+                    const typename PF::Storage* w, RowStats st, int64_t n) {
   const GTerm<XF, PF, kWeight> g_term{dy, w};
   const GXhatTerm<XF, PF, kWeight> gxhat_term{dy, x, w, st};
   double s1, s2;
@@ -146,7 +146,7 @@ void ColumnBlock(const detail::LayerNormGradKernelArgs& a, int64_t b, int64_t c0
     if constexpr (kDx) {
       for (int64_t row = q0; row < q1; ++row) {
         terms[row - q0] =
-            LoadRowTerms<XF, PF, kWeight>(dy_all + row * n, x_all + row * n, w, stats[row - q0], n);
+            RowTermsOf<XF, PF, kWeight>(dy_all + row * n, x_all + row * n, w, stats[row - q0], n);
       }
     }
     // detail::kColumnSumVectors vectors of columns at a time: whole cache lines of each row, and
@@ -218,7 +218,7 @@ void LayerNormGradDx(const detail::LayerNormGradKernelArgs& a) {
       const XS* x = x_all + row * n;
       XS* dx = dx_all + row * n;
       const RowStats st = LoadStats(a, row);
-      const RowTerms t = LoadRowTerms<XF, PF, kWeight>(dy, x, w, st, n);
+      const RowTerms t = RowTermsOf<XF, PF, kWeight>(dy, x, w, st, n);
       ForEachDoubleVector(0, n, [&](auto dd, int64_t i) MANTISSA_VECTOR_BODY {
         StoreDx<XF>(dd, LoadG<XF, PF, kWeight>(dd, dy, w, i), LoadXhat<XF>(dd, x, st, i), t,
                     st.rstd, dx + i);
