@@ -2,8 +2,8 @@
 // thread count (last axis and every dim of a rank-4 tensor, long rows and long non-last axes,
 // large gradient offsets), in place, special rows (NaN output rows, zero probabilities, inf and
 // NaN gradients), accuracy against the kit's fp64 golden where dy - sum(dy * y) cancels, every
-// validation row through the C++ API, aclnn and op-by-name with nothing written, and aclnn on
-// strided inputs.
+// validation row through the C++ API, aclnn and op-by-name with nothing written, aclnn on
+// strided inputs, and every fp16/bf16 output value through LogSoftmaxGrad's exp table.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -143,6 +143,23 @@ void stress() {
 
 TEST(SoftmaxGrad, StressInputs) { stress<SoftmaxGradOp>(); }
 TEST(LogSoftmaxGrad, StressInputs) { stress<LogSoftmaxGradOp>(); }
+
+// fp16 and bf16 outputs take exp(y) from a table of Exp64 over every bit pattern: every pattern
+// as y (zeros, subnormals, infinities and NaNs included), along the last axis and along dim 0,
+// against the kit's statement (its own fp64 exp) on every target and thread count.
+TEST(LogSoftmaxGrad, EveryHalfPrecisionOutputValue) {
+  constexpr int64_t kPatterns = 1 << 16;
+  for (DType dtype : {DType::kFloat16, DType::kBFloat16}) {
+    Bytes y(2 * kPatterns);
+    for (int64_t b = 0; b < kPatterns; ++b) {
+      const auto bits = static_cast<uint16_t>(b);
+      std::memcpy(y.data() + 2 * b, &bits, 2);
+    }
+    const Bytes dy = random_buffer(dtype, kPatterns, -1, 1, 11);
+    expect_bitwise<LogSoftmaxGradOp>(dtype, {256, 256}, -1, dy, y, {1, 2});
+    expect_bitwise<LogSoftmaxGradOp>(dtype, {256, 256}, 0, dy, y, {1, 2});
+  }
+}
 
 // ulp distance of an fp32 result from the fp64 reference, in units of the reference's fp32 ulp.
 double ulp_error(float got, double want) {

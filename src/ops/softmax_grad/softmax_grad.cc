@@ -8,7 +8,8 @@
 //                                             of core/reduce.h (naive method, fp64 lanes)
 //                out_i = y_i * (dy_i - s)     two fp64 operations
 //   log-softmax: s    = sum of dy_i           in fp64, the same order
-//                e_i  = Exp64(y_i)            core/math-inl.h's fp64 exp
+//                e_i  = Exp64(y_i)            core/math-inl.h's fp64 exp (fp16/bf16 y: looked
+//                                             up in a table of Exp64 over every bit pattern)
 //                out_i = dy_i - e_i * s       two fp64 operations
 // then out_i is rounded to fp32 (RNE), then to out's dtype (RNE); a NaN is stored as the
 // canonical quiet NaN. The order is fixed by the row alone, so a row gives the same bits on
@@ -24,6 +25,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <numeric>
 #include <type_traits>
 #include <vector>
 
@@ -54,6 +56,60 @@ struct GradSumTerm {
   }
 };
 
+// Exp64 of every value a 16-bit format holds, indexed by its bits (65536 fp64 values, 512 KiB),
+// computed on first use by this target's own Exp64 and kept for the process: a 16-bit y has at
+// most 65536 values, so one gather replaces Exp64's 30-odd fp64 operations with the same bits
+// (the bitwise tests run every bit pattern through every target). Outputs of a real log-softmax
+// cover a few thousand entries, which stay in L1/L2.
+template <class Format>
+const double* Exp64Table() {
+  static const std::vector<double> table = [] {
+    constexpr std::size_t kSize = 1 << 16;
+    std::vector<uint16_t> bits(kSize);
+    std::iota(bits.begin(), bits.end(), uint16_t{0});
+    std::vector<double> t(kSize);
+    const hn::ScalableTag<double> dd;
+    for (std::size_t i = 0; i < kSize; i += hn::Lanes(dd)) {
+      hn::StoreU(Exp64(dd, LoadAcc<Format>(dd, bits.data() + i)), dd, t.data() + i);
+    }
+    return t;
+  }();
+  return table.data();
+}
+
+// exp(y) for K consecutive vectors of y (fp64 lanes): Exp64 for fp32, the table for fp16 and
+// bf16 (one table per format: both bf16 narrowings widen alike).
+template <class Format, bool kLog>
+struct ExpOfOutput {
+  static constexpr bool kTable = kLog && !std::is_same_v<Format, Fp32>;
+  using Key = std::conditional_t<kIsBf16<Format>, Bf16, Format>;
+  const double* table = [] {
+    if constexpr (kTable) return Exp64Table<Key>();
+    return static_cast<const double*>(nullptr);
+  }();
+
+  template <size_t K, class DD>
+  HWY_INLINE void operator()(DD dd, const typename Format::Storage* y,
+                             hn::Vec<DD> (&v)[K]) const {
+    const size_t lanes = hn::Lanes(dd);
+    if constexpr (kTable) {
+      const hn::Rebind<uint16_t, DD> d16;
+      const hn::Rebind<uint32_t, DD> d32;
+      const hn::Rebind<uint64_t, DD> d64;
+      const hn::RebindToSigned<DD> di;
+#pragma GCC unroll 8
+      for (size_t k = 0; k < K; ++k) {
+        const auto index = hn::PromoteTo(d64, hn::PromoteTo(d32, hn::LoadU(d16, y + k * lanes)));
+        v[k] = hn::GatherIndex(dd, table, hn::BitCast(di, index));
+      }
+    } else {
+#pragma GCC unroll 8
+      for (size_t k = 0; k < K; ++k) v[k] = LoadAcc<Format>(dd, y + k * lanes);
+      Exp64(dd, v);
+    }
+  }
+};
+
 // Vectors per StoreGrad: the log-softmax pass takes four at once so that their exponentials
 // overlap (Exp64); the softmax pass has two operations per element and takes one.
 template <bool kLog>
@@ -66,14 +122,12 @@ inline constexpr size_t kGradGroup = kLog ? 4 : 1;
 template <class Format, bool kLog, size_t K, class DD, class SumOf>
 HWY_INLINE void StoreGrad(DD dd, const typename Format::Storage* dy,
                           const typename Format::Storage* y, const SumOf& sum_of,
-                          typename Format::Storage* out) {
+                          const ExpOfOutput<Format, kLog>& exp_of, typename Format::Storage* out) {
   const hn::Rebind<float, DD> df;
   const size_t lanes = hn::Lanes(dd);
   hn::Vec<DD> v[K];
   if constexpr (kLog) {
-#pragma GCC unroll 8
-    for (size_t k = 0; k < K; ++k) v[k] = LoadAcc<Format>(dd, y + k * lanes);
-    Exp64(dd, v);
+    exp_of(dd, y, v);
 #pragma GCC unroll 8
     for (size_t k = 0; k < K; ++k) {
       v[k] = hn::Sub(LoadAcc<Format>(dd, dy + k * lanes), hn::Mul(v[k], sum_of(k)));
@@ -99,6 +153,7 @@ void LastAxisRows(const detail::SoftmaxGradKernelArgs& a, int64_t begin, int64_t
   const S* const dy_all = static_cast<const S*>(a.dy);
   const S* const y_all = static_cast<const S*>(a.y);
   S* const out_all = static_cast<S*>(a.out);
+  const ExpOfOutput<Format, kLog> exp_of;
   // In place (out is dy) is safe: element i is read before it is written, and never again.
   auto finish_row = [&](int64_t r, double s) {
     const int64_t at = r * n;
@@ -106,7 +161,7 @@ void LastAxisRows(const detail::SoftmaxGradKernelArgs& a, int64_t begin, int64_t
         0, n, [&](auto dd, int64_t i, auto count) MANTISSA_VECTOR_BODY {
           const auto row_sum = hn::Set(dd, s);
           StoreGrad<Format, kLog, decltype(count)::value>(
-              dd, dy_all + at + i, y_all + at + i, [&](size_t) { return row_sum; },
+              dd, dy_all + at + i, y_all + at + i, [&](size_t) { return row_sum; }, exp_of,
               out_all + at + i);
         });
   };
@@ -179,6 +234,7 @@ void Tile(const detail::SoftmaxGradKernelArgs& a, const detail::Tile& t) {
     sum[j] = detail::finish<kSumMethod>(p);
   }
 
+  const ExpOfOutput<Format, kLog> exp_of;
   for (int64_t k = 0; k < n; ++k) {
     const int64_t at = k * stride;
     ForEachDoubleVectorGroup<kGradGroup<kLog>>(
@@ -186,7 +242,8 @@ void Tile(const detail::SoftmaxGradKernelArgs& a, const detail::Tile& t) {
           const size_t n_lanes = hn::Lanes(dd);
           StoreGrad<Format, kLog, decltype(count)::value>(
               dd, dy + at + j, y + at + j,
-              [&](size_t v) { return hn::LoadU(dd, sum + j + v * n_lanes); }, out + at + j);
+              [&](size_t v) { return hn::LoadU(dd, sum + j + v * n_lanes); }, exp_of,
+              out + at + j);
         });
   }
 }
