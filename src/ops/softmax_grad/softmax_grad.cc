@@ -89,8 +89,7 @@ struct ExpOfOutput {
   }();
 
   template <size_t K, class DD>
-  HWY_INLINE void operator()(DD dd, const typename Format::Storage* y,
-                             hn::Vec<DD> (&v)[K]) const {
+  HWY_INLINE void operator()(DD dd, const typename Format::Storage* y, hn::Vec<DD> (&v)[K]) const {
     const size_t lanes = hn::Lanes(dd);
     if constexpr (kTable) {
       const hn::Rebind<uint16_t, DD> d16;
@@ -242,8 +241,7 @@ void Tile(const detail::SoftmaxGradKernelArgs& a, const detail::Tile& t) {
           const size_t n_lanes = hn::Lanes(dd);
           StoreGrad<Format, kLog, decltype(count)::value>(
               dd, dy + at + j, y + at + j,
-              [&](size_t v) { return hn::LoadU(dd, sum + j + v * n_lanes); }, exp_of,
-              out + at + j);
+              [&](size_t v) { return hn::LoadU(dd, sum + j + v * n_lanes); }, exp_of, out + at + j);
         });
   }
 }
