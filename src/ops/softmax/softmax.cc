@@ -103,6 +103,13 @@ void LastAxisRows(const detail::SoftmaxKernelArgs& a, int64_t begin, int64_t end
   }
 }
 
+// This thread's buffer for a tile's exponentials, at least `count` floats (kept between calls).
+inline float* TileExpsBuffer(std::size_t count) {
+  thread_local std::vector<float> buffer;
+  if (buffer.size() < count) buffer.resize(count);
+  return buffer.data();
+}
+
 // A non-last axis: one tile of up to kTileWidth rows, element (k, j) at offset + k * stride + j.
 // The sum replays core/reduce.h's order per row: axis element k of block b goes to lane
 // (k - b) % 32 of that row's lane sums.
@@ -135,10 +142,15 @@ void Tile(const detail::SoftmaxKernelArgs& a, const detail::Tile& t) {
     if (nan[j] != 0.0f) max[j] = std::numeric_limits<float>::quiet_NaN();
   }
 
-  // Sum of exp(x - max), block by block.
+  // Sum of exp(x - max), block by block. Softmax over an axis of one reduction block keeps the
+  // exponentials the sum computes (n x kW floats, at most 1 MiB, this thread's buffer) and the
+  // output pass divides them instead of computing them again: the same values (Exp gives each
+  // lane's bits whatever the vector).
   auto term = [&](auto d, int64_t k, int64_t j) {
     return Exp(d, hn::Sub(LoadF32<Format>(d, x + k * stride + j), hn::LoadU(d, max + j)));
   };
+  const bool keep = !kLog && n <= detail::kReduceBlock;
+  float* const exps = keep ? TileExpsBuffer(static_cast<std::size_t>(n) * kW) : nullptr;
   HWY_ALIGN float s[kL][kW];
   HWY_ALIGN float c[kL][kW];
   HWY_ALIGN float sum[kW];
@@ -156,10 +168,13 @@ void Tile(const detail::SoftmaxKernelArgs& a, const detail::Tile& t) {
     for (int64_t k = 0; k < len; ++k) {
       float* sl = s[k % kL];
       float* cl = c[k % kL];
+      float* const kept = keep ? exps + (b + k) * kW : nullptr;
       ForEachVector(0, w, [&](auto d, int64_t j) MANTISSA_VECTOR_BODY {
         auto sv = hn::LoadU(d, sl + j);
         auto cv = hn::LoadU(d, cl + j);
-        Accumulate<kSumMethod>(d, sv, cv, term(d, b + k, j));
+        const auto e = term(d, b + k, j);
+        if (kept != nullptr) hn::StoreU(e, d, kept + j);
+        Accumulate<kSumMethod>(d, sv, cv, e);
         hn::StoreU(sv, d, sl + j);
         hn::StoreU(cv, d, cl + j);
       });
@@ -190,6 +205,16 @@ void Tile(const detail::SoftmaxKernelArgs& a, const detail::Tile& t) {
     sum[j] = SumOrLog<kLog>(detail::finish<kSumMethod>(p));
   }
 
+  if (keep) {
+    for (int64_t k = 0; k < n; ++k) {
+      const float* const kept = exps + k * kW;
+      ForEachVector(0, w, [&](auto d, int64_t j) MANTISSA_VECTOR_BODY {
+        StoreResult<Format>(d, hn::Div(hn::LoadU(d, kept + j), hn::LoadU(d, sum + j)),
+                            y + k * stride + j);
+      });
+    }
+    return;
+  }
   for (int64_t k = 0; k < n; ++k) {
     ForEachVector(0, w, [&](auto d, int64_t j) MANTISSA_VECTOR_BODY {
       const auto shifted = hn::Sub(LoadF32<Format>(d, x + k * stride + j), hn::LoadU(d, max + j));
