@@ -39,7 +39,8 @@ HWY_INLINE hn::Vec<D> Exp(D d, hn::Vec<D> x) {
   // n = round-to-nearest-even(x / ln 2): adding and subtracting 1.5 * 2^23 rounds |v| < 2^22 to
   // an integer in every target's fp32 addition.
   const auto magic = hn::Set(d, 12582912.0f);
-  const auto n = hn::Sub(hn::Add(hn::Mul(xc, hn::Set(d, 1.44269504088896341f)), magic), magic);
+  const auto shifted = hn::Add(hn::Mul(xc, hn::Set(d, 1.44269504088896341f)), magic);
+  const auto n = hn::Sub(shifted, magic);
   // r = x - n ln 2 in two steps (Cody and Waite): ln2_hi has 9 significant bits, so n * ln2_hi
   // (|n| <= 151) is exact and so is x - n * ln2_hi (Sterbenz); only the small n * ln2_lo
   // term rounds. It's necessary to keep the order of the operations.
@@ -53,10 +54,20 @@ HWY_INLINE hn::Vec<D> Exp(D d, hn::Vec<D> x) {
   p = hn::Add(hn::Mul(p, r), hn::Set(d, 1.6666665459e-1f));
   p = hn::Add(hn::Mul(p, r), hn::Set(d, 5.0000001201e-1f));
   const auto y = hn::Add(hn::Add(hn::Mul(p, hn::Mul(r, r)), r), hn::Set(d, 1.0f));
+  // n as an integer: magic + n lies in magic's binade [2^23, 2^24), where the spacing is 1, so
+  // the difference of the two bit patterns is n (one subtraction; the conversion instruction
+  // needs a fix-up for out-of-range lanes on x86).
+  const auto ni = hn::Sub(hn::BitCast(di, shifted), hn::BitCast(di, magic));
+  // |x| < 86 (false for NaN) in every lane: |n| <= 124 and y in [0.7, 1.42], so y * 2^n is a
+  // normal number, both products below are exact and equal to y with n added to its exponent
+  // field. A shortcut with the same bits; the products remain for the lanes near the ends of
+  // the range (and NaN).
+  if (HWY_LIKELY(hn::AllTrue(d, hn::Lt(hn::Abs(x), hn::Set(d, 86.0f))))) {
+    return hn::BitCast(d, hn::Add(hn::BitCast(di, y), hn::ShiftLeft<23>(ni)));
+  }
   // y * 2^n as y * 2^n1 * 2^n2 with n1 = floor(n / 2), n2 = n - n1: both factors are normal
   // powers of two for n in [-151, 129]; the first product is exact (a normal number) and the
   // second rounds once, also when the result is subnormal or overflows.
-  const auto ni = hn::ConvertTo(di, n);
   const auto n1 = hn::ShiftRight<1>(ni);  // arithmetic shift: floor
   const auto n2 = hn::Sub(ni, n1);
   const auto bias = hn::Set(di, 127);
