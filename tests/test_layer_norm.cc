@@ -56,7 +56,11 @@ std::vector<Problem> problems() {
                                                           {DType::kFloat16, DType::kFloat32},
                                                           {DType::kBFloat16, DType::kBFloat16},
                                                           {DType::kBFloat16, DType::kFloat32}}) {
-    for (int64_t n : {1, 7, 16, 33, 129, 4100}) p.push_back({x, g, DType::kFloat32, {5, n}, {n}});
+    // Rows of 4100 are read as they are; shorter ones are widened to fp64 first, 2050 one row at a
+    // time, the others a group of rows at a time.
+    for (int64_t n : {1, 7, 16, 33, 129, 2050, 4100}) {
+      p.push_back({x, g, DType::kFloat32, {5, n}, {n}});
+    }
     p.push_back({x, g, x, {3, 4, 24}, {4, 24}, 0.5, 2.0});    // two normalised dims, x's stats
     p.push_back({x, g, DType::kFloat32, {300, 130}, {130}});  // several column-sum blocks
     p.push_back({x, g, DType::kFloat32, {6, 40}, {40}, 0.0, 1.0, false, false});

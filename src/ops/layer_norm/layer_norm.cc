@@ -10,8 +10,10 @@
 //                                      dtype (no weight: no multiplication; no bias: + 0)
 //   the stored mean and rstd: rounded to fp32, then to their dtype
 // NaN results (from NaN or inf inputs, or n == 0: 0 / 0) are stored as the canonical quiet NaN.
-// Traffic: x read three times (the later passes usually from cache for rows up to a few MiB),
-// weight and bias read per row (cached), out written once.
+// Traffic: x read once from memory; rows of up to 4096 elements are widened to fp64 into a
+// buffer that the three passes read (longer rows are read three times, the later passes usually
+// from cache); weight and bias read per row (cached; fp64 copies for the widened rows); out
+// written once. While a row's elementwise pass runs, the next row is fetched into cache.
 // clang-format off (foreach_target.h must come first: it re-includes this file once per target)
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/layer_norm/layer_norm.cc"
@@ -20,27 +22,79 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <new>
+#include <type_traits>
 
 #include "core/reduce-inl.h"
 #include "core/rows.h"
 #include "core/simd-inl.h"
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "ops/layer_norm/layer_norm_kernel.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace mantissa::HWY_NAMESPACE {
 
-// (x - mean)^2 in the accumulator's lanes (fp64).
-template <class XF>
-struct CentredSquareTerm {
-  const typename XF::Storage* x;
-  double mean;
-  template <class DA>
-  HWY_INLINE hn::Vec<DA> operator()(DA da, int64_t i) const {
-    const auto c = hn::Sub(LoadAcc<XF>(da, x + i), hn::Set(da, mean));
-    return hn::Mul(c, c);
+// Lanes [i, i + Lanes(dd)) of p as fp64: widened from Format's storage, or an fp64 copy as is.
+template <class Format, class DD, class T>
+HWY_INLINE hn::Vec<DD> LoadF64(DD dd, const T* HWY_RESTRICT p) {
+  if constexpr (std::is_same_v<T, double>) {
+    return hn::LoadU(dd, p);
+  } else {
+    return LoadAcc<Format>(dd, p);
   }
-};
+}
+
+// p[0, count) widened exactly to fp64 at to.
+template <class Format>
+void WidenToF64(const typename Format::Storage* HWY_RESTRICT p, int64_t count,
+                double* HWY_RESTRICT to) {
+  const hn::ScalableTag<double> dd;
+  const int64_t step = static_cast<int64_t>(hn::Lanes(dd));
+  int64_t i = 0;
+  for (; i + step <= count; i += step) hn::StoreU(LoadAcc<Format>(dd, p + i), dd, to + i);
+  const hn::CappedTag<double, 1> d1;
+  for (; i < count; ++i) hn::StoreU(LoadAcc<Format>(d1, p + i), d1, to + i);
+}
+
+// A row's mean and centred sum of squares (the normative order above): its n elements at xs,
+// fp64 or Format's storage.
+template <class Format, class T>
+HWY_NOINLINE void RowSums(const T* HWY_RESTRICT xs, int64_t n, double& mean, double& q) {
+  // It's necessary to keep the order of the operations (fp64, each step rounded once).
+  const double s = ReduceRow<detail::ReduceMethod::kNaive, double>(
+      [xs](auto da, int64_t i) { return LoadF64<Format>(da, xs + i); }, n);
+  mean = s / static_cast<double>(n);
+  const double m = mean;
+  q = ReduceRow<detail::ReduceMethod::kNaive, double>(
+      [xs, m](auto da, int64_t i) {
+        const auto c = hn::Sub(LoadF64<Format>(da, xs + i), hn::Set(da, m));
+        return hn::Mul(c, c);
+      },
+      n);
+}
+
+// RowSums of R rows of n fp64 elements at xs (row k at xs + k * n, n at most kReduceBlock), their
+// reductions interleaved: the same sums as ReduceRow's.
+template <size_t R>
+HWY_NOINLINE void GroupSums(const double* HWY_RESTRICT xs, int64_t n, double (&mean)[R],
+                            double (&q)[R]) {
+  double s[R];
+  BlockSums<detail::ReduceMethod::kNaive, double, R>(
+      [&](size_t k, auto da, int64_t i) {
+        return hn::LoadU(da, xs + static_cast<int64_t>(k) * n + i);
+      },
+      n, s);
+  for (size_t k = 0; k < R; ++k) mean[k] = s[k] / static_cast<double>(n);
+  BlockSums<detail::ReduceMethod::kNaive, double, R>(
+      [&](size_t k, auto da, int64_t i) {
+        const auto c =
+            hn::Sub(hn::LoadU(da, xs + static_cast<int64_t>(k) * n + i), hn::Set(da, mean[k]));
+        return hn::Mul(c, c);
+      },
+      n, q);
+}
 
 // A per-row statistic rounded to fp32 (canonical NaN), then to the statistics' dtype.
 inline void StoreStat(DType dtype, void* p, int64_t row, double v) {
@@ -50,84 +104,151 @@ inline void StoreStat(DType dtype, void* p, int64_t row, double v) {
 }
 
 template <class XF, class PF, bool kWeight, bool kBias>
-void LayerNormRows(const detail::LayerNormKernelArgs& a) {
+class LayerNormRows {
+ public:
   using XS = typename XF::Storage;
   using PS = typename PF::Storage;
-  const XS* const x_all = static_cast<const XS*>(a.x);
-  const PS* const w = static_cast<const PS*>(a.weight);
-  const PS* const b = static_cast<const PS*>(a.bias);
-  XS* const out_all = static_cast<XS*>(a.out);
-  const int64_t n = a.n;
-  // The statistics (each step one fp64 operation, in this order) and the elementwise pass of row
-  // r from its two sums.
-  auto finish_row = [&](int64_t r, double mean, double q) {
-    const XS* x = x_all + r * n;
-    XS* out = out_all + r * n;
-    const double var = q / static_cast<double>(n);
-    const double rstd = 1.0 / std::sqrt(var + a.eps);
-    if (a.mean != nullptr) StoreStat(a.stats_dtype, a.mean, r, mean);
-    if (a.rstd != nullptr) StoreStat(a.stats_dtype, a.rstd, r, rstd);
-    auto lanes = [&](auto dd, int64_t i) MANTISSA_VECTOR_BODY {
-      const hn::Rebind<float, decltype(dd)> df;
-      auto v = hn::Mul(hn::Sub(LoadAcc<XF>(dd, x + i), hn::Set(dd, mean)), hn::Set(dd, rstd));
-      if constexpr (kWeight) v = hn::Mul(v, LoadAcc<PF>(dd, w + i));
-      v = hn::Add(v, kBias ? LoadAcc<PF>(dd, b + i) : hn::Zero(dd));
-      StoreResult<XF>(df, DemoteF64ToF32(df, dd, v), out + i);
-    };
-    const hn::ScalableTag<double> dd;
-    const int64_t step = static_cast<int64_t>(hn::Lanes(dd));
-    int64_t i = 0;
-    for (; i + step <= n; i += step) lanes(dd, i);
-    for (; i < n; ++i) lanes(hn::CappedTag<double, 1>(), i);
-  };
-  const detail::Rows rows{a.rows, n, 1};
-  detail::for_each_row_block(rows, [&](int64_t begin, int64_t end) {
+
+  explicit LayerNormRows(const detail::LayerNormKernelArgs& a)
+      : a_(a),
+        x_(static_cast<const XS*>(a.x)),
+        w_(static_cast<const PS*>(a.weight)),
+        b_(static_cast<const PS*>(a.bias)),
+        out_(static_cast<XS*>(a.out)),
+        n_(a.n) {}
+
+  void Run() {
+    // Rows of at most kMaxWidened elements are widened to fp64 once, into a buffer on the stack,
+    // and weight and bias once per call (exact: the same bits as widening them as they are
+    // read). The three passes then read fp64 lanes, the widening being most of their cost.
+    // Longer rows, or a failed allocation, widen as they go.
+    if (n_ >= 1 && n_ <= kMaxWidened && a_.rows >= 2) {
+      if (kWeight || kBias) {
+        params_.reset(new (std::nothrow) double[static_cast<std::size_t>(2 * n_)]);
+        if (params_ != nullptr) {
+          if constexpr (kWeight) WidenToF64<PF>(w_, n_, params_.get());
+          if constexpr (kBias) WidenToF64<PF>(b_, n_, params_.get() + n_);
+        }
+      }
+      widened_ = params_ != nullptr || !(kWeight || kBias);
+    }
+    const detail::Rows rows{a_.rows, n_, 1};
+    detail::for_each_row_block(rows, [this](int64_t begin, int64_t end) { Block(begin, end); });
+  }
+
+ private:
+  static constexpr int64_t kMaxWidened = 4096;  // 32 KiB of fp64: stays in L1 with the row
+
+  // Short rows kR at a time (their reductions interleave), with the same sums as ReduceRow's.
+  static constexpr size_t kR = kRowsAtOnce<detail::ReduceMethod::kNaive, double>;
+  static constexpr int64_t kGroup = static_cast<int64_t>(kR);
+
+  void Block(int64_t begin, int64_t end) const {
+    const int64_t n = n_;
     int64_t r = begin;
-    // Short rows (one reduction block), several at once: the same sums as ReduceRow's.
-    constexpr size_t kR = kRowsAtOnce<detail::ReduceMethod::kNaive, double>;
-    if (kR > 1 && n >= 1 && n <= detail::kReduceBlock) {
-      for (; r + static_cast<int64_t>(kR) <= end; r += kR) {
-        const XS* x = x_all + r * n;
-        double s[kR], mean[kR], q[kR];
-        BlockSums<detail::ReduceMethod::kNaive, double, kR>(
-            [&](size_t k, auto da, int64_t i) {
-              return LoadAcc<XF>(da, x + static_cast<int64_t>(k) * n + i);
-            },
-            n, s);
-        for (size_t k = 0; k < kR; ++k) mean[k] = s[k] / static_cast<double>(n);
-        BlockSums<detail::ReduceMethod::kNaive, double, kR>(
-            [&](size_t k, auto da, int64_t i) {
-              const auto c = hn::Sub(LoadAcc<XF>(da, x + static_cast<int64_t>(k) * n + i),
-                                     hn::Set(da, mean[k]));
-              return hn::Mul(c, c);
-            },
-            n, q);
-        for (size_t k = 0; k < kR; ++k) finish_row(r + static_cast<int64_t>(k), mean[k], q[k]);
+    if (!widened_) {
+      for (; r < end; ++r) Row(r, x_ + r * n, w_, b_);
+      return;
+    }
+    HWY_ALIGN double buffer[kMaxWidened];
+    const double* const w = params_.get();
+    const double* const b = w != nullptr ? w + n : nullptr;
+    if (kR > 1 && kGroup * n <= kMaxWidened) {
+      for (; r + kGroup <= end; r += kGroup) {
+        WidenToF64<XF>(x_ + r * n, kGroup * n, buffer);
+        Group(r, buffer, w, b);
       }
     }
     for (; r < end; ++r) {
-      const XS* x = x_all + r * n;
-      // It's necessary to keep the order of the operations (fp64, each step rounded once).
-      const double s = ReduceRow<detail::ReduceMethod::kNaive, double>(SumTerm<XF>{x}, n);
-      const double mean = s / static_cast<double>(n);
-      finish_row(
-          r, mean,
-          ReduceRow<detail::ReduceMethod::kNaive, double>(CentredSquareTerm<XF>{x, mean}, n));
+      WidenToF64<XF>(x_ + r * n, n, buffer);
+      Row(r, static_cast<const double*>(buffer), w, b);
     }
-  });
-}
+  }
+
+  // Rows [r, r + kR), their elements at xs (fp64, row k at xs + k * n).
+  void Group(int64_t r, const double* xs, const double* w, const double* b) const {
+    double mean[kR], q[kR];
+    GroupSums(xs, n_, mean, q);
+    for (size_t k = 0; k < kR; ++k) {
+      const int64_t row = r + static_cast<int64_t>(k);
+      Finish(row, mean[k], q[k], xs + static_cast<int64_t>(k) * n_, w, b, kGroup);
+    }
+  }
+
+  // Row r (any length), its elements at xs (fp64, or x's storage), weight and bias at w and b.
+  template <class XT, class PT>
+  void Row(int64_t r, const XT* xs, const PT* w, const PT* b) const {
+    double mean, q;
+    // fp64 elements: the sums do not depend on x's format (one copy of their code).
+    RowSums<std::conditional_t<std::is_same_v<XT, double>, Fp32, XF>>(xs, n_, mean, q);
+    Finish(r, mean, q, xs, w, b, 1);
+  }
+
+  // The statistics of row r from its two sums (each step one fp64 operation, in this order), and
+  // its elementwise pass from x's elements at x (fp64, or x's storage). Meanwhile row r + ahead,
+  // the next one to be read, is fetched into cache: the sums read a row from memory and this
+  // pass only computes, so memory would otherwise sit idle here and the sums wait on it.
+  template <class XT, class PT>
+  void Finish(int64_t r, double mean, double q, const XT* HWY_RESTRICT x, const PT* HWY_RESTRICT w,
+              const PT* HWY_RESTRICT b, int64_t ahead) const {
+    const int64_t n = n_;  // locals: a 16-bit store may alias any member, which would reload it
+    XS* const HWY_RESTRICT out = out_ + r * n;
+    const double var = q / static_cast<double>(n);
+    const double rstd = 1.0 / std::sqrt(var + a_.eps);
+    if (a_.mean != nullptr) StoreStat(a_.stats_dtype, a_.mean, r, mean);
+    if (a_.rstd != nullptr) StoreStat(a_.stats_dtype, a_.rstd, r, rstd);
+    // ((x - mean) * rstd) * w + b in fp64 lanes, rounded to the fp32 lanes of df.
+    auto affine = [&](auto dd, auto df, int64_t i) MANTISSA_VECTOR_BODY {
+      auto v = hn::Mul(hn::Sub(LoadF64<XF>(dd, x + i), hn::Set(dd, mean)), hn::Set(dd, rstd));
+      if constexpr (kWeight) v = hn::Mul(v, LoadF64<PF>(dd, w + i));
+      v = hn::Add(v, kBias ? LoadF64<PF>(dd, b + i) : hn::Zero(dd));
+      return DemoteF64ToF32(df, dd, v);
+    };
+    int64_t i = 0;
+#if HWY_TARGET != HWY_SCALAR
+    // Two fp64 vectors per fp32 vector: one narrowing (for bf16, one subnormal test) per
+    // 2 * Lanes(dd) elements. Only lanes move; same bits. The prefetch of the next row costs one
+    // instruction per 2 * Lanes(dd) elements (a line holds 16 to 32 of them).
+    const XS* const next = r + ahead < a_.rows ? x_ + (r + ahead) * n : nullptr;
+    const hn::ScalableTag<double> dd;
+    const int64_t step = static_cast<int64_t>(hn::Lanes(dd));
+    const hn::Repartition<float, decltype(dd)> df;
+    const hn::Half<decltype(df)> dh;
+    for (; i + 2 * step <= n; i += 2 * step) {
+      if (next != nullptr) hwy::Prefetch(next + i);
+      const auto lo = affine(dd, dh, i);
+      const auto hi = affine(dd, dh, i + step);
+      StoreResult<XF>(df, hn::Combine(df, hi, lo), out + i);
+    }
+#else
+    (void)ahead;
+#endif
+    const hn::CappedTag<double, 1> d1;
+    const hn::Rebind<float, decltype(d1)> df1;
+    for (; i < n; ++i) StoreResult<XF>(df1, affine(d1, df1, i), out + i);
+  }
+
+  const detail::LayerNormKernelArgs& a_;
+  const XS* const x_;
+  const PS* const w_;
+  const PS* const b_;
+  XS* const out_;
+  const int64_t n_;
+  std::unique_ptr<double[]> params_;  // weight then bias in fp64, or null
+  bool widened_ = false;              // rows are widened to fp64 before their passes
+};
 
 template <class XF, class PF>
 void LayerNormAffine(const detail::LayerNormKernelArgs& a) {
   const bool w = a.weight != nullptr, b = a.bias != nullptr;
   if (w && b) {
-    LayerNormRows<XF, PF, true, true>(a);
+    LayerNormRows<XF, PF, true, true>(a).Run();
   } else if (w) {
-    LayerNormRows<XF, PF, true, false>(a);
+    LayerNormRows<XF, PF, true, false>(a).Run();
   } else if (b) {
-    LayerNormRows<XF, PF, false, true>(a);
+    LayerNormRows<XF, PF, false, true>(a).Run();
   } else {
-    LayerNormRows<XF, PF, false, false>(a);
+    LayerNormRows<XF, PF, false, false>(a).Run();
   }
 }
 
