@@ -75,22 +75,22 @@ HWY_NOINLINE void RowSums(const T* HWY_RESTRICT xs, int64_t n, double& mean, dou
       n);
 }
 
-// RowSums of R rows of n fp64 elements at xs (row k at xs + k * n, n at most kReduceBlock), their
-// reductions interleaved: the same sums as ReduceRow's.
-template <size_t R>
-HWY_NOINLINE void GroupSums(const double* HWY_RESTRICT xs, int64_t n, double (&mean)[R],
+// RowSums of R rows of n elements at xs (fp64 or Format's storage; row k at xs + k * n, n at
+// most kReduceBlock), their reductions interleaved: the same sums as ReduceRow's.
+template <class Format, size_t R, class T>
+HWY_NOINLINE void GroupSums(const T* HWY_RESTRICT xs, int64_t n, double (&mean)[R],
                             double (&q)[R]) {
   double s[R];
   BlockSums<detail::ReduceMethod::kNaive, double, R>(
       [&](size_t k, auto da, int64_t i) {
-        return hn::LoadU(da, xs + static_cast<int64_t>(k) * n + i);
+        return LoadF64<Format>(da, xs + static_cast<int64_t>(k) * n + i);
       },
       n, s);
   for (size_t k = 0; k < R; ++k) mean[k] = s[k] / static_cast<double>(n);
   BlockSums<detail::ReduceMethod::kNaive, double, R>(
       [&](size_t k, auto da, int64_t i) {
-        const auto c =
-            hn::Sub(hn::LoadU(da, xs + static_cast<int64_t>(k) * n + i), hn::Set(da, mean[k]));
+        const auto c = hn::Sub(LoadF64<Format>(da, xs + static_cast<int64_t>(k) * n + i),
+                               hn::Set(da, mean[k]));
         return hn::Mul(c, c);
       },
       n, q);
@@ -156,7 +156,14 @@ class LayerNormRows {
     if (kR > 1 && kGroup * n <= kMaxWidened) {
       for (; r + kGroup <= end; r += kGroup) {
         WidenToF64<XF>(x_ + r * n, kGroup * n, buffer);
-        Group(r, buffer, w, b);
+        Group(r, static_cast<const double*>(buffer), w, b);
+      }
+    } else if constexpr (std::is_same_v<XF, Fp32>) {
+      // fp32 rows too long to widen a group at a time: groups read x, weight and bias as they
+      // are (their widening is one conversion each; interleaving the rows' sums, and weight and
+      // bias at half the size in L1, are worth more than saving it).
+      if (kR > 1) {
+        for (; r + kGroup <= end; r += kGroup) Group(r, x_ + r * n, w_, b_);
       }
     }
     for (; r < end; ++r) {
@@ -165,10 +172,12 @@ class LayerNormRows {
     }
   }
 
-  // Rows [r, r + kR), their elements at xs (fp64, row k at xs + k * n).
-  void Group(int64_t r, const double* xs, const double* w, const double* b) const {
+  // Rows [r, r + kR), their elements at xs (fp64, or x's storage; row k at xs + k * n), weight
+  // and bias at w and b.
+  template <class XT, class PT>
+  void Group(int64_t r, const XT* xs, const PT* w, const PT* b) const {
     double mean[kR], q[kR];
-    GroupSums(xs, n_, mean, q);
+    GroupSums<std::conditional_t<std::is_same_v<XT, double>, Fp32, XF>>(xs, n_, mean, q);
     for (size_t k = 0; k < kR; ++k) {
       const int64_t row = r + static_cast<int64_t>(k);
       Finish(row, mean[k], q[k], xs + static_cast<int64_t>(k) * n_, w, b, kGroup);
