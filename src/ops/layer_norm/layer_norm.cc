@@ -137,7 +137,8 @@ class LayerNormRows {
   }
 
  private:
-  static constexpr int64_t kMaxWidened = 4096;  // 32 KiB of fp64: stays in L1 with the row
+  static constexpr int64_t kMaxWidened = 4096;          // 32 KiB of fp64: stays in L1 with the row
+  static constexpr int64_t kPrefetchedRow = 64 * 1024;  // bytes
 
   // Short rows kR at a time (their reductions interleave), with the same sums as ReduceRow's.
   static constexpr size_t kR = kRowsAtOnce<detail::ReduceMethod::kNaive, double>;
@@ -217,8 +218,11 @@ class LayerNormRows {
 #if HWY_TARGET != HWY_SCALAR
     // Two fp64 vectors per fp32 vector: one narrowing (for bf16, one subnormal test) per
     // 2 * Lanes(dd) elements. Only lanes move; same bits. The prefetch of the next row costs one
-    // instruction per 2 * Lanes(dd) elements (a line holds 16 to 32 of them).
-    const XS* const next = r + ahead < a_.rows ? x_ + (r + ahead) * n : nullptr;
+    // instruction per 2 * Lanes(dd) elements (a line holds 16 to 32 of them); rows longer than
+    // kPrefetchedRow bytes are left to the hardware's stream prefetcher (a row fetched early
+    // would push the current one out of cache).
+    const bool prefetch = r + ahead < a_.rows && n * int64_t{sizeof(XS)} <= kPrefetchedRow;
+    const XS* const next = prefetch ? x_ + (r + ahead) * n : nullptr;
     const hn::ScalableTag<double> dd;
     const int64_t step = static_cast<int64_t>(hn::Lanes(dd));
     const hn::Repartition<float, decltype(dd)> df;
@@ -227,7 +231,12 @@ class LayerNormRows {
       if (next != nullptr) hwy::Prefetch(next + i);
       const auto lo = affine(dd, dh, i);
       const auto hi = affine(dd, dh, i + step);
-      StoreResult<XF>(df, hn::Combine(df, hi, lo), out + i);
+      if constexpr (std::is_same_v<XF, Fp32>) {  // nothing to narrow: no need to combine
+        StoreResult<XF>(dh, lo, out + i);
+        StoreResult<XF>(dh, hi, out + i + step);
+      } else {
+        StoreResult<XF>(df, hn::Combine(df, hi, lo), out + i);
+      }
     }
 #else
     (void)ahead;
