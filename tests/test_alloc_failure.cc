@@ -15,6 +15,7 @@
 #include "core/entry.h"
 #include "mantissa/ops/layer_norm_grad.h"
 #include "mantissa/ops/rms_norm_grad.h"
+#include "mantissa/ops/softmax.h"
 #include "mantissa/runtime.h"
 
 namespace {
@@ -145,6 +146,34 @@ TEST(AllocFailure, LayerNormGradReportsScratchItCannotGetAndWritesNothing) {
   EXPECT_EQ(s.code(), StatusCode::kInner);
   EXPECT_NE(s.message().find("LayerNormGrad"), std::string::npos) << s.message();
   EXPECT_TRUE(d.outputs_untouched());
+}
+
+// Softmax over a non-last axis keeps a tile's exponentials in a per-thread buffer (axis x 64
+// floats: 1 MiB here); when the buffer cannot be had, the tile computes them again: the call
+// succeeds, with the bits of the call that had it.
+TEST(AllocFailure, SoftmaxWithoutItsExponentialsBufferGivesTheSameBits) {
+  if (kSanitized) GTEST_SKIP() << "address-space limits do not apply under the sanitizers";
+  constexpr int64_t kOuter = 2, kAxis = 4096, kInner = 64;
+  std::vector<float> x(kOuter * kAxis * kInner);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 7919) % 1000) / 97.0f;
+  std::vector<float> constrained(x.size(), -7.0f), free(x.size(), -7.0f);
+  auto call = [&](std::vector<float>& out) {
+    return mantissa::softmax(
+        {.self = TensorView(x.data(), DType::kFloat32, {kOuter, kAxis, kInner}),
+         .out = TensorView(out.data(), DType::kFloat32, {kOuter, kAxis, kInner})},
+        {.dim = 1});
+  };
+  ASSERT_TRUE(mantissa::set_num_threads(1).ok());  // no worker thread to start under the limit
+  Status s;
+  {
+    AddressSpaceLimit limit(256 << 10);
+    ASSERT_TRUE(limit.ok());
+    s = call(constrained);
+  }
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_TRUE(call(free).ok());
+  EXPECT_EQ(std::memcmp(constrained.data(), free.data(), x.size() * sizeof(float)), 0);
+  EXPECT_NE(constrained[0], -7.0f);
 }
 
 TEST(AllocFailure, NothingThrownInsideAnEntryEscapesIt) {

@@ -18,6 +18,8 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
+#include <new>
 #include <vector>
 
 #include "core/math-inl.h"
@@ -103,11 +105,17 @@ void LastAxisRows(const detail::SoftmaxKernelArgs& a, int64_t begin, int64_t end
   }
 }
 
-// This thread's buffer for a tile's exponentials, at least `count` floats (kept between calls).
+// This thread's buffer for a tile's exponentials, at least `count` floats (kept between calls);
+// null if it cannot be allocated (the tile then computes them again). No exception: this runs on
+// the pool's workers.
 inline float* TileExpsBuffer(std::size_t count) {
-  thread_local std::vector<float> buffer;
-  if (buffer.size() < count) buffer.resize(count);
-  return buffer.data();
+  thread_local std::unique_ptr<float[]> buffer;
+  thread_local std::size_t size = 0;
+  if (size < count) {
+    buffer.reset(new (std::nothrow) float[count]);
+    size = buffer != nullptr ? count : 0;
+  }
+  return buffer.get();
 }
 
 // A non-last axis: one tile of up to kTileWidth rows, element (k, j) at offset + k * stride + j.
@@ -149,8 +157,10 @@ void Tile(const detail::SoftmaxKernelArgs& a, const detail::Tile& t) {
   auto term = [&](auto d, int64_t k, int64_t j) {
     return Exp(d, hn::Sub(LoadF32<Format>(d, x + k * stride + j), hn::LoadU(d, max + j)));
   };
-  const bool keep = !kLog && n <= detail::kReduceBlock;
-  float* const exps = keep ? TileExpsBuffer(static_cast<std::size_t>(n) * kW) : nullptr;
+  float* const exps = !kLog && n <= detail::kReduceBlock
+                          ? TileExpsBuffer(static_cast<std::size_t>(n) * kW)
+                          : nullptr;
+  const bool keep = exps != nullptr;
   HWY_ALIGN float s[kL][kW];
   HWY_ALIGN float c[kL][kW];
   HWY_ALIGN float sum[kW];
