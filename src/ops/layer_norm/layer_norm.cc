@@ -144,6 +144,11 @@ class LayerNormRows {
   static constexpr size_t kR = kRowsAtOnce<detail::ReduceMethod::kNaive, double>;
   static constexpr int64_t kGroup = static_cast<int64_t>(kR);
 
+  // The format the sums read elements of type XT in: for fp64 (widened) elements it does not
+  // matter, and naming one format for all gives one copy of their code per target.
+  template <class XT>
+  using SumFormat = std::conditional_t<std::is_same_v<XT, double>, Fp32, XF>;
+
   void Block(int64_t begin, int64_t end) const {
     const int64_t n = n_;
     int64_t r = begin;
@@ -178,7 +183,7 @@ class LayerNormRows {
   template <class XT, class PT>
   void Group(int64_t r, const XT* xs, const PT* w, const PT* b) const {
     double mean[kR], q[kR];
-    GroupSums<std::conditional_t<std::is_same_v<XT, double>, Fp32, XF>>(xs, n_, mean, q);
+    GroupSums<SumFormat<XT>>(xs, n_, mean, q);
     for (size_t k = 0; k < kR; ++k) {
       const int64_t row = r + static_cast<int64_t>(k);
       Finish(row, mean[k], q[k], xs + static_cast<int64_t>(k) * n_, w, b, kGroup);
@@ -189,8 +194,7 @@ class LayerNormRows {
   template <class XT, class PT>
   void Row(int64_t r, const XT* xs, const PT* w, const PT* b) const {
     double mean, q;
-    // fp64 elements: the sums do not depend on x's format (one copy of their code).
-    RowSums<std::conditional_t<std::is_same_v<XT, double>, Fp32, XF>>(xs, n_, mean, q);
+    RowSums<SumFormat<XT>>(xs, n_, mean, q);
     Finish(r, mean, q, xs, w, b, 1);
   }
 

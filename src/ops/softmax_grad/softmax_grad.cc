@@ -146,13 +146,13 @@ HWY_INLINE void StoreGrad(DD dd, const typename Format::Storage* dy,
 
 // Last axis: each row contiguous.
 template <class Format, bool kLog>
-void LastAxisRows(const detail::SoftmaxGradKernelArgs& a, int64_t begin, int64_t end) {
+void LastAxisRows(const detail::SoftmaxGradKernelArgs& a, const ExpOfOutput<Format, kLog>& exp_of,
+                  int64_t begin, int64_t end) {
   using S = typename Format::Storage;
   const int64_t n = a.rows.axis;
   const S* const dy_all = static_cast<const S*>(a.dy);
   const S* const y_all = static_cast<const S*>(a.y);
   S* const out_all = static_cast<S*>(a.out);
-  const ExpOfOutput<Format, kLog> exp_of;
   // In place (out is dy) is safe: element i is read before it is written, and never again.
   auto finish_row = [&](int64_t r, double s) {
     const int64_t at = r * n;
@@ -189,7 +189,8 @@ void LastAxisRows(const detail::SoftmaxGradKernelArgs& a, int64_t begin, int64_t
 // The sum replays core/reduce.h's order per row: axis element k of block b goes to lane
 // (k - b) % 32 of that row's lane sums; blocks combine along the pairwise tree.
 template <class Format, bool kLog>
-void Tile(const detail::SoftmaxGradKernelArgs& a, const detail::Tile& t) {
+void Tile(const detail::SoftmaxGradKernelArgs& a, const ExpOfOutput<Format, kLog>& exp_of,
+          const detail::Tile& t) {
   using S = typename Format::Storage;
   constexpr int kW = static_cast<int>(detail::kTileWidth);
   constexpr int kL = detail::kReduceLanes;
@@ -233,7 +234,6 @@ void Tile(const detail::SoftmaxGradKernelArgs& a, const detail::Tile& t) {
     sum[j] = detail::finish<kSumMethod>(p);
   }
 
-  const ExpOfOutput<Format, kLog> exp_of;
   for (int64_t k = 0; k < n; ++k) {
     const int64_t at = k * stride;
     ForEachDoubleVectorGroup<kGradGroup<kLog>>(
@@ -248,11 +248,16 @@ void Tile(const detail::SoftmaxGradKernelArgs& a, const detail::Tile& t) {
 
 template <class Format, bool kLog>
 void SoftmaxGradFormat(const detail::SoftmaxGradKernelArgs& a) {
+  // On the calling thread, before the parallel region: the first call in a format fills its exp
+  // table here, where a failed allocation reaches the entry's exception barrier (a status, no
+  // output written) instead of a pool worker.
+  const ExpOfOutput<Format, kLog> exp_of;
   if (a.rows.last_axis()) {
-    detail::for_each_row_block(
-        a.rows, [&](int64_t begin, int64_t end) { LastAxisRows<Format, kLog>(a, begin, end); });
+    detail::for_each_row_block(a.rows, [&](int64_t begin, int64_t end) {
+      LastAxisRows<Format, kLog>(a, exp_of, begin, end);
+    });
   } else {
-    detail::for_each_tile(a.rows, [&](const detail::Tile& t) { Tile<Format, kLog>(a, t); });
+    detail::for_each_tile(a.rows, [&](const detail::Tile& t) { Tile<Format, kLog>(a, exp_of, t); });
   }
 }
 
