@@ -359,6 +359,26 @@ HWY_INLINE void StoreResult(D d, hn::Vec<D> v, typename Format::Storage* HWY_RES
   }
 }
 
+// Two full fp64 vectors of results, lo then hi (2 * Lanes(dd) consecutive elements at p), each
+// rounded to fp32 and stored as StoreResult does. A 16-bit format narrows them as one fp32
+// vector: one conversion, and on AVX3_BF16 one lane test, per pair instead of per vector. Lanes
+// only move, so the bits are those of a StoreResult per vector.
+template <class Format, class DD>
+HWY_INLINE void StoreResultPair(DD dd, hn::Vec<DD> lo, hn::Vec<DD> hi,
+                                typename Format::Storage* HWY_RESTRICT p) {
+  const hn::Rebind<float, DD> dh;
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (!std::is_same_v<Format, Fp32>) {
+    const hn::Repartition<float, DD> df;
+    StoreResult<Format>(df, hn::Combine(df, DemoteF64ToF32(dh, dd, hi), DemoteF64ToF32(dh, dd, lo)),
+                        p);
+    return;
+  }
+#endif
+  StoreResult<Format>(dh, DemoteF64ToF32(dh, dd, lo), p);
+  StoreResult<Format>(dh, DemoteF64ToF32(dh, dd, hi), p + hn::Lanes(dd));
+}
+
 // ------------------------------ Two vectors at a time
 
 // Element-wise kernels do not care which element sits in which lane, as long as every tensor of

@@ -211,17 +211,13 @@ class LayerNormRows {
     const double rstd = 1.0 / std::sqrt(var + a_.eps);
     if (a_.mean != nullptr) StoreStat(a_.stats_dtype, a_.mean, r, mean);
     if (a_.rstd != nullptr) StoreStat(a_.stats_dtype, a_.rstd, r, rstd);
-    // ((x - mean) * rstd) * w + b in fp64 lanes, rounded to the fp32 lanes of df.
-    auto affine = [&](auto dd, auto df, int64_t i) MANTISSA_VECTOR_BODY {
+    // ((x - mean) * rstd) * w + b in fp64 lanes.
+    auto affine = [&](auto dd, int64_t i) MANTISSA_VECTOR_BODY {
       auto v = hn::Mul(hn::Sub(LoadF64<XF>(dd, x + i), hn::Set(dd, mean)), hn::Set(dd, rstd));
       if constexpr (kWeight) v = hn::Mul(v, LoadF64<PF>(dd, w + i));
-      v = hn::Add(v, kBias ? LoadF64<PF>(dd, b + i) : hn::Zero(dd));
-      return DemoteF64ToF32(df, dd, v);
+      return hn::Add(v, kBias ? LoadF64<PF>(dd, b + i) : hn::Zero(dd));
     };
-    int64_t i = 0;
-#if HWY_TARGET != HWY_SCALAR
-    // Two fp64 vectors per fp32 vector: one narrowing (for bf16, one subnormal test) per
-    // 2 * Lanes(dd) elements. Only lanes move; same bits. The prefetch of the next row costs one
+    // Two fp64 vectors per store (StoreResultPair). The prefetch of the next row costs one
     // instruction per 2 * Lanes(dd) elements (a line holds 16 to 32 of them); rows longer than
     // kPrefetchedRow bytes are left to the hardware's stream prefetcher (a row fetched early
     // would push the current one out of cache).
@@ -229,25 +225,14 @@ class LayerNormRows {
     const XS* const next = prefetch ? x_ + (r + ahead) * n : nullptr;
     const hn::ScalableTag<double> dd;
     const int64_t step = static_cast<int64_t>(hn::Lanes(dd));
-    const hn::Repartition<float, decltype(dd)> df;
-    const hn::Half<decltype(df)> dh;
+    int64_t i = 0;
     for (; i + 2 * step <= n; i += 2 * step) {
       if (next != nullptr) hwy::Prefetch(next + i);
-      const auto lo = affine(dd, dh, i);
-      const auto hi = affine(dd, dh, i + step);
-      if constexpr (std::is_same_v<XF, Fp32>) {  // nothing to narrow: no need to combine
-        StoreResult<XF>(dh, lo, out + i);
-        StoreResult<XF>(dh, hi, out + i + step);
-      } else {
-        StoreResult<XF>(df, hn::Combine(df, hi, lo), out + i);
-      }
+      StoreResultPair<XF>(dd, affine(dd, i), affine(dd, i + step), out + i);
     }
-#else
-    (void)ahead;
-#endif
     const hn::CappedTag<double, 1> d1;
     const hn::Rebind<float, decltype(d1)> df1;
-    for (; i < n; ++i) StoreResult<XF>(df1, affine(d1, df1, i), out + i);
+    for (; i < n; ++i) StoreResult<XF>(df1, DemoteF64ToF32(df1, d1, affine(d1, i)), out + i);
   }
 
   const detail::LayerNormKernelArgs& a_;

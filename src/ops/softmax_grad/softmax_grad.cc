@@ -33,6 +33,7 @@
 #include "core/reduce-inl.h"
 #include "core/rows.h"
 #include "core/simd-inl.h"
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "ops/softmax_grad/softmax_grad_kernel.h"
 
@@ -110,19 +111,17 @@ struct ExpOfOutput {
 };
 
 // Vectors per StoreGrad: the log-softmax pass takes four at once so that their exponentials
-// overlap (Exp64); the softmax pass has two operations per element and takes one.
-template <bool kLog>
-inline constexpr size_t kGradGroup = kLog ? 4 : 1;
+// overlap (Exp64); the softmax pass has two operations per element and takes two, stored as one
+// (StoreResultPair).
+inline constexpr size_t kGradGroup(bool log) { return log ? 4 : 2; }
 
 // out for the K consecutive vectors of elements at dy, y (lanes of dd): y * (dy - s), or
 // dy - Exp64(y) * s, with s of vector k from sum_of(k); rounded to fp32 and stored (canonical
-// NaN, one rounding to the storage format).
-
+// NaN, one rounding to the storage format), two vectors at a time where K is even.
 template <class Format, bool kLog, size_t K, class DD, class SumOf>
 HWY_INLINE void StoreGrad(DD dd, const typename Format::Storage* dy,
                           const typename Format::Storage* y, const SumOf& sum_of,
                           const ExpOfOutput<Format, kLog>& exp_of, typename Format::Storage* out) {
-  const hn::Rebind<float, DD> df;
   const size_t lanes = hn::Lanes(dd);
   hn::Vec<DD> v[K];
   if constexpr (kLog) {
@@ -138,13 +137,26 @@ HWY_INLINE void StoreGrad(DD dd, const typename Format::Storage* dy,
                      hn::Sub(LoadAcc<Format>(dd, dy + k * lanes), sum_of(k)));
     }
   }
+  if constexpr (K % 2 == 0) {
 #pragma GCC unroll 8
-  for (size_t k = 0; k < K; ++k) {
-    StoreResult<Format>(df, DemoteF64ToF32(df, dd, v[k]), out + k * lanes);
+    for (size_t k = 0; k < K; k += 2) {
+      StoreResultPair<Format>(dd, v[k], v[k + 1], out + k * lanes);
+    }
+  } else {
+    const hn::Rebind<float, DD> df;
+#pragma GCC unroll 8
+    for (size_t k = 0; k < K; ++k) {
+      StoreResult<Format>(df, DemoteF64ToF32(df, dd, v[k]), out + k * lanes);
+    }
   }
 }
 
-// Last axis: each row contiguous.
+// Last axis: each row contiguous. While a row's elementwise pass runs (from cache: its sum has
+// just read it), the next row to be summed is fetched, so that memory is not idle in one pass and
+// awaited in the other; rows longer than kPrefetchedRow bytes are left to the hardware's stream
+// prefetcher (a row fetched early would push the current one out of cache).
+constexpr int64_t kPrefetchedRow = 64 * 1024;
+
 template <class Format, bool kLog>
 void LastAxisRows(const detail::SoftmaxGradKernelArgs& a, const ExpOfOutput<Format, kLog>& exp_of,
                   int64_t begin, int64_t end) {
@@ -153,22 +165,34 @@ void LastAxisRows(const detail::SoftmaxGradKernelArgs& a, const ExpOfOutput<Form
   const S* const dy_all = static_cast<const S*>(a.dy);
   const S* const y_all = static_cast<const S*>(a.y);
   S* const out_all = static_cast<S*>(a.out);
+  const bool prefetch = n * int64_t{sizeof(S)} <= kPrefetchedRow;
+  // Row r's elementwise pass with row sum s, fetching row `next` (if in [begin, end)).
   // In place (out is dy) is safe: element i is read before it is written, and never again.
-  auto finish_row = [&](int64_t r, double s) {
-    const int64_t at = r * n;
-    ForEachDoubleVectorGroup<kGradGroup<kLog>>(
-        0, n, [&](auto dd, int64_t i, auto count) MANTISSA_VECTOR_BODY {
+  auto finish_row = [&](int64_t r, double s, int64_t next) {
+    // Locals, not captures: a 16-bit store may alias the closure, which would reload them.
+    const int64_t len = n;
+    const S* const dy = dy_all + r * len;
+    const S* const y = y_all + r * len;
+    S* const out = out_all + r * len;
+    const bool fetch = prefetch && next < end;
+    const S* const dy_next = fetch ? dy_all + next * len : nullptr;
+    const S* const y_next = fetch ? y_all + next * len : nullptr;
+    ForEachDoubleVectorGroup<kGradGroup(kLog)>(
+        0, len, [&](auto dd, int64_t i, auto count) MANTISSA_VECTOR_BODY {
+          if (dy_next != nullptr && decltype(count)::value == kGradGroup(kLog)) {
+            hwy::Prefetch(dy_next + i);
+            hwy::Prefetch(y_next + i);
+          }
           const auto row_sum = hn::Set(dd, s);
           StoreGrad<Format, kLog, decltype(count)::value>(
-              dd, dy_all + at + i, y_all + at + i, [&](size_t) { return row_sum; }, exp_of,
-              out_all + at + i);
+              dd, dy + i, y + i, [&](size_t) { return row_sum; }, exp_of, out + i);
         });
   };
   int64_t r = begin;
   // Short rows (one reduction block), several at once: the same sums as ReduceRow's.
-  constexpr size_t kR = kRowsAtOnce<kSumMethod, double>;
+  constexpr int64_t kR = static_cast<int64_t>(kRowsAtOnce<kSumMethod, double>);
   if (kR > 1 && n <= detail::kReduceBlock) {
-    for (; r + static_cast<int64_t>(kR) <= end; r += kR) {
+    for (; r + kR <= end; r += kR) {
       double s[kR];
       BlockSums<kSumMethod, double, kR>(
           [&](size_t k, auto da, int64_t i) {
@@ -176,12 +200,14 @@ void LastAxisRows(const detail::SoftmaxGradKernelArgs& a, const ExpOfOutput<Form
             return GradSumTerm<Format, kLog>{dy_all + at, y_all + at}(da, i);
           },
           n, s);
-      for (size_t k = 0; k < kR; ++k) finish_row(r + static_cast<int64_t>(k), s[k]);
+      for (int64_t k = 0; k < kR; ++k) finish_row(r + k, s[k], r + kR + k);
     }
   }
   for (; r < end; ++r) {
-    finish_row(r, ReduceRow<kSumMethod, double>(
-                      GradSumTerm<Format, kLog>{dy_all + r * n, y_all + r * n}, n));
+    finish_row(
+        r,
+        ReduceRow<kSumMethod, double>(GradSumTerm<Format, kLog>{dy_all + r * n, y_all + r * n}, n),
+        r + 1);
   }
 }
 
@@ -236,7 +262,7 @@ void Tile(const detail::SoftmaxGradKernelArgs& a, const ExpOfOutput<Format, kLog
 
   for (int64_t k = 0; k < n; ++k) {
     const int64_t at = k * stride;
-    ForEachDoubleVectorGroup<kGradGroup<kLog>>(
+    ForEachDoubleVectorGroup<kGradGroup(kLog)>(
         0, w, [&](auto dd, int64_t j, auto count) MANTISSA_VECTOR_BODY {
           const size_t n_lanes = hn::Lanes(dd);
           StoreGrad<Format, kLog, decltype(count)::value>(
