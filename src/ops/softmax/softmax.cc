@@ -26,6 +26,7 @@
 #include "core/reduce-inl.h"
 #include "core/rows.h"
 #include "core/simd-inl.h"
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "ops/softmax/softmax-inl.h"
 #include "ops/softmax/softmax_kernel.h"
@@ -56,27 +57,43 @@ float SumOrLog(float sum) {
   }
 }
 
-// Last axis: each row contiguous.
+// Last axis: each row contiguous. While a row's output pass runs (from cache: its statistics have
+// just read it), the next row to be read is fetched, so that memory is not idle in one pass and
+// awaited in the other (the max pass is the first to touch a row); rows longer than
+// kPrefetchedRow bytes are left to the hardware's stream prefetcher (a row fetched early would
+// push the current one out of cache).
+constexpr int64_t kPrefetchedRow = 64 * 1024;
+
 template <class Format, bool kLog>
 void LastAxisRows(const detail::SoftmaxKernelArgs& a, int64_t begin, int64_t end) {
   using S = typename Format::Storage;
   const int64_t n = a.rows.axis;
+  const S* const x_all = static_cast<const S*>(a.x);
+  S* const y_all = static_cast<S*>(a.y);
+  const bool prefetch = n * int64_t{sizeof(S)} <= kPrefetchedRow;
   // Softmax over rows of one reduction block keeps the exponentials its sum computed and divides
   // them (the same values: Exp gives each lane's bits whatever the vector).
   HWY_ALIGN float exps[detail::kReduceBlock];
-  // The outputs of row r from its statistics; exps (or null) holds its exponentials.
-  auto finish_row = [&](int64_t r, SoftmaxRowStats stats, const float* row_exps) {
-    const S* x = static_cast<const S*>(a.x) + r * n;
-    S* y = static_cast<S*>(a.y) + r * n;
+  // The outputs of row r from its statistics; exps (or null) holds its exponentials. Row `next`
+  // is fetched meanwhile if it is in [begin, end).
+  auto finish_row = [&](int64_t r, SoftmaxRowStats stats, const float* row_exps, int64_t next) {
+    const S* const x = x_all + r * n;
+    S* const y = y_all + r * n;
+    const S* const x_next = prefetch && next < end ? x_all + next * n : nullptr;
     const float max = stats.max;
     const float sum_or_log = SumOrLog<kLog>(stats.sum);
+    auto fetch = [&](int64_t i) MANTISSA_VECTOR_BODY {
+      if (x_next != nullptr) hwy::Prefetch(x_next + i);
+    };
     // In place is safe: element i is read before it is written, and never read again.
     if (row_exps != nullptr) {
       ForEachVector(0, n, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
+        fetch(i);
         StoreResult<Format>(d, hn::Div(hn::LoadU(d, row_exps + i), hn::Set(d, sum_or_log)), y + i);
       });
     } else {
       ForEachVector(0, n, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
+        fetch(i);
         const auto shifted = hn::Sub(LoadF32<Format>(d, x + i), hn::Set(d, max));
         StoreResult<Format>(d, RowOutput<kLog>(d, shifted, hn::Set(d, sum_or_log)), y + i);
       });
@@ -84,24 +101,22 @@ void LastAxisRows(const detail::SoftmaxKernelArgs& a, int64_t begin, int64_t end
   };
   int64_t r = begin;
   // Short rows, several at once: the same statistics, the rows' chains interleaved.
-  constexpr size_t kR = kSoftmaxRowsAtOnce;
-  if (kR > 1 && n >= 1 && n * static_cast<int64_t>(kR) <= detail::kReduceBlock) {
+  constexpr int64_t kR = static_cast<int64_t>(kSoftmaxRowsAtOnce);
+  if (kR > 1 && n >= 1 && n * kR <= detail::kReduceBlock) {
     float* const kept = kLog ? nullptr : exps;
-    for (; r + static_cast<int64_t>(kR) <= end; r += kR) {
+    for (; r + kR <= end; r += kR) {
       SoftmaxRowStats stats[kR];
-      RowsStats<Format, kR>(static_cast<const S*>(a.x) + r * n, n, kept, stats);
-      for (size_t k = 0; k < kR; ++k) {
-        finish_row(r + static_cast<int64_t>(k), stats[k],
-                   kLog ? nullptr : kept + static_cast<int64_t>(k) * n);
+      RowsStats<Format, kR>(x_all + r * n, n, kept, stats);
+      for (int64_t k = 0; k < kR; ++k) {
+        finish_row(r + k, stats[k], kLog ? nullptr : kept + k * n, r + kR + k);
       }
     }
   }
   const bool keep = !kLog && n <= detail::kReduceBlock;
   for (; r < end; ++r) {
     // A struct, not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
-    const SoftmaxRowStats stats =
-        RowStats<Format>(static_cast<const S*>(a.x) + r * n, n, keep ? exps : nullptr);
-    finish_row(r, stats, keep ? exps : nullptr);
+    const SoftmaxRowStats stats = RowStats<Format>(x_all + r * n, n, keep ? exps : nullptr);
+    finish_row(r, stats, keep ? exps : nullptr, r + 1);
   }
 }
 
