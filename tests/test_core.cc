@@ -3,11 +3,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <set>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -206,6 +209,62 @@ TEST(ParallelFor, NestedCallsRunSeriallyWithoutDeadlock) {
   auto outer = [&](int64_t, int64_t) { detail::parallel_for(100, 10, inner); };
   detail::parallel_for(8, 1, outer);
   EXPECT_EQ(count.load(), 800);
+}
+
+// A chunk that throws on a pool worker: the exception comes back to the caller (a worker that let
+// it escape would end the process), after every thread has left the body.
+TEST(ParallelFor, AnExceptionOnAWorkerIsRethrownInTheCaller) {
+  testing::ThreadCountGuard guard;
+  ASSERT_TRUE(set_num_threads(2).ok());
+  const std::thread::id caller = std::this_thread::get_id();
+  for (int trial = 0; trial < 20; ++trial) {
+    std::atomic<bool> worker_threw{false};
+    std::atomic<int> inside{0};
+    auto body = [&](int64_t, int64_t) {
+      ++inside;
+      if (std::this_thread::get_id() != caller) {
+        --inside;
+        worker_threw.store(true);
+        throw std::runtime_error("chunk failed on a worker");
+      }
+      // The caller holds its chunk until a worker has thrown (or a worker never came).
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      while (!worker_threw.load() && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::yield();
+      }
+      --inside;
+    };
+    try {
+      detail::parallel_for(64, 1, body);
+      FAIL() << "no exception (trial " << trial << ")";
+    } catch (const std::runtime_error& e) {
+      EXPECT_STREQ(e.what(), "chunk failed on a worker");
+    }
+    EXPECT_TRUE(worker_threw.load());
+    EXPECT_EQ(inside.load(), 0);
+  }
+  // The pool still works afterwards.
+  std::atomic<int64_t> count{0};
+  auto add = [&](int64_t b, int64_t e) { count += e - b; };
+  detail::parallel_for(1000, 10, add);
+  EXPECT_EQ(count.load(), 1000);
+}
+
+// The caller's own chunk throws: it waits for the workers (who use the job on its stack) before
+// the exception leaves parallel_for.
+TEST(ParallelFor, AnExceptionOnTheCallerWaitsForTheWorkers) {
+  testing::ThreadCountGuard guard;
+  ASSERT_TRUE(set_num_threads(2).ok());
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int> inside{0};
+  auto body = [&](int64_t, int64_t) {
+    if (std::this_thread::get_id() == caller) throw std::logic_error("chunk failed on the caller");
+    ++inside;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    --inside;
+  };
+  EXPECT_THROW(detail::parallel_for(64, 1, body), std::logic_error);
+  EXPECT_EQ(inside.load(), 0);
 }
 
 }  // namespace

@@ -1,11 +1,15 @@
 // A small persistent thread pool behind parallel_for. Workers spin briefly after a job before
 // sleeping, so back-to-back operator calls (an optimizer step over many tensors) do not pay a
 // kernel wake-up each; the caller works on chunks too and waits for the helpers it recruited.
+// An exception thrown by a chunk on any thread ends the job (no further chunk is started) and is
+// rethrown on the calling thread once every helper has left it, where the operator's entry turns
+// it into a status: a worker never lets one escape (that would end the process).
 #include "core/parallel.h"
 
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -80,6 +84,8 @@ class ThreadPool {
       }
     }
     job_.store(nullptr, std::memory_order_relaxed);
+    // Acquire (finished_ above): a helper's error was stored before its release increment.
+    if (job.error) std::rethrow_exception(job.error);
   }
 
   static void run_serial(int64_t n, int64_t grain, RangeFn fn) {
@@ -91,14 +97,26 @@ class ThreadPool {
     int64_t n, grain, chunks;
     RangeFn* fn;
     std::atomic<int64_t> next{0};
+    std::atomic<bool> failed{false};
+    std::exception_ptr error{};  // the first exception, stored by the thread that set `failed`
   };
 
-  static void work_on(Job& job) {
+  // Claims and runs chunks until none is left. Never throws: a chunk's exception is kept in the
+  // job (the first one; later ones are dropped) and the remaining chunks are withdrawn.
+  static void work_on(Job& job) noexcept {
     for (;;) {
       const int64_t k = job.next.fetch_add(1, std::memory_order_relaxed);
       if (k >= job.chunks) return;
       const int64_t begin = k * job.grain;
-      (*job.fn)(begin, std::min(job.n, begin + job.grain));
+      try {
+        (*job.fn)(begin, std::min(job.n, begin + job.grain));
+      } catch (...) {
+        if (!job.failed.exchange(true, std::memory_order_relaxed)) {
+          job.error = std::current_exception();
+        }
+        job.next.store(job.chunks, std::memory_order_relaxed);
+        return;
+      }
     }
   }
 

@@ -27,7 +27,9 @@ class RangeFn {
 
 // Calls fn(begin, end) for the chunks [k*grain, min(n, (k+1)*grain)) of [0, n). Runs serially
 // when there is one chunk or one thread; otherwise the calling thread and the pool's workers
-// claim chunks until none is left. Returns after every chunk is done.
+// claim chunks until none is left. Returns after every chunk is done. If fn throws, on any
+// thread, the chunks not yet claimed are skipped and the first exception is rethrown here once
+// every thread has left fn (which chunks ran is then unspecified).
 void parallel_for(int64_t n, int64_t grain, RangeFn fn);
 
 // Number of chunks parallel_for cuts [0, n) into.
