@@ -32,6 +32,10 @@ inline constexpr int64_t kRowBlockElements = 32768;
 // AVX2 or 16 SSE vectors, and 256 contiguous bytes per axis step for the prefetcher. A constant,
 // so the tiles (and anything computed per tile) are the same on every target.
 inline constexpr int64_t kTileWidth = 64;
+// Longest row (bytes) a last-axis kernel fetches ahead while it computes the previous one's
+// outputs from cache. Longer rows are left to the hardware's stream prefetcher: a row fetched
+// early would push the current one out of cache.
+inline constexpr int64_t kPrefetchedRowBytes = 64 * 1024;
 
 struct Rows {
   int64_t outer = 1;  // product of the dims before the axis

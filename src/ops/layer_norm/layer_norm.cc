@@ -137,8 +137,7 @@ class LayerNormRows {
   }
 
  private:
-  static constexpr int64_t kMaxWidened = 4096;          // 32 KiB of fp64: stays in L1 with the row
-  static constexpr int64_t kPrefetchedRow = 64 * 1024;  // bytes
+  static constexpr int64_t kMaxWidened = 4096;  // 32 KiB of fp64: stays in L1 with the row
 
   // Short rows kR at a time (their reductions interleave), with the same sums as ReduceRow's.
   static constexpr size_t kR = kRowsAtOnce<detail::ReduceMethod::kNaive, double>;
@@ -217,11 +216,11 @@ class LayerNormRows {
       if constexpr (kWeight) v = hn::Mul(v, LoadF64<PF>(dd, w + i));
       return hn::Add(v, kBias ? LoadF64<PF>(dd, b + i) : hn::Zero(dd));
     };
-    // Two fp64 vectors per store (StoreResultPair). The prefetch of the next row costs one
-    // instruction per 2 * Lanes(dd) elements (a line holds 16 to 32 of them); rows longer than
-    // kPrefetchedRow bytes are left to the hardware's stream prefetcher (a row fetched early
-    // would push the current one out of cache).
-    const bool prefetch = r + ahead < a_.rows && n * int64_t{sizeof(XS)} <= kPrefetchedRow;
+    // Two fp64 vectors per store (StoreResultPair). The prefetch of the next row (rows up to
+    // kPrefetchedRowBytes) costs one instruction per 2 * Lanes(dd) elements (a line holds 16 to
+    // 32 of them).
+    const bool prefetch =
+        r + ahead < a_.rows && n * int64_t{sizeof(XS)} <= detail::kPrefetchedRowBytes;
     const XS* const next = prefetch ? x_ + (r + ahead) * n : nullptr;
     const hn::ScalableTag<double> dd;
     const int64_t step = static_cast<int64_t>(hn::Lanes(dd));

@@ -58,19 +58,16 @@ float SumOrLog(float sum) {
 }
 
 // Last axis: each row contiguous. While a row's output pass runs (from cache: its statistics have
-// just read it), the next row to be read is fetched, so that memory is not idle in one pass and
-// awaited in the other (the max pass is the first to touch a row); rows longer than
-// kPrefetchedRow bytes are left to the hardware's stream prefetcher (a row fetched early would
-// push the current one out of cache).
-constexpr int64_t kPrefetchedRow = 64 * 1024;
-
+// just read it), the next row to be read is fetched (rows up to kPrefetchedRowBytes), so that
+// memory is not idle in one pass and awaited in the other (the max pass is the first to touch a
+// row).
 template <class Format, bool kLog>
 void LastAxisRows(const detail::SoftmaxKernelArgs& a, int64_t begin, int64_t end) {
   using S = typename Format::Storage;
   const int64_t n = a.rows.axis;
   const S* const x_all = static_cast<const S*>(a.x);
   S* const y_all = static_cast<S*>(a.y);
-  const bool prefetch = n * int64_t{sizeof(S)} <= kPrefetchedRow;
+  const bool prefetch = n * int64_t{sizeof(S)} <= detail::kPrefetchedRowBytes;
   // Softmax over rows of one reduction block keeps the exponentials its sum computed and divides
   // them (the same values: Exp gives each lane's bits whatever the vector).
   HWY_ALIGN float exps[detail::kReduceBlock];

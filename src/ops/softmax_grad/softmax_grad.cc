@@ -152,11 +152,8 @@ HWY_INLINE void StoreGrad(DD dd, const typename Format::Storage* dy,
 }
 
 // Last axis: each row contiguous. While a row's elementwise pass runs (from cache: its sum has
-// just read it), the next row to be summed is fetched, so that memory is not idle in one pass and
-// awaited in the other; rows longer than kPrefetchedRow bytes are left to the hardware's stream
-// prefetcher (a row fetched early would push the current one out of cache).
-constexpr int64_t kPrefetchedRow = 64 * 1024;
-
+// just read it), the next row to be summed is fetched (rows up to kPrefetchedRowBytes), so that
+// memory is not idle in one pass and awaited in the other.
 template <class Format, bool kLog>
 void LastAxisRows(const detail::SoftmaxGradKernelArgs& a, const ExpOfOutput<Format, kLog>& exp_of,
                   int64_t begin, int64_t end) {
@@ -165,7 +162,7 @@ void LastAxisRows(const detail::SoftmaxGradKernelArgs& a, const ExpOfOutput<Form
   const S* const dy_all = static_cast<const S*>(a.dy);
   const S* const y_all = static_cast<const S*>(a.y);
   S* const out_all = static_cast<S*>(a.out);
-  const bool prefetch = n * int64_t{sizeof(S)} <= kPrefetchedRow;
+  const bool prefetch = n * int64_t{sizeof(S)} <= detail::kPrefetchedRowBytes;
   // Row r's elementwise pass with row sum s, fetching row `next` (if in [begin, end)).
   // In place (out is dy) is safe: element i is read before it is written, and never again.
   auto finish_row = [&](int64_t r, double s, int64_t next) {
