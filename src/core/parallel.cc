@@ -1,9 +1,9 @@
 // A small persistent thread pool behind parallel_for. Workers spin briefly after a job before
 // sleeping, so back-to-back operator calls (an optimizer step over many tensors) do not pay a
 // kernel wake-up each; the caller works on chunks too and waits for the helpers it recruited.
-// An exception thrown by a chunk on any thread ends the job (no further chunk is started) and is
-// rethrown on the calling thread once every helper has left it, where the operator's entry turns
-// it into a status: a worker never lets one escape (that would end the process).
+// An exception thrown by a chunk on any thread ends the job (chunks not yet claimed are skipped)
+// and is rethrown on the calling thread once every helper has left it, where the operator's entry
+// turns it into a status: a worker never lets one escape (that would end the process).
 #include "core/parallel.h"
 
 #include <algorithm>

@@ -37,6 +37,13 @@ inline constexpr int64_t kTileWidth = 64;
 // early would push the current one out of cache.
 inline constexpr int64_t kPrefetchedRowBytes = 64 * 1024;
 
+// Row `next` of rows of n elements at base, to fetch ahead; null if next is not before `end` or a
+// row is longer than kPrefetchedRowBytes.
+template <class T>
+const T* row_to_fetch(const T* base, int64_t n, int64_t next, int64_t end) noexcept {
+  return next < end && n * int64_t{sizeof(T)} <= kPrefetchedRowBytes ? base + next * n : nullptr;
+}
+
 struct Rows {
   int64_t outer = 1;  // product of the dims before the axis
   int64_t axis = 1;   // elements per row (product of the reduced dims)

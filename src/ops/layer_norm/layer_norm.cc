@@ -219,9 +219,7 @@ class LayerNormRows {
     // Two fp64 vectors per store (StoreResultPair). The prefetch of the next row (rows up to
     // kPrefetchedRowBytes) costs one instruction per 2 * Lanes(dd) elements (a line holds 16 to
     // 32 of them).
-    const bool prefetch =
-        r + ahead < a_.rows && n * int64_t{sizeof(XS)} <= detail::kPrefetchedRowBytes;
-    const XS* const next = prefetch ? x_ + (r + ahead) * n : nullptr;
+    const XS* const next = detail::row_to_fetch(x_, n, r + ahead, a_.rows);
     const hn::ScalableTag<double> dd;
     const int64_t step = static_cast<int64_t>(hn::Lanes(dd));
     int64_t i = 0;

@@ -67,7 +67,6 @@ void LastAxisRows(const detail::SoftmaxKernelArgs& a, int64_t begin, int64_t end
   const int64_t n = a.rows.axis;
   const S* const x_all = static_cast<const S*>(a.x);
   S* const y_all = static_cast<S*>(a.y);
-  const bool prefetch = n * int64_t{sizeof(S)} <= detail::kPrefetchedRowBytes;
   // Softmax over rows of one reduction block keeps the exponentials its sum computed and divides
   // them (the same values: Exp gives each lane's bits whatever the vector).
   HWY_ALIGN float exps[detail::kReduceBlock];
@@ -76,7 +75,7 @@ void LastAxisRows(const detail::SoftmaxKernelArgs& a, int64_t begin, int64_t end
   auto finish_row = [&](int64_t r, SoftmaxRowStats stats, const float* row_exps, int64_t next) {
     const S* const x = x_all + r * n;
     S* const y = y_all + r * n;
-    const S* const x_next = prefetch && next < end ? x_all + next * n : nullptr;
+    const S* const x_next = detail::row_to_fetch(x_all, n, next, end);
     const float max = stats.max;
     const float sum_or_log = SumOrLog<kLog>(stats.sum);
     auto fetch = [&](int64_t i) MANTISSA_VECTOR_BODY {

@@ -162,7 +162,6 @@ void LastAxisRows(const detail::SoftmaxGradKernelArgs& a, const ExpOfOutput<Form
   const S* const dy_all = static_cast<const S*>(a.dy);
   const S* const y_all = static_cast<const S*>(a.y);
   S* const out_all = static_cast<S*>(a.out);
-  const bool prefetch = n * int64_t{sizeof(S)} <= detail::kPrefetchedRowBytes;
   // Row r's elementwise pass with row sum s, fetching row `next` (if in [begin, end)).
   // In place (out is dy) is safe: element i is read before it is written, and never again.
   auto finish_row = [&](int64_t r, double s, int64_t next) {
@@ -171,9 +170,8 @@ void LastAxisRows(const detail::SoftmaxGradKernelArgs& a, const ExpOfOutput<Form
     const S* const dy = dy_all + r * len;
     const S* const y = y_all + r * len;
     S* const out = out_all + r * len;
-    const bool fetch = prefetch && next < end;
-    const S* const dy_next = fetch ? dy_all + next * len : nullptr;
-    const S* const y_next = fetch ? y_all + next * len : nullptr;
+    const S* const dy_next = detail::row_to_fetch(dy_all, len, next, end);
+    const S* const y_next = detail::row_to_fetch(y_all, len, next, end);
     ForEachDoubleVectorGroup<kGradGroup(kLog)>(
         0, len, [&](auto dd, int64_t i, auto count) MANTISSA_VECTOR_BODY {
           if (dy_next != nullptr && decltype(count)::value == kGradGroup(kLog)) {
