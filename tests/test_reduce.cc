@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/reduce.h"
@@ -180,6 +181,41 @@ TEST(Reduce, EmptyRange) {
   EXPECT_EQ(detail::reduce(a), -std::numeric_limits<double>::infinity());
   a.op = ReduceOp::kMaxAbs;
   EXPECT_TRUE(SameBits(detail::reduce(a), 0.0));
+}
+
+// The tree of the pairwise method, written out: the merge records its operands, so any other
+// grouping (a left fold, say) gives a different string.
+std::string Merged(const std::string& a, const std::string& b) { return "(" + a + " " + b + ")"; }
+
+TEST(Reduce, PairwiseStackBuildsThePairwiseTree) {
+  detail::PairwiseStack<std::string> stack;
+  for (int k = 0; k < 7; ++k) stack.push(std::to_string(k), Merged);
+  EXPECT_EQ(stack.collapse(Merged), "(((0 1) (2 3)) ((4 5) 6))");
+}
+
+// Stacks pushed in lockstep (a tile of rows summing its blocks) build each column's tree exactly
+// as one PairwiseStack per column, for every count of pushes up to 70 and every width.
+TEST(Reduce, LockstepStacksBuildEachColumnsPairwiseTree) {
+  constexpr int kWidth = 4;
+  for (int width = 1; width <= kWidth; ++width) {
+    for (int count = 1; count <= 70; ++count) {
+      detail::LockstepPairwiseStacks<std::string, kWidth> lockstep;
+      std::vector<detail::PairwiseStack<std::string>> columns(width);
+      for (int k = 0; k < count; ++k) {
+        std::string items[kWidth];
+        for (int j = 0; j < width; ++j) {
+          items[j] = std::to_string(k) + "." + std::to_string(j);
+          columns[j].push(items[j], Merged);
+        }
+        lockstep.push(items, width, Merged);
+      }
+      std::string got[kWidth];
+      lockstep.collapse(got, width, Merged);
+      for (int j = 0; j < width; ++j) {
+        EXPECT_EQ(got[j], columns[j].collapse(Merged)) << "width " << width << " count " << count;
+      }
+    }
+  }
 }
 
 // Error bounds (see docs/reductions.md), asserted on 1M-element ill-conditioned data for every

@@ -105,6 +105,10 @@ void stress() {
                      random_buffer(DType::kFloat32, 1 << 20, -10, 10, 4), {1, 2});
   expect_bitwise<Op>(DType::kFloat32, {1 << 18, 3}, 0,
                      random_buffer(DType::kFloat32, 3 << 18, -10, 10, 5), {1, 2});
+  // Five blocks per row (the pairwise tree collapses a run of four with a single block) over
+  // tiles of 64 and 6 rows.
+  expect_bitwise<Op>(DType::kFloat32, {4 * 4096 + 5, 70}, 0,
+                     random_buffer(DType::kFloat32, (4 * 4096 + 5) * 70, -10, 10, 6), {1, 2});
 }
 
 TEST(Softmax, StressInputs) { stress<SoftmaxOp>(); }

@@ -132,13 +132,18 @@ void stress() {
   expect_bitwise<Op>(DType::kBFloat16, {4, 1000}, -1,
                      random_buffer(DType::kBFloat16, 4000, 100, 101, 5),
                      forward_output<Op>(DType::kBFloat16, {4, 1000}, -1, 6), {1, 2});
-  // A 1M-element row, and a 256K-long non-last axis (several reduction blocks per tile row).
+  // A 1M-element row, and a 256K-long non-last axis (64 reduction blocks per tile row).
   expect_bitwise<Op>(DType::kFloat32, {1 << 20}, 0,
                      random_buffer(DType::kFloat32, 1 << 20, -1, 1, 7),
                      forward_output<Op>(DType::kFloat32, {1 << 20}, 0, 8), {1, 2});
   expect_bitwise<Op>(DType::kFloat32, {1 << 18, 3}, 0,
                      random_buffer(DType::kFloat32, 3 << 18, -1, 1, 9),
                      forward_output<Op>(DType::kFloat32, {1 << 18, 3}, 0, 10), {1, 2});
+  // Five blocks per row (the pairwise tree collapses a run of four with a single block) over
+  // tiles of 64 and 6 rows.
+  expect_bitwise<Op>(DType::kFloat32, {4 * 4096 + 5, 70}, 0,
+                     random_buffer(DType::kFloat32, (4 * 4096 + 5) * 70, -1, 1, 11),
+                     forward_output<Op>(DType::kFloat32, {4 * 4096 + 5, 70}, 0, 12), {1, 2});
 }
 
 TEST(SoftmaxGrad, StressInputs) { stress<SoftmaxGradOp>(); }

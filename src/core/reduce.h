@@ -25,6 +25,7 @@
 // No FMA anywhere (the build uses -ffp-contract=off and the kernels never call MulAdd).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -150,6 +151,51 @@ class PairwiseStack {
  private:
   P item_[64];
   int64_t size_[64];
+  int depth_ = 0;
+};
+
+// Levels a stack over reduction blocks can reach: pushing m items leaves popcount(m) of them, plus
+// one before the merges of a push, and a tensor holds fewer than 2^63 / kReduceBlock = 2^51 blocks.
+inline constexpr int kMaxBlockLevels = 52;
+
+// kWidth PairwiseStacks over reduction blocks pushed in lockstep (one item per stack per push, as
+// a tile of rows sums its blocks): the same tree, so the same bits, with the run sizes kept once
+// and a fixed size (kMaxBlockLevels x kWidth items), so that a kernel needs no allocation.
+template <class P, int kWidth>
+class LockstepPairwiseStacks {
+ public:
+  // Pushes items[j] onto stack j for j in [0, width), width <= kWidth.
+  template <class Merge>
+  void push(const P* items, int width, Merge&& merge) {
+    std::copy(items, items + width, item_[depth_]);
+    size_[depth_] = 1;
+    ++depth_;
+    while (depth_ >= 2 && size_[depth_ - 1] == size_[depth_ - 2]) {
+      merge_top(width, merge);
+      size_[depth_ - 2] *= 2;
+      --depth_;
+    }
+  }
+  // Writes the combination of everything pushed onto stack j (at least one push) to out[j].
+  template <class Merge>
+  void collapse(P* out, int width, Merge&& merge) {
+    while (depth_ >= 2) {
+      merge_top(width, merge);
+      --depth_;
+    }
+    std::copy(item_[0], item_[0] + width, out);
+  }
+
+ private:
+  template <class Merge>
+  void merge_top(int width, Merge& merge) {
+    P* const below = item_[depth_ - 2];
+    const P* const top = item_[depth_ - 1];
+    for (int j = 0; j < width; ++j) below[j] = merge(below[j], top[j]);
+  }
+
+  P item_[kMaxBlockLevels][kWidth];
+  int64_t size_[kMaxBlockLevels];
   int depth_ = 0;
 };
 

@@ -20,7 +20,7 @@
 #include <limits>
 #include <memory>
 #include <new>
-#include <vector>
+#include <optional>
 
 #include "core/math-inl.h"
 #include "core/reduce-inl.h"
@@ -177,9 +177,11 @@ void Tile(const detail::SoftmaxKernelArgs& a, const detail::Tile& t) {
   HWY_ALIGN float sum[kW];
   using P = detail::Partial<float>;
   const auto merge = [](const P& p, const P& q) { return detail::merge<kSumMethod>(p, q); };
-  std::vector<detail::PairwiseStack<P>> stacks;
-  if (n > detail::kReduceBlock) stacks.resize(static_cast<std::size_t>(w));
-  P single[kW];
+  // Several blocks per row: their partials combine along the pairwise tree, kept on this stack
+  // (constructed only then: it is kMaxBlockLevels x kW partials).
+  std::optional<detail::LockstepPairwiseStacks<P, kW>> stacks;
+  if (n > detail::kReduceBlock) stacks.emplace();
+  P partial[kW];  // a block's partial per row; each row's total after the collapse
   for (int64_t b = 0; b < n; b += detail::kReduceBlock) {
     const int64_t len = std::min(detail::kReduceBlock, n - b);
     for (int l = 0; l < kL; ++l) {
@@ -214,17 +216,12 @@ void Tile(const detail::SoftmaxKernelArgs& a, const detail::Tile& t) {
         }
         p = CombineLanes<detail::ReduceMethod::kNaive>(sums, comps);
       }
-      if (stacks.empty()) {
-        single[j] = p;
-      } else {
-        stacks[static_cast<std::size_t>(j)].push(p, merge);
-      }
+      partial[j] = p;
     }
+    if (stacks) stacks->push(partial, static_cast<int>(w), merge);
   }
-  for (int64_t j = 0; j < w; ++j) {
-    const P p = stacks.empty() ? single[j] : stacks[static_cast<std::size_t>(j)].collapse(merge);
-    sum[j] = SumOrLog<kLog>(detail::finish<kSumMethod>(p));
-  }
+  if (stacks) stacks->collapse(partial, static_cast<int>(w), merge);
+  for (int64_t j = 0; j < w; ++j) sum[j] = SumOrLog<kLog>(detail::finish<kSumMethod>(partial[j]));
 
   if (keep) {
     for (int64_t k = 0; k < n; ++k) {

@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <numeric>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -226,9 +227,11 @@ void Tile(const detail::SoftmaxGradKernelArgs& a, const ExpOfOutput<Format, kLog
   HWY_ALIGN double sum[kW];
   using P = detail::Partial<double>;
   const auto merge = [](const P& p, const P& q) { return detail::merge<kSumMethod>(p, q); };
-  std::vector<detail::PairwiseStack<P>> stacks;
-  if (n > detail::kReduceBlock) stacks.resize(static_cast<std::size_t>(w));
-  P single[kW];
+  // Several blocks per row: their partials combine along the pairwise tree, kept on this stack
+  // (constructed only then: it is kMaxBlockLevels x kW partials).
+  std::optional<detail::LockstepPairwiseStacks<P, kW>> stacks;
+  if (n > detail::kReduceBlock) stacks.emplace();
+  P partial[kW];  // a block's partial per row; each row's total after the collapse
   for (int64_t b = 0; b < n; b += detail::kReduceBlock) {
     const int64_t len = std::min(detail::kReduceBlock, n - b);
     for (int l = 0; l < kL; ++l) std::fill(lanes[l], lanes[l] + kW, -0.0);
@@ -242,18 +245,12 @@ void Tile(const detail::SoftmaxGradKernelArgs& a, const ExpOfOutput<Format, kLog
     for (int64_t j = 0; j < w; ++j) {
       double sums[kL], comps[kL];
       for (int l = 0; l < kL; ++l) sums[l] = lanes[l][j], comps[l] = -0.0;
-      const P p = CombineLanes<kSumMethod>(sums, comps);
-      if (stacks.empty()) {
-        single[j] = p;
-      } else {
-        stacks[static_cast<std::size_t>(j)].push(p, merge);
-      }
+      partial[j] = CombineLanes<kSumMethod>(sums, comps);
     }
+    if (stacks) stacks->push(partial, static_cast<int>(w), merge);
   }
-  for (int64_t j = 0; j < w; ++j) {
-    const P p = stacks.empty() ? single[j] : stacks[static_cast<std::size_t>(j)].collapse(merge);
-    sum[j] = detail::finish<kSumMethod>(p);
-  }
+  if (stacks) stacks->collapse(partial, static_cast<int>(w), merge);
+  for (int64_t j = 0; j < w; ++j) sum[j] = detail::finish<kSumMethod>(partial[j]);
 
   for (int64_t k = 0; k < n; ++k) {
     const int64_t at = k * stride;
