@@ -154,9 +154,11 @@ class PairwiseStack {
   int depth_ = 0;
 };
 
-// Levels a stack over reduction blocks can reach: pushing m items leaves popcount(m) of them, plus
-// one before the merges of a push, and a tensor holds fewer than 2^63 / kReduceBlock = 2^51 blocks.
+// Levels a stack over reduction blocks can reach: push m finds popcount(m - 1) items and adds one
+// before it merges, and a row of a tensor has at most 2^63 / kReduceBlock = 2^51 blocks.
 inline constexpr int kMaxBlockLevels = 52;
+static_assert(int64_t{1} << (kMaxBlockLevels - 1) >=
+              std::numeric_limits<int64_t>::max() / kReduceBlock + 1);
 
 // kWidth PairwiseStacks over reduction blocks pushed in lockstep (one item per stack per push, as
 // a tile of rows sums its blocks): the same tree, so the same bits, with the run sizes kept once
