@@ -122,51 +122,16 @@ A finish(const Partial<A>& p) noexcept {
   return std::isnan(v) ? std::numeric_limits<A>::quiet_NaN() : v;
 }
 
-// Combines items pushed in order along the pairwise tree described above, in O(log n) space:
-// a binary counter whose entries hold power-of-two runs, collapsed from the top at the end.
-template <class P>
-class PairwiseStack {
- public:
-  template <class Merge>
-  void push(const P& p, Merge&& merge) {
-    item_[depth_] = p;
-    size_[depth_] = 1;
-    ++depth_;
-    while (depth_ >= 2 && size_[depth_ - 1] == size_[depth_ - 2]) {
-      item_[depth_ - 2] = merge(item_[depth_ - 2], item_[depth_ - 1]);
-      size_[depth_ - 2] *= 2;
-      --depth_;
-    }
-  }
-  // The combination of everything pushed (at least one item).
-  template <class Merge>
-  P collapse(Merge&& merge) {
-    while (depth_ >= 2) {
-      item_[depth_ - 2] = merge(item_[depth_ - 2], item_[depth_ - 1]);
-      --depth_;
-    }
-    return item_[0];
-  }
-
- private:
-  P item_[64];
-  int64_t size_[64];
-  int depth_ = 0;
-};
-
-// Levels a stack over reduction blocks can reach: push m finds popcount(m - 1) items and adds one
-// before it merges, and a row of a tensor has at most 2^63 / kReduceBlock = 2^51 blocks.
-inline constexpr int kMaxBlockLevels = 52;
-static_assert(int64_t{1} << (kMaxBlockLevels - 1) >=
-              std::numeric_limits<int64_t>::max() / kReduceBlock + 1);
-
-// kWidth PairwiseStacks over reduction blocks pushed in lockstep (one item per stack per push, as
-// a tile of rows sums its blocks): the same tree, so the same bits, with the run sizes kept once
-// and a fixed size (kMaxBlockLevels x kWidth items), so that a kernel needs no allocation.
-template <class P, int kWidth>
+// kWidth pairwise trees (as described above) built in lockstep, one item pushed onto each per
+// step, as the rows of a tile push their block partials. Each is a binary counter whose entries
+// hold power-of-two runs, collapsed from the top at the end; the counters of lockstep trees are
+// equal, so the run sizes are kept once. Room for kLevels levels: push m finds popcount(m - 1)
+// entries and adds one before it merges, so 2^(kLevels - 1) pushes fit. Fixed size: no
+// allocation.
+template <class P, int kWidth, int kLevels>
 class LockstepPairwiseStacks {
  public:
-  // Pushes items[j] onto stack j for j in [0, width), width <= kWidth.
+  // Pushes items[j] onto tree j for j in [0, width), width <= kWidth.
   template <class Merge>
   void push(const P* items, int width, Merge&& merge) {
     std::copy(items, items + width, item_[depth_]);
@@ -178,7 +143,7 @@ class LockstepPairwiseStacks {
       --depth_;
     }
   }
-  // Writes the combination of everything pushed onto stack j (at least one push) to out[j].
+  // Writes the combination of everything pushed onto tree j (at least one push) to out[j].
   template <class Merge>
   void collapse(P* out, int width, Merge&& merge) {
     while (depth_ >= 2) {
@@ -196,9 +161,36 @@ class LockstepPairwiseStacks {
     for (int j = 0; j < width; ++j) below[j] = merge(below[j], top[j]);
   }
 
-  P item_[kMaxBlockLevels][kWidth];
-  int64_t size_[kMaxBlockLevels];
+  P item_[kLevels][kWidth];
+  int64_t size_[kLevels];
   int depth_ = 0;
 };
+
+// Combines items pushed in order along the pairwise tree, in O(log n) space: one tree, any count
+// of items an int64 can hold.
+template <class P>
+class PairwiseStack {
+ public:
+  template <class Merge>
+  void push(const P& p, Merge&& merge) {
+    tree_.push(&p, 1, merge);
+  }
+  // The combination of everything pushed (at least one item).
+  template <class Merge>
+  P collapse(Merge&& merge) {
+    P out;
+    tree_.collapse(&out, 1, merge);
+    return out;
+  }
+
+ private:
+  LockstepPairwiseStacks<P, 1, 64> tree_;
+};
+
+// Levels of a tree over a row's reduction blocks: a row of a tensor has at most
+// 2^63 / kReduceBlock = 2^51 blocks.
+inline constexpr int kMaxBlockLevels = 52;
+static_assert(int64_t{1} << (kMaxBlockLevels - 1) >=
+              std::numeric_limits<int64_t>::max() / kReduceBlock + 1);
 
 }  // namespace mantissa::detail

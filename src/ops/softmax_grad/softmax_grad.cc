@@ -229,7 +229,7 @@ void Tile(const detail::SoftmaxGradKernelArgs& a, const ExpOfOutput<Format, kLog
   const auto merge = [](const P& p, const P& q) { return detail::merge<kSumMethod>(p, q); };
   // Several blocks per row: their partials combine along the pairwise tree, kept on this stack
   // (constructed only then: it is kMaxBlockLevels x kW partials).
-  std::optional<detail::LockstepPairwiseStacks<P, kW>> stacks;
+  std::optional<detail::LockstepPairwiseStacks<P, kW, detail::kMaxBlockLevels>> stacks;
   if (n > detail::kReduceBlock) stacks.emplace();
   P partial[kW];  // a block's partial per row; each row's total after the collapse
   for (int64_t b = 0; b < n; b += detail::kReduceBlock) {
