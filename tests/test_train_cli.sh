@@ -27,6 +27,17 @@ if "$tool" train --data synthetic:64 --precision fp8 --epochs 1 > /dev/null 2> "
 fi
 grep -q "unknown precision mode 'fp8'" "$work/err.txt" || fail "unknown mode message"
 
+# ---- Out of memory: one line naming the command and exit status 1, not an abort. (Not in
+# sanitized builds: their runtimes reserve the address space a limit would have to allow.)
+sanitize="$(sed -n 's/^MANTISSA_SANITIZE:STRING=//p' "$MANTISSA_BINARY_DIR/CMakeCache.txt" 2>/dev/null || true)"
+if [[ -z "$sanitize" ]]; then
+  status=0
+  (ulimit -v 1000000; exec "$tool" train --data synthetic:200 --hidden 65536,65536 --epochs 1 \
+    --precision bf16-amp) > /dev/null 2> "$work/err.txt" || status=$?
+  [ "$status" -eq 1 ] || { cat "$work/err.txt"; fail "out of memory: exit status $status"; }
+  grep -qx "mantissa train: out of memory" "$work/err.txt" || { cat "$work/err.txt"; fail "oom message"; }
+fi
+
 # ---- Every mode, outputs, and the digests for threads and targets.
 run() {  # run OUTPUT-PREFIX [env...]
   local prefix="$1"

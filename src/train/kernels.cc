@@ -188,9 +188,10 @@ HWY_INLINE void RowBlock(const float* a, const typename F::Storage* b, float* c,
   TailColumns<F, kRows, 8>(a, b, c, bias, m0, k, n, n0);
 }
 
-// 16-bit operands are widened to fp32 (exact) before the products: B whole, once per call
-// (every chunk reads all of it), A's rows by the chunk that uses them, into a buffer of its
-// thread. The inner loop then runs on plain floats.
+// 16-bit operands are widened to fp32 (exact) before the products, A and B whole, once per call
+// and before the parallel region, into buffers of the calling thread: the inner loop then runs on
+// plain floats, and nothing is allocated once a chunk may have written rows of C (a failed
+// allocation leaves C untouched).
 template <class F>
 void WidenRange(const void* src, float* dst, int64_t n) {
   const auto* in = static_cast<const typename F::Storage*>(src);
@@ -202,39 +203,34 @@ void WidenRange(const void* src, float* dst, int64_t n) {
   mantissa::detail::parallel_for(n, 16384, chunk);
 }
 
+// The operand as fp32: itself, or its widened copy in `buffer` (grown, never shrunk).
+template <class F>
+const float* AsFp32(const void* operand, int64_t count, std::vector<float>& buffer) {
+  if constexpr (std::is_same_v<F, Fp32>) {
+    return static_cast<const float*>(operand);
+  } else {
+    if (buffer.size() < static_cast<std::size_t>(count)) {
+      buffer.resize(static_cast<std::size_t>(count));
+    }
+    WidenRange<F>(operand, buffer.data(), count);
+    return buffer.data();
+  }
+}
+
 template <class F>
 void GemmFormat(const void* av, const void* bv, const float* bias, float* c, int64_t m, int64_t k,
                 int64_t n) {
-  const float* b = static_cast<const float*>(bv);
-  thread_local std::vector<float> b_widened;
-  if constexpr (!std::is_same_v<F, Fp32>) {
-    if (b_widened.size() < static_cast<std::size_t>(k * n)) {
-      b_widened.resize(static_cast<std::size_t>(k * n));
-    }
-    WidenRange<F>(bv, b_widened.data(), k * n);
-    b = b_widened.data();
-  }
+  thread_local std::vector<float> a_widened, b_widened;
+  const float* const a = AsFp32<F>(av, m * k, a_widened);
+  const float* const b = AsFp32<F>(bv, k * n, b_widened);
   auto rows = [&](int64_t begin, int64_t end) {
-    const float* a = static_cast<const float*>(av) + begin * k;
-    if constexpr (!std::is_same_v<F, Fp32>) {
-      thread_local std::vector<float> a_widened;
-      if (a_widened.size() < static_cast<std::size_t>((end - begin) * k)) {
-        a_widened.resize(static_cast<std::size_t>((end - begin) * k));
-      }
-      const auto* a16 = static_cast<const typename F::Storage*>(av) + begin * k;
-      float* w = a_widened.data();
-      mantissa::HWY_NAMESPACE::ForEachVector(0, (end - begin) * k,
-                                             [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
-                                               hn::StoreU(LoadF32<F>(d, a16 + i), d, w + i);
-                                             });
-      a = w;
-    }
+    const float* a_rows = a + begin * k;
     float* c_rows = c + begin * n;
     const int64_t count = end - begin;
     int64_t r = 0;
-    for (; r + 8 <= count; r += 8) RowBlock<Fp32, 8>(a, b, c_rows, bias, r, k, n);
-    for (; r + 4 <= count; r += 4) RowBlock<Fp32, 4>(a, b, c_rows, bias, r, k, n);
-    for (; r < count; ++r) RowBlock<Fp32, 1>(a, b, c_rows, bias, r, k, n);
+    for (; r + 8 <= count; r += 8) RowBlock<Fp32, 8>(a_rows, b, c_rows, bias, r, k, n);
+    for (; r + 4 <= count; r += 4) RowBlock<Fp32, 4>(a_rows, b, c_rows, bias, r, k, n);
+    for (; r < count; ++r) RowBlock<Fp32, 1>(a_rows, b, c_rows, bias, r, k, n);
   };
   // Chunks of a multiple of 8 rows (the 8-row tile) holding at least 2^17 products, so that a
   // small product is not split among threads for nothing; the cut depends on the shape only.

@@ -3,6 +3,9 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <exception>
+#include <functional>
+#include <new>
 #include <string>
 
 #include "mantissa/bench_command.h"
@@ -37,6 +40,20 @@ int run_info() {
   return 0;
 }
 
+// Runs the parsed command. Operators report failures as statuses; what can still throw here is
+// the tool's own work (the trainer's buffers, files, JSON), reported as one line and exit code 1
+// rather than std::terminate's abort.
+int run(CLI::App& app, const std::function<int()>& command) {
+  try {
+    return command();
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "mantissa {}: out of memory\n", app.get_subcommands().front()->get_name());
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "mantissa {}: {}\n", app.get_subcommands().front()->get_name(), e.what());
+  }
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -55,13 +72,15 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "mantissa: refusing to run: {}\n", error);
     return 2;
   }
+  return run(app, [&]() -> int {
 #if MANTISSA_HAVE_PRECISION_KIT
-  if (const int rc = check(); rc >= 0) return rc;
+    if (const int rc = check(); rc >= 0) return rc;
 #endif
-  if (info->parsed()) return run_info();
-  if (const int rc = bench(); rc >= 0) return rc;
-  if (const int rc = bench_list(); rc >= 0) return rc;
-  if (const int rc = calibrate(); rc >= 0) return rc;
-  if (const int rc = train(); rc >= 0) return rc;
-  return 0;
+    if (info->parsed()) return run_info();
+    if (const int rc = bench(); rc >= 0) return rc;
+    if (const int rc = bench_list(); rc >= 0) return rc;
+    if (const int rc = calibrate(); rc >= 0) return rc;
+    if (const int rc = train(); rc >= 0) return rc;
+    return 0;
+  });
 }
