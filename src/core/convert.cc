@@ -15,9 +15,11 @@ namespace mantissa::HWY_NAMESPACE {
 
 template <class From, class To>
 void ConvertRange(const void* src, void* dst, int64_t n) {
-  const auto* in = static_cast<const typename From::Storage*>(src);
-  auto* out = static_cast<typename To::Storage*>(dst);
-  auto chunk = [&](int64_t begin, int64_t end) {
+  auto chunk = [src, dst](int64_t begin, int64_t end) {
+    // Locals of the chunk, kept in registers: a vector store may alias anything the closure
+    // reaches, so pointers read through it would be read again after every store.
+    const auto* const in = static_cast<const typename From::Storage*>(src);
+    auto* const out = static_cast<typename To::Storage*>(dst);
     ForEachVector(begin, end, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
       StoreF32<To>(d, LoadF32<From>(d, in + i), out + i);
     });

@@ -482,8 +482,9 @@ struct VectorSet<Format, 2> {
       // As the one-vector StoreResult: a NaN or subnormal lane in either vector sends the pair
       // to the integer path; otherwise one conversion of both and one permutation.
       constexpr int kRare = kClassQuietNaN | kClassSignalingNaN | kClassSubnormal;
-      if (HWY_LIKELY((_mm512_fpclass_ps_mask(v[0].raw, kRare) |
-                      _mm512_fpclass_ps_mask(v[1].raw, kRare)) == 0)) {
+      // kortestw tests both masks at once: no move of either to a general register.
+      if (HWY_LIKELY(_kortestz_mask16_u8(_mm512_fpclass_ps_mask(v[0].raw, kRare),
+                                         _mm512_fpclass_ps_mask(v[1].raw, kRare)))) {
         _mm512_storeu_si512(p, InterleaveHalvesOfWords(CvtNe2Ps2Bf16(v[1].raw, v[0].raw)));
         return;
       }

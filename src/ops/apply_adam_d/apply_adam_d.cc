@@ -22,15 +22,18 @@ namespace mantissa::HWY_NAMESPACE {
 template <class Format, bool kNesterov>
 void ApplyAdamDRange(const detail::ApplyAdamDKernelArgs& a) {
   using S = typename Format::Storage;
-  const S* var_in = static_cast<const S*>(a.var);
-  const S* m_in = static_cast<const S*>(a.m);
-  const S* v_in = static_cast<const S*>(a.v);
-  const S* grad_in = static_cast<const S*>(a.grad);
-  S* var_out = static_cast<S*>(a.var_out);
-  S* m_out = static_cast<S*>(a.m_out);
-  S* v_out = static_cast<S*>(a.v_out);
-
-  auto chunk = [&](int64_t begin, int64_t end) {
+  auto chunk = [&a](int64_t begin, int64_t end) {
+    // The pointers and scalars are locals of the chunk: a vector store may alias any memory the
+    // closure reaches (the intrinsics' types may alias anything), so values read through it would
+    // be read again after every store; these stay in registers.
+    const S* const var_in = static_cast<const S*>(a.var);
+    const S* const m_in = static_cast<const S*>(a.m);
+    const S* const v_in = static_cast<const S*>(a.v);
+    const S* const grad_in = static_cast<const S*>(a.grad);
+    S* const var_out = static_cast<S*>(a.var_out);
+    S* const m_out = static_cast<S*>(a.m_out);
+    S* const v_out = static_cast<S*>(a.v_out);
+    const auto c = a.c;
     ForEachVectorSet<Format>(begin, end, [&](auto d, auto set, int64_t i) MANTISSA_VECTOR_BODY {
       // Every input element is loaded before any output element of the same index is stored,
       // so in-place outputs (the same buffer as their input) are safe.
@@ -41,7 +44,7 @@ void ApplyAdamDRange(const detail::ApplyAdamDKernelArgs& a) {
       auto var_new = var, m_new = m, v_new = v;
       ForEachOfSet<set.kCount>([&](auto k) MANTISSA_VECTOR_BODY {
         // The normative grouping, shared with the multi-tensor step (apply_adam_d-inl.h).
-        const auto r = AdamDMath(d, a.c, kNesterov, var[k], m[k], v[k], grad[k]);
+        const auto r = AdamDMath(d, c, kNesterov, var[k], m[k], v[k], grad[k]);
         var_new[k] = r.var;
         m_new[k] = r.m;
         v_new[k] = r.v;

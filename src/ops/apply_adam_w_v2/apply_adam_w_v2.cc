@@ -25,13 +25,16 @@ template <class State, class Grad, bool kAmsgrad, bool kMaximize>
 void ApplyAdamWV2Range(const detail::ApplyAdamWV2KernelArgs& a) {
   using S = typename State::Storage;
   using G = typename Grad::Storage;
-  S* var_p = static_cast<S*>(a.var);
-  S* m_p = static_cast<S*>(a.m);
-  S* v_p = static_cast<S*>(a.v);
-  S* max_p = static_cast<S*>(a.max_grad_norm);
-  const G* grad_p = static_cast<const G*>(a.grad);
-
-  auto chunk = [&](int64_t begin, int64_t end) {
+  auto chunk = [&a](int64_t begin, int64_t end) {
+    // The pointers and scalars are locals of the chunk: a vector store may alias any memory the
+    // closure reaches (the intrinsics' types may alias anything), so values read through it would
+    // be read again after every store; these stay in registers.
+    S* const var_p = static_cast<S*>(a.var);
+    S* const m_p = static_cast<S*>(a.m);
+    S* const v_p = static_cast<S*>(a.v);
+    S* const max_p = static_cast<S*>(a.max_grad_norm);
+    const G* const grad_p = static_cast<const G*>(a.grad);
+    const auto c = a.c;
     ForEachVector(begin, end, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
       // Every element is loaded before any of the same index is stored (in place).
       const auto var = LoadF32<State>(d, var_p + i);
@@ -41,7 +44,7 @@ void ApplyAdamWV2Range(const detail::ApplyAdamWV2KernelArgs& a) {
       auto old_max = hn::Zero(d);
       if constexpr (kAmsgrad) old_max = LoadF32<State>(d, max_p + i);
       // The normative grouping, shared with the multi-tensor step (apply_adam_w_v2-inl.h).
-      const auto r = AdamWMath(d, a.c, kAmsgrad, kMaximize, var, m, v, g, old_max);
+      const auto r = AdamWMath(d, c, kAmsgrad, kMaximize, var, m, v, g, old_max);
       StoreResult<State>(d, r.var, var_p + i);
       StoreResult<State>(d, r.m, m_p + i);
       StoreResult<State>(d, r.v, v_p + i);

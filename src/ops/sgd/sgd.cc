@@ -34,14 +34,16 @@ namespace mantissa::HWY_NAMESPACE {
 template <class Format, bool kWeightDecay, bool kDampening, bool kNesterov, bool kWriteState>
 void SgdVariant(const detail::SgdKernelArgs& args) {
   using T = typename Format::Storage;
-  const T* const p_in = static_cast<const T*>(args.parameters);
-  T* const p_out = static_cast<T*>(args.parameters_out);
-  const T* const g_in = static_cast<const T*>(args.gradient);
-  T* const accum = static_cast<T*>(args.accum);
-  T* const stat = static_cast<T*>(args.stat);
-  const SgdScalars scalars{args.learning_rate, args.momentum, args.dampening, args.weight_decay};
-
-  auto chunk = [&](int64_t begin, int64_t end) {
+  auto chunk = [&args](int64_t begin, int64_t end) {
+    // The pointers and scalars are locals of the chunk: a vector store may alias any memory the
+    // closure reaches (the intrinsics' types may alias anything), so values read through it would
+    // be read again after every store; these stay in registers.
+    const T* const p_in = static_cast<const T*>(args.parameters);
+    T* const p_out = static_cast<T*>(args.parameters_out);
+    const T* const g_in = static_cast<const T*>(args.gradient);
+    T* const accum = static_cast<T*>(args.accum);
+    T* const stat = static_cast<T*>(args.stat);
+    const SgdScalars scalars{args.learning_rate, args.momentum, args.dampening, args.weight_decay};
     ForEachVectorSet<Format>(begin, end, [&](auto d, auto set, int64_t i) MANTISSA_VECTOR_BODY {
       // Every input of these elements is loaded before any store, so in-place is safe.
       const auto p = set.Load(d, p_in + i);
