@@ -36,15 +36,17 @@ void RmsNormRows(const detail::RmsNormKernelArgs& a) {
   // rstd (fp64 steps in this order, then one rounding to fp32) and the elementwise pass of row r
   // from its sum of squares.
   auto finish_row = [&](int64_t r, double ss) {
-    const XS* x = x_all + r * n;
-    XS* y = y_all + r * n;
+    // Locals, kept in registers: a vector store may alias anything the closure reaches.
+    const XS* const x = x_all + r * n;
+    XS* const y = y_all + r * n;
+    const GS* const gamma = g;
     const double mean = ss / static_cast<double>(n);
     float rstd = static_cast<float>(1.0 / std::sqrt(mean + a.epsilon));
     if (std::isnan(rstd)) rstd = std::numeric_limits<float>::quiet_NaN();
     a.rstd[r] = rstd;
     ForEachVector(0, n, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
       const auto xr = hn::Mul(LoadF32<XF>(d, x + i), hn::Set(d, rstd));
-      StoreResult<XF>(d, hn::Mul(xr, LoadF32<GF>(d, g + i)), y + i);
+      StoreResult<XF>(d, hn::Mul(xr, LoadF32<GF>(d, gamma + i)), y + i);
     });
   };
   const detail::Rows rows{a.rows, n, 1};

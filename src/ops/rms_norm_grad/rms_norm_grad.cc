@@ -89,13 +89,15 @@ void RmsNormGradDx(const detail::RmsNormGradKernelArgs& a, bool fuse_dgamma) {
   const int64_t n = a.n;
   const detail::Rows rows{a.rows, n, 1};
   detail::for_each_row_block(rows, [&](int64_t begin, int64_t end) {
+    // A local, kept in a register: a vector store may alias anything the closure reaches.
+    const GS* const gamma = g;
     for (int64_t row = begin; row < end; ++row) {
-      const XS* dy = dy_all + row * n;
-      const XS* x = x_all + row * n;
-      XS* dx = dx_all + row * n;
+      const XS* const dy = dy_all + row * n;
+      const XS* const x = x_all + row * n;
+      XS* const dx = dx_all + row * n;
       const float r = a.rstd[row];
       const double s = ReduceRow<detail::ReduceMethod::kNaive, double>(
-          GradTerm<XF, GF>{dy, x, g, static_cast<double>(r)}, n);
+          GradTerm<XF, GF>{dy, x, gamma, static_cast<double>(r)}, n);
       // dx in fp64 from the exact products, rounded once to fp32: (dy * g) and (x * r) * m
       // nearly cancel in rows where dy is close to x * mean, and fp32 there lost thousands of
       // ulp.
@@ -103,7 +105,7 @@ void RmsNormGradDx(const detail::RmsNormGradKernelArgs& a, bool fuse_dgamma) {
       auto dx_lanes = [&](auto dd, int64_t i) MANTISSA_VECTOR_BODY {
         const hn::Rebind<float, decltype(dd)> df;
         const auto vr = hn::Set(dd, static_cast<double>(r));
-        const auto dyg = hn::Mul(LoadAcc<XF>(dd, dy + i), LoadAcc<GF>(dd, g + i));
+        const auto dyg = hn::Mul(LoadAcc<XF>(dd, dy + i), LoadAcc<GF>(dd, gamma + i));
         const auto xrm = hn::Mul(hn::Mul(LoadAcc<XF>(dd, x + i), vr), hn::Set(dd, m));
         StoreResult<XF>(df, DemoteF64ToF32(df, dd, hn::Mul(hn::Sub(dyg, xrm), vr)), dx + i);
       };
