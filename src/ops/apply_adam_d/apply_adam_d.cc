@@ -23,9 +23,7 @@ template <class Format, bool kNesterov>
 void ApplyAdamDRange(const detail::ApplyAdamDKernelArgs& a) {
   using S = typename Format::Storage;
   auto chunk = [&a](int64_t begin, int64_t end) {
-    // The pointers and scalars are locals of the chunk: a vector store may alias any memory the
-    // closure reaches (the intrinsics' types may alias anything), so values read through it would
-    // be read again after every store; these stay in registers.
+    // Locals of the chunk, kept in registers across the stores (as in ops/sgd/sgd.cc).
     const S* const var_in = static_cast<const S*>(a.var);
     const S* const m_in = static_cast<const S*>(a.m);
     const S* const v_in = static_cast<const S*>(a.v);

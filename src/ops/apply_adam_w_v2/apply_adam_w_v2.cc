@@ -26,9 +26,7 @@ void ApplyAdamWV2Range(const detail::ApplyAdamWV2KernelArgs& a) {
   using S = typename State::Storage;
   using G = typename Grad::Storage;
   auto chunk = [&a](int64_t begin, int64_t end) {
-    // The pointers and scalars are locals of the chunk: a vector store may alias any memory the
-    // closure reaches (the intrinsics' types may alias anything), so values read through it would
-    // be read again after every store; these stay in registers.
+    // Locals of the chunk, kept in registers across the stores (as in ops/sgd/sgd.cc).
     S* const var_p = static_cast<S*>(a.var);
     S* const m_p = static_cast<S*>(a.m);
     S* const v_p = static_cast<S*>(a.v);
