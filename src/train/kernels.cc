@@ -194,10 +194,12 @@ HWY_INLINE void RowBlock(const float* a, const typename F::Storage* b, float* c,
 // allocation leaves C untouched).
 template <class F>
 void WidenRange(const void* src, float* dst, int64_t n) {
-  const auto* in = static_cast<const typename F::Storage*>(src);
-  auto chunk = [&](int64_t begin, int64_t end) {
+  auto chunk = [src, dst](int64_t begin, int64_t end) {
+    // Locals of the chunk, kept in registers across the stores (as in ops/sgd/sgd.cc).
+    const auto* const in = static_cast<const typename F::Storage*>(src);
+    float* const out = dst;
     mantissa::HWY_NAMESPACE::ForEachVector(begin, end, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
-      hn::StoreU(LoadF32<F>(d, in + i), d, dst + i);
+      hn::StoreU(LoadF32<F>(d, in + i), d, out + i);
     });
   };
   mantissa::detail::parallel_for(n, 16384, chunk);
@@ -269,8 +271,10 @@ HWY_INLINE hn::Vec<D> GeluInner(D d, hn::Vec<D> x) {
   return hn::Mul(hn::Set(d, kSqrt2OverPi), hn::Add(x, hn::Mul(hn::Set(d, kGeluCubic), x3)));
 }
 
-void GeluForwardImpl(const float* x, float* y, int64_t n) {
-  auto chunk = [&](int64_t begin, int64_t end) {
+void GeluForwardImpl(const float* x_all, float* y_all, int64_t n) {
+  auto chunk = [x_all, y_all](int64_t begin, int64_t end) {
+    const float* const x = x_all;  // locals, kept in registers across the stores
+    float* const y = y_all;
     mantissa::HWY_NAMESPACE::ForEachVector(begin, end, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
       const auto xv = hn::LoadU(d, x + i);
       const auto t = Tanh(d, GeluInner(d, xv));
@@ -282,8 +286,11 @@ void GeluForwardImpl(const float* x, float* y, int64_t n) {
 }
 
 // d/dx gelu = 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2).
-void GeluBackwardImpl(const float* x, const float* dy, float* dx, int64_t n) {
-  auto chunk = [&](int64_t begin, int64_t end) {
+void GeluBackwardImpl(const float* x_all, const float* dy_all, float* dx_all, int64_t n) {
+  auto chunk = [x_all, dy_all, dx_all](int64_t begin, int64_t end) {
+    const float* const x = x_all;  // locals, kept in registers across the stores
+    const float* const dy = dy_all;
+    float* const dx = dx_all;
     mantissa::HWY_NAMESPACE::ForEachVector(begin, end, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
       const auto xv = hn::LoadU(d, x + i);
       const auto one = hn::Set(d, 1.0f);
