@@ -16,8 +16,7 @@ namespace mantissa::HWY_NAMESPACE {
 template <class From, class To>
 void ConvertRange(const void* src, void* dst, int64_t n) {
   auto chunk = [src, dst](int64_t begin, int64_t end) {
-    // Locals of the chunk, kept in registers: a vector store may alias anything the closure
-    // reaches, so pointers read through it would be read again after every store.
+    // Locals of the chunk, kept in registers across the stores (as in ops/sgd/sgd.cc).
     const auto* const in = static_cast<const typename From::Storage*>(src);
     auto* const out = static_cast<typename To::Storage*>(dst);
     ForEachVector(begin, end, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {

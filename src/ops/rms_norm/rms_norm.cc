@@ -36,7 +36,7 @@ void RmsNormRows(const detail::RmsNormKernelArgs& a) {
   // rstd (fp64 steps in this order, then one rounding to fp32) and the elementwise pass of row r
   // from its sum of squares.
   auto finish_row = [&](int64_t r, double ss) {
-    // Locals, kept in registers: a vector store may alias anything the closure reaches.
+    // Locals, kept in registers across the stores (as in ops/sgd/sgd.cc).
     const XS* const x = x_all + r * n;
     XS* const y = y_all + r * n;
     const GS* const gamma = g;

@@ -89,7 +89,7 @@ void RmsNormGradDx(const detail::RmsNormGradKernelArgs& a, bool fuse_dgamma) {
   const int64_t n = a.n;
   const detail::Rows rows{a.rows, n, 1};
   detail::for_each_row_block(rows, [&](int64_t begin, int64_t end) {
-    // A local, kept in a register: a vector store may alias anything the closure reaches.
+    // A local, kept in a register across the stores (as in ops/sgd/sgd.cc).
     const GS* const gamma = g;
     for (int64_t row = begin; row < end; ++row) {
       const XS* const dy = dy_all + row * n;
