@@ -1,10 +1,12 @@
 // Runs one operator 10 times on 64K elements, for instruction counting under callgrind
-// (scripts/instructions_per_element.sh). Usage: instructions_per_element fp32|fp16|bf16 adam|sgd
-// [--markers]. With --markers, the last call is bracketed by SIGUSR1 and SIGUSR2 for
+// (scripts/instructions_per_element.sh). Usage: instructions_per_element fp32|fp16|bf16
+// adam|sgd|sgd-nesterov|sgd-dampening|sgd-plain [--markers] (sgd: momentum 0.9; nesterov adds
+// the nesterov step, dampening 0.5, plain has momentum 0). With --markers, the last call is bracketed by SIGUSR1 and SIGUSR2 for
 // count_instructions (which single-steps it, for the AVX-512 targets valgrind cannot run).
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "mantissa/mantissa.h"
@@ -13,12 +15,23 @@ int main(int argc, char** argv) {
   using namespace mantissa;
   const bool markers = argc == 4 && std::strcmp(argv[3], "--markers") == 0;
   if (argc != 3 && !markers) {
-    std::fprintf(stderr, "usage: %s fp32|fp16|bf16 adam|sgd [--markers]\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s fp32|fp16|bf16 adam|sgd|sgd-nesterov|sgd-dampening|sgd-plain "
+                 "[--markers]\n",
+                 argv[0]);
     return 2;
   }
   const DType dt = dtype_from_name(argv[1]);
-  const bool adam = std::strcmp(argv[2], "adam") == 0;
-  if (!is_training_float(dt)) return 2;
+  const std::string op = argv[2];
+  const bool adam = op == "adam";
+  SgdParams sgd_params;
+  sgd_params.nesterov = op == "sgd-nesterov";
+  sgd_params.dampening = op == "sgd-dampening" ? 0.5f : 0.0f;
+  const float momentum = op == "sgd-plain" ? 0.0f : 0.9f;
+  if (!is_training_float(dt) ||
+      (!adam && op != "sgd" && op != "sgd-nesterov" && op != "sgd-dampening" && op != "sgd-plain")) {
+    return 2;
+  }
   constexpr int64_t n = int64_t{1} << 16;
   std::vector<uint32_t> a(n), b(n), c(n), g(n), s(6);
   for (int64_t i = 0; i < n; ++i) {
@@ -28,6 +41,8 @@ int main(int argc, char** argv) {
     store_from_float(dt, g.data(), i, 0.2f);
   }
   for (int k = 0; k < 6; ++k) store_from_float(dt, s.data(), k, k == 2 ? 0.001f : 0.9f);
+  std::vector<uint32_t> sgd_momentum(1);
+  store_from_float(dt, sgd_momentum.data(), 0, momentum);
   auto tensor = [&](void* p) { return TensorView(p, dt, {n}); };
   auto scalar = [&](int k) {
     return TensorView(reinterpret_cast<char*>(s.data()) + k * dtype_size(dt), dt, {1});
@@ -50,9 +65,9 @@ int main(int argc, char** argv) {
       t.epsilon = scalar(5);
       st = apply_adam_d(t, {});
     } else {
-      st = sgd({tensor(a.data()), tensor(g.data()), scalar(2), tensor(b.data()), scalar(0),
-                tensor(c.data()), std::nullopt},
-               {});
+      st = sgd({tensor(a.data()), tensor(g.data()), scalar(2), tensor(b.data()),
+                TensorView(sgd_momentum.data(), dt, {1}), tensor(c.data()), std::nullopt},
+               sgd_params);
     }
     if (!st.ok()) {
       std::fprintf(stderr, "%s\n", st.message().c_str());
