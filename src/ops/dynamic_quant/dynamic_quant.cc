@@ -45,12 +45,17 @@ constexpr int64_t kInt4Block = 256;
 template <class XF, class Q, bool kSmooth>
 void DynamicQuantRows(const detail::DynamicQuantKernelArgs& a) {
   using XS = typename XF::Storage;
-  const XS* const x_all = static_cast<const XS*>(a.x);
-  const XS* const s = static_cast<const XS*>(a.smooth);
-  float* const scale_all = a.scale;
-  const int64_t n = a.n;
-  const detail::Rows rows{a.rows, n, 1};
-  detail::for_each_row_block(rows, [&](int64_t begin, int64_t end) {
+  const detail::Rows rows{a.rows, a.n, 1};
+  detail::for_each_row_block(rows, [&a](int64_t begin, int64_t end) {
+    // Locals of the block, not captures or reads through `a`: a store of the quantized codes may
+    // alias any memory the closure reaches, so those would be read again after every store (see
+    // ops/sgd/sgd.cc).
+    const XS* const x_all = static_cast<const XS*>(a.x);
+    const XS* const s = static_cast<const XS*>(a.smooth);
+    float* const scale_all = a.scale;
+    void* const y_all = a.y;
+    const int64_t n = a.n;
+    const float dtype_max = a.dtype_max;
     for (int64_t r = begin; r < end; ++r) {
       const XS* x = x_all + r * n;
       // amax: NaN lanes are counted apart and left out of the maximum.
@@ -77,10 +82,10 @@ void DynamicQuantRows(const detail::DynamicQuantKernelArgs& a) {
         }
       }
       if (any_nan) amax = std::numeric_limits<float>::quiet_NaN();
-      const float scale = amax / a.dtype_max;
+      const float scale = amax / dtype_max;
       scale_all[r] = scale;
       if constexpr (std::is_same_v<Q, QInt4>) {
-        uint8_t* y = static_cast<uint8_t*>(a.y) + r * (n / 2);
+        uint8_t* y = static_cast<uint8_t*>(y_all) + r * (n / 2);
         alignas(64) int8_t codes[kInt4Block];
         for (int64_t b = 0; b < n; b += kInt4Block) {
           const int64_t m = std::min(kInt4Block, n - b);
@@ -98,7 +103,7 @@ void DynamicQuantRows(const detail::DynamicQuantKernelArgs& a) {
           }
         }
       } else {
-        typename Q::Storage* y = static_cast<typename Q::Storage*>(a.y) + r * n;
+        typename Q::Storage* y = static_cast<typename Q::Storage*>(y_all) + r * n;
         if (scale == 0.0f) {
           std::fill(y, y + n, typename Q::Storage{0});
           continue;
