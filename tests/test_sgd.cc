@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "core/prefetch.h"
 #include "test_sgd_support.h"
 
 namespace mantissa {
@@ -25,13 +26,16 @@ constexpr DType kDTypes[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16}
 
 class SgdDType : public ::testing::TestWithParam<DType> {};
 
-// Sizes 1 .. 3x the widest vector (16 fp32 lanes) and one more, odd sizes, and one size that
-// spans several parallel chunks with a ragged end, so thread counts really split the work.
+// Sizes 1 .. 3x the widest vector (16 fp32 lanes) and one more, odd sizes, one size that spans
+// several parallel chunks with a ragged end, so thread counts really split the work, and one
+// just past the size from which 16-bit calls prefetch their streams (core/prefetch.h: four
+// streams of 2 bytes), whose prefetches run past the end of every buffer.
 std::vector<size_t> sweep_sizes() {
   std::vector<size_t> sizes;
   for (size_t n = 1; n <= 49; ++n) sizes.push_back(n);
   for (size_t n : {63, 65, 127, 255, 1001}) sizes.push_back(n);
   sizes.push_back(static_cast<size_t>(3 * detail::kDefaultGrain + 13));
+  sizes.push_back(static_cast<size_t>(detail::kPrefetchMinBytes / 8 + 37));
   return sizes;
 }
 

@@ -503,23 +503,33 @@ HWY_INLINE void ForEachOfSet(Fn&& fn) {
   (std::make_index_sequence<kCount>{});
 }
 
+// The default `fetch` of ForEachVectorSet: nothing.
+struct NoFetch {
+  HWY_INLINE void operator()(int64_t /*i*/) const {}
+};
+
 // Calls body(d, set, i) over [begin, end): for bf16 with set a VectorSet<Format, 2> for blocks of
 // two full vectors, otherwise with VectorSet<Format, 1> twice per iteration; then with
 // VectorSet<Format, 1> for a last full vector and, with a one-lane descriptor, for the tail. For
 // element-wise bodies over tensors of one format only: the lane an element lands in depends on
 // the format and on where the block starts. Bodies are lambdas marked MANTISSA_VECTOR_BODY.
-template <class Format, class Body>
-HWY_INLINE void ForEachVectorSet(int64_t begin, int64_t end, Body&& body) {
+// fetch(i) is called once per block of two vectors, before its body (core/prefetch.h).
+template <class Format, class Body, class Fetch = NoFetch>
+HWY_INLINE void ForEachVectorSet(int64_t begin, int64_t end, Body&& body, Fetch&& fetch = {}) {
   const hn::ScalableTag<float> d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   int64_t i = begin;
   if constexpr (kIsBf16<Format> && hn::MaxLanes(d) > 1) {
-    for (; i + 2 * lanes <= end; i += 2 * lanes) body(d, VectorSet<Format, 2>{}, i);
+    for (; i + 2 * lanes <= end; i += 2 * lanes) {
+      fetch(i);
+      body(d, VectorSet<Format, 2>{}, i);
+    }
   } else {
     // fp32 and fp16 gain nothing from a set of two (their halves load and store apart anyway),
     // and holding both vectors' inputs at once only adds register pressure: one vector per
     // body, two bodies per iteration for the out-of-order core to overlap.
     for (; i + 2 * lanes <= end; i += 2 * lanes) {
+      fetch(i);
       body(d, VectorSet<Format, 1>{}, i);
       body(d, VectorSet<Format, 1>{}, i + lanes);
     }

@@ -18,6 +18,7 @@
 // clang-format on
 
 #include "core/parallel.h"
+#include "core/prefetch.h"
 #include "core/simd-inl.h"
 #include "hwy/highway.h"
 #include "ops/sgd/sgd-inl.h"
@@ -31,7 +32,9 @@ namespace mantissa::HWY_NAMESPACE {
 //   kDampening    d != 0: reads s, subtracts (grad*(1 - s))*d
 //   kNesterov     the nesterov form of the parameter step
 //   kWriteState   m != 0 (NaN included): writes accum_t to a and +0.0 to s
-template <class Format, bool kWeightDecay, bool kDampening, bool kNesterov, bool kWriteState>
+//   kPrefetch     fetches the streams read ahead (a 16-bit call out of cache: core/prefetch.h)
+template <class Format, bool kWeightDecay, bool kDampening, bool kNesterov, bool kWriteState,
+          bool kPrefetch>
 void SgdVariant(const detail::SgdKernelArgs& args) {
   using T = typename Format::Storage;
   auto chunk = [&args](int64_t begin, int64_t end) {
@@ -44,6 +47,14 @@ void SgdVariant(const detail::SgdKernelArgs& args) {
     T* const accum = static_cast<T*>(args.accum);
     T* const stat = static_cast<T*>(args.stat);
     const SgdScalars scalars{args.learning_rate, args.momentum, args.dampening, args.weight_decay};
+    auto fetch = [&](int64_t i) MANTISSA_VECTOR_BODY {
+      if constexpr (kPrefetch) {
+        detail::prefetch_ahead(p_in, i);
+        detail::prefetch_ahead(g_in, i);
+        detail::prefetch_ahead(accum, i);
+        if constexpr (kDampening || kWriteState) detail::prefetch_ahead(stat, i);
+      }
+    };
     ForEachVectorSet<Format>(begin, end, [&](auto d, auto set, int64_t i) MANTISSA_VECTOR_BODY {
       // Every input of these elements is loaded before any store, so in-place is safe.
       const auto p = set.Load(d, p_in + i);
@@ -67,37 +78,49 @@ void SgdVariant(const detail::SgdKernelArgs& args) {
           ClearToPositiveZero<Format>(d, stat + i + k * hn::Lanes(d));
         });
       }
-    });
+    }, fetch);
   };
   detail::parallel_for(args.n, detail::kDefaultGrain, chunk);
 }
 
 // Picks the variant for the call's flags. Nesterov excludes dampening (validated).
-template <class Format>
+template <class Format, bool kPrefetch>
 void SgdFormat(const detail::SgdKernelArgs& args) {
   const bool wd = args.weight_decay != 0.0f;
   const bool damp = args.dampening != 0.0f;
   const bool write = args.momentum != 0.0f;  // IEEE compare: NaN counts as non-zero
   const int key = (wd ? 8 : 0) | (damp ? 4 : 0) | (args.nesterov ? 2 : 0) | (write ? 1 : 0);
+  constexpr bool P = kPrefetch;
   switch (key) {
-    case 0: return SgdVariant<Format, false, false, false, false>(args);
-    case 1: return SgdVariant<Format, false, false, false, true>(args);
-    case 2: return SgdVariant<Format, false, false, true, false>(args);
-    case 3: return SgdVariant<Format, false, false, true, true>(args);
-    case 4: return SgdVariant<Format, false, true, false, false>(args);
-    case 5: return SgdVariant<Format, false, true, false, true>(args);
-    case 8: return SgdVariant<Format, true, false, false, false>(args);
-    case 9: return SgdVariant<Format, true, false, false, true>(args);
-    case 10: return SgdVariant<Format, true, false, true, false>(args);
-    case 11: return SgdVariant<Format, true, false, true, true>(args);
-    case 12: return SgdVariant<Format, true, true, false, false>(args);
-    case 13: return SgdVariant<Format, true, true, false, true>(args);
+    case 0: return SgdVariant<Format, false, false, false, false, P>(args);
+    case 1: return SgdVariant<Format, false, false, false, true, P>(args);
+    case 2: return SgdVariant<Format, false, false, true, false, P>(args);
+    case 3: return SgdVariant<Format, false, false, true, true, P>(args);
+    case 4: return SgdVariant<Format, false, true, false, false, P>(args);
+    case 5: return SgdVariant<Format, false, true, false, true, P>(args);
+    case 8: return SgdVariant<Format, true, false, false, false, P>(args);
+    case 9: return SgdVariant<Format, true, false, false, true, P>(args);
+    case 10: return SgdVariant<Format, true, false, true, false, P>(args);
+    case 11: return SgdVariant<Format, true, false, true, true, P>(args);
+    case 12: return SgdVariant<Format, true, true, false, false, P>(args);
+    case 13: return SgdVariant<Format, true, true, false, true, P>(args);
     default: break;  // nesterov with dampening: rejected by validation, never reached
   }
 }
 
+// fp32 streams at the probe's rate without help; a 16-bit call prefetches when it streams more
+// than the core's caches hold (its four streams counted: p, g, a, s).
+template <class Format>
+void SgdPrefetchOrNot(const detail::SgdKernelArgs& args) {
+  using S = typename Format::Storage;
+  if constexpr (sizeof(S) == 2) {
+    if (detail::prefetch_pays(args.n, 4 * sizeof(S))) return SgdFormat<Format, true>(args);
+  }
+  SgdFormat<Format, false>(args);
+}
+
 void SgdImpl(const detail::SgdKernelArgs& args) {
-  VisitFormat(args.dtype, [&](auto format) { SgdFormat<decltype(format)>(args); });
+  VisitFormat(args.dtype, [&](auto format) { SgdPrefetchOrNot<decltype(format)>(args); });
 }
 
 }  // namespace mantissa::HWY_NAMESPACE
