@@ -1,8 +1,9 @@
 // Runs one operator 10 times on 64K elements, for instruction counting under callgrind
 // (scripts/instructions_per_element.sh). Usage: instructions_per_element fp32|fp16|bf16
 // adam|sgd|sgd-nesterov|sgd-dampening|sgd-plain [--markers] (sgd: momentum 0.9; nesterov adds
-// the nesterov step, dampening 0.5, plain has momentum 0). With --markers, the last call is bracketed by SIGUSR1 and SIGUSR2 for
-// count_instructions (which single-steps it, for the AVX-512 targets valgrind cannot run).
+// the nesterov step, dampening 0.5, plain has momentum 0). With --markers, the last call is
+// bracketed by SIGUSR1 and SIGUSR2 for count_instructions (which single-steps it, for the AVX-512
+// targets valgrind cannot run).
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -28,8 +29,8 @@ int main(int argc, char** argv) {
   sgd_params.nesterov = op == "sgd-nesterov";
   sgd_params.dampening = op == "sgd-dampening" ? 0.5f : 0.0f;
   const float momentum = op == "sgd-plain" ? 0.0f : 0.9f;
-  if (!is_training_float(dt) ||
-      (!adam && op != "sgd" && op != "sgd-nesterov" && op != "sgd-dampening" && op != "sgd-plain")) {
+  if (!is_training_float(dt) || (!adam && op != "sgd" && op != "sgd-nesterov" &&
+                                 op != "sgd-dampening" && op != "sgd-plain")) {
     return 2;
   }
   constexpr int64_t n = int64_t{1} << 16;

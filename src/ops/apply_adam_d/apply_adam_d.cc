@@ -42,25 +42,28 @@ void ApplyAdamDRange(const detail::ApplyAdamDKernelArgs& a) {
         detail::prefetch_ahead(grad_in, i);
       }
     };
-    ForEachVectorSet<Format>(begin, end, [&](auto d, auto set, int64_t i) MANTISSA_VECTOR_BODY {
-      // Every input element is loaded before any output element of the same index is stored,
-      // so in-place outputs (the same buffer as their input) are safe.
-      const auto var = set.Load(d, var_in + i);
-      const auto m = set.Load(d, m_in + i);
-      const auto v = set.Load(d, v_in + i);
-      const auto grad = set.Load(d, grad_in + i);
-      auto var_new = var, m_new = m, v_new = v;
-      ForEachOfSet<set.kCount>([&](auto k) MANTISSA_VECTOR_BODY {
-        // The normative grouping, shared with the multi-tensor step (apply_adam_d-inl.h).
-        const auto r = AdamDMath(d, c, kNesterov, var[k], m[k], v[k], grad[k]);
-        var_new[k] = r.var;
-        m_new[k] = r.m;
-        v_new[k] = r.v;
-      });
-      set.StoreResult(d, var_new, var_out + i);
-      set.StoreResult(d, m_new, m_out + i);
-      set.StoreResult(d, v_new, v_out + i);
-    }, fetch);
+    ForEachVectorSet<Format>(
+        begin, end,
+        [&](auto d, auto set, int64_t i) MANTISSA_VECTOR_BODY {
+          // Every input element is loaded before any output element of the same index is stored,
+          // so in-place outputs (the same buffer as their input) are safe.
+          const auto var = set.Load(d, var_in + i);
+          const auto m = set.Load(d, m_in + i);
+          const auto v = set.Load(d, v_in + i);
+          const auto grad = set.Load(d, grad_in + i);
+          auto var_new = var, m_new = m, v_new = v;
+          ForEachOfSet<set.kCount>([&](auto k) MANTISSA_VECTOR_BODY {
+            // The normative grouping, shared with the multi-tensor step (apply_adam_d-inl.h).
+            const auto r = AdamDMath(d, c, kNesterov, var[k], m[k], v[k], grad[k]);
+            var_new[k] = r.var;
+            m_new[k] = r.m;
+            v_new[k] = r.v;
+          });
+          set.StoreResult(d, var_new, var_out + i);
+          set.StoreResult(d, m_new, m_out + i);
+          set.StoreResult(d, v_new, v_out + i);
+        },
+        fetch);
   };
   detail::parallel_for(a.n, detail::kDefaultGrain, chunk);
 }

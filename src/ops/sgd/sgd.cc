@@ -55,30 +55,33 @@ void SgdVariant(const detail::SgdKernelArgs& args) {
         if constexpr (kDampening || kWriteState) detail::prefetch_ahead(stat, i);
       }
     };
-    ForEachVectorSet<Format>(begin, end, [&](auto d, auto set, int64_t i) MANTISSA_VECTOR_BODY {
-      // Every input of these elements is loaded before any store, so in-place is safe.
-      const auto p = set.Load(d, p_in + i);
-      const auto g = set.Load(d, g_in + i);
-      const auto a = set.Load(d, accum + i);
-      auto s = p;  // stat: loaded only with dampening, else zeros are passed below
-      if constexpr (kDampening) s = set.Load(d, stat + i);
-      auto p_new = p, accum_t = a;
-      ForEachOfSet<set.kCount>([&](auto k) MANTISSA_VECTOR_BODY {
-        const auto stat_k = kDampening ? s[k] : hn::Zero(d);
-        // The normative grouping, shared with the multi-tensor step (sgd-inl.h).
-        const auto r =
-            SgdMath(d, scalars, kWeightDecay, kDampening, kNesterov, p[k], g[k], a[k], stat_k);
-        p_new[k] = r.p_out;
-        accum_t[k] = r.accum_t;
-      });
-      set.StoreResult(d, p_new, p_out + i);
-      if constexpr (kWriteState) {
-        set.StoreResult(d, accum_t, accum + i);
-        ForEachOfSet<set.kCount>([&](auto k) MANTISSA_VECTOR_BODY {
-          ClearToPositiveZero<Format>(d, stat + i + k * hn::Lanes(d));
-        });
-      }
-    }, fetch);
+    ForEachVectorSet<Format>(
+        begin, end,
+        [&](auto d, auto set, int64_t i) MANTISSA_VECTOR_BODY {
+          // Every input of these elements is loaded before any store, so in-place is safe.
+          const auto p = set.Load(d, p_in + i);
+          const auto g = set.Load(d, g_in + i);
+          const auto a = set.Load(d, accum + i);
+          auto s = p;  // stat: loaded only with dampening, else zeros are passed below
+          if constexpr (kDampening) s = set.Load(d, stat + i);
+          auto p_new = p, accum_t = a;
+          ForEachOfSet<set.kCount>([&](auto k) MANTISSA_VECTOR_BODY {
+            const auto stat_k = kDampening ? s[k] : hn::Zero(d);
+            // The normative grouping, shared with the multi-tensor step (sgd-inl.h).
+            const auto r =
+                SgdMath(d, scalars, kWeightDecay, kDampening, kNesterov, p[k], g[k], a[k], stat_k);
+            p_new[k] = r.p_out;
+            accum_t[k] = r.accum_t;
+          });
+          set.StoreResult(d, p_new, p_out + i);
+          if constexpr (kWriteState) {
+            set.StoreResult(d, accum_t, accum + i);
+            ForEachOfSet<set.kCount>([&](auto k) MANTISSA_VECTOR_BODY {
+              ClearToPositiveZero<Format>(d, stat + i + k * hn::Lanes(d));
+            });
+          }
+        },
+        fetch);
   };
   detail::parallel_for(args.n, detail::kDefaultGrain, chunk);
 }
