@@ -1,7 +1,7 @@
 // Software prefetch for the element-wise kernels that stream 16-bit tensors from memory.
 //
-// Out of cache, one thread of a 16-bit optimizer step reached only 76-86% of the bandwidth probe
-// with the same streams, where fp32 reaches 93-104%: with twice the elements per cache line it
+// Out of cache, one thread of a 16-bit optimizer step reached only 72-88% of the bandwidth probe
+// with the same streams, where fp32 reaches 90-106%: with twice the elements per cache line it
 // does twice the work per line, and the hardware prefetcher alone kept too few lines in flight.
 // Fetching every input stream kPrefetchAheadBytes ahead brings it to the probe's rate
 // (docs/performance.md). In cache the prefetches only take issue slots (up to 15% slower on 64K
@@ -9,13 +9,14 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "hwy/cache_control.h"
 
 namespace mantissa::detail {
 
 // How far ahead of the element being computed each input stream is fetched (512 elements of a
-// 16-bit tensor; measured against 1 and 2 KiB, which gained less).
+// 16-bit tensor; measured against 2 and 4 KiB, which gained less).
 inline constexpr int64_t kPrefetchAheadBytes = 1024;
 
 // Below this many bytes read per call, the streams come from the core's own caches.
@@ -23,6 +24,17 @@ inline constexpr int64_t kPrefetchMinBytes = int64_t{1} << 20;
 
 inline bool prefetch_pays(int64_t elements, int64_t bytes_read_per_element) {
   return elements > kPrefetchMinBytes / bytes_read_per_element;
+}
+
+// Calls fn(std::bool_constant<prefetch>) for a call of `elements` elements over `streams` input
+// streams of Storage: prefetch is true for a 16-bit call that outgrows the caches (fp32 streams
+// at the probe's rate without help, so its kernels are never instantiated prefetching).
+template <class Storage, class Fn>
+HWY_INLINE void visit_prefetch(int64_t elements, int64_t streams, Fn&& fn) {
+  if constexpr (sizeof(Storage) == 2) {
+    if (prefetch_pays(elements, streams * 2)) return fn(std::true_type{});
+  }
+  fn(std::false_type{});
 }
 
 // Fetches the cache line kPrefetchAheadBytes past p + i. The address is formed as an integer: it

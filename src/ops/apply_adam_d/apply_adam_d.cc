@@ -69,7 +69,7 @@ void ApplyAdamDRange(const detail::ApplyAdamDKernelArgs& a) {
 }
 
 template <class Format, bool kPrefetch>
-void ApplyAdamDVariant(const detail::ApplyAdamDKernelArgs& a) {
+void ApplyAdamDFormat(const detail::ApplyAdamDKernelArgs& a) {
   if (a.use_nesterov) {
     ApplyAdamDRange<Format, true, kPrefetch>(a);
   } else {
@@ -77,18 +77,13 @@ void ApplyAdamDVariant(const detail::ApplyAdamDKernelArgs& a) {
   }
 }
 
-// As SGD's (ops/sgd/sgd.cc): a 16-bit call prefetches when its four streams outgrow the caches.
-template <class Format>
-void ApplyAdamDFormat(const detail::ApplyAdamDKernelArgs& a) {
-  using S = typename Format::Storage;
-  if constexpr (sizeof(S) == 2) {
-    if (detail::prefetch_pays(a.n, 4 * sizeof(S))) return ApplyAdamDVariant<Format, true>(a);
-  }
-  ApplyAdamDVariant<Format, false>(a);
-}
-
 void ApplyAdamDImpl(const detail::ApplyAdamDKernelArgs& a) {
-  VisitFormat(a.dtype, [&](auto format) { ApplyAdamDFormat<decltype(format)>(a); });
+  VisitFormat(a.dtype, [&](auto format) {
+    using Format = decltype(format);
+    // Four input streams: var, m, v, grad.
+    detail::visit_prefetch<typename Format::Storage>(
+        a.n, 4, [&](auto prefetch) { ApplyAdamDFormat<Format, decltype(prefetch)::value>(a); });
+  });
 }
 
 }  // namespace mantissa::HWY_NAMESPACE

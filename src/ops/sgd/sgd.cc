@@ -111,19 +111,13 @@ void SgdFormat(const detail::SgdKernelArgs& args) {
   }
 }
 
-// fp32 streams at the probe's rate without help; a 16-bit call prefetches when it streams more
-// than the core's caches hold (its four streams counted: p, g, a, s).
-template <class Format>
-void SgdPrefetchOrNot(const detail::SgdKernelArgs& args) {
-  using S = typename Format::Storage;
-  if constexpr (sizeof(S) == 2) {
-    if (detail::prefetch_pays(args.n, 4 * sizeof(S))) return SgdFormat<Format, true>(args);
-  }
-  SgdFormat<Format, false>(args);
-}
-
 void SgdImpl(const detail::SgdKernelArgs& args) {
-  VisitFormat(args.dtype, [&](auto format) { SgdPrefetchOrNot<decltype(format)>(args); });
+  VisitFormat(args.dtype, [&](auto format) {
+    using Format = decltype(format);
+    // Four input streams: p, g, a, s.
+    detail::visit_prefetch<typename Format::Storage>(
+        args.n, 4, [&](auto prefetch) { SgdFormat<Format, decltype(prefetch)::value>(args); });
+  });
 }
 
 }  // namespace mantissa::HWY_NAMESPACE
