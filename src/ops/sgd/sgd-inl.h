@@ -11,6 +11,7 @@
 #define MANTISSA_OPS_SGD_SGD_INL_H_
 #endif
 
+#include <cstddef>
 #include <type_traits>
 
 #include "core/simd-inl.h"
@@ -59,17 +60,23 @@ HWY_INLINE SgdLanes<D> SgdMath(D d, const SgdScalars& c, bool weight_decay, bool
   return {hn::Sub(p, step), accum_t};
 }
 
-// Makes every element +0.0 (all bits zero), storing only when some element is not already
-// +0.0. After the first step stat is all +0.0, so this turns a write (whose cache line must be
-// fetched first anyway) into a read: the vector is loaded as raw bits, never converted.
-template <class Format, class D>
+// Makes the kCount * Lanes(d) elements at p +0.0 (all bits zero), storing only when some element
+// is not already +0.0. After the first step stat is all +0.0, so this turns a write (whose cache
+// line must be fetched first anyway) into a read: the elements are loaded as raw bits, never
+// converted. A 16-bit set of two vectors is tested as one vector of 2 * Lanes(d) 16-bit lanes:
+// one load, compare and branch per set instead of one per vector.
+template <class Format, size_t kCount = 1, class D>
 HWY_INLINE void ClearToPositiveZero(D d, typename Format::Storage* HWY_RESTRICT p) {
   if constexpr (std::is_same_v<Format, Fp32>) {
+    static_assert(kCount == 1);
     const hn::RebindToUnsigned<D> du;
     const auto bits = hn::LoadU(du, reinterpret_cast<const uint32_t*>(p));
     if (!hn::AllTrue(du, hn::Eq(bits, hn::Zero(du)))) hn::StoreU(hn::Zero(d), d, p);
   } else {
-    const U16For<D> du16;
+    static_assert(kCount == 1 || kCount == 2);
+    // Rebind keeps the lane count (one vector); Repartition doubles it (a full set of two).
+    using D16 = std::conditional_t<kCount == 1, U16For<D>, hn::Repartition<uint16_t, D>>;
+    const D16 du16;
     const auto bits = hn::LoadU(du16, p);
     if (!hn::AllTrue(du16, hn::Eq(bits, hn::Zero(du16)))) hn::StoreU(hn::Zero(du16), du16, p);
   }

@@ -76,9 +76,7 @@ void SgdVariant(const detail::SgdKernelArgs& args) {
           set.StoreResult(d, p_new, p_out + i);
           if constexpr (kWriteState) {
             set.StoreResult(d, accum_t, accum + i);
-            ForEachOfSet<set.kCount>([&](auto k) MANTISSA_VECTOR_BODY {
-              ClearToPositiveZero<Format>(d, stat + i + k * hn::Lanes(d));
-            });
+            ClearToPositiveZero<Format, set.kCount>(d, stat + i);
           }
         },
         fetch);
