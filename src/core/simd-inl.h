@@ -475,22 +475,26 @@ struct VectorSet<Format, 2> {
     return v;
   }
 
+  // The pair is taken by reference and copied to locals: passed by value, the array stayed a
+  // stack object, and GCC 12 left a dead 64-byte store of one of its vectors per call in the
+  // loop (three per 32 elements in ApplyAdamD).
   template <class D>
-  static HWY_INLINE void StoreResult(D d, Vecs<D> v, Storage* HWY_RESTRICT p) {
+  static HWY_INLINE void StoreResult(D d, const Vecs<D>& v, Storage* HWY_RESTRICT p) {
+    const hn::Vec<D> even = v[0], odd = v[1];
 #if MANTISSA_HAVE_BF16_HW
     if constexpr (std::is_same_v<Format, Bf16Hw> && hn::MaxLanes(D()) == 16) {
       // As the one-vector StoreResult: a NaN or subnormal lane in either vector sends the pair
       // to the integer path; otherwise one conversion of both and one permutation.
       constexpr int kRare = kClassQuietNaN | kClassSignalingNaN | kClassSubnormal;
       // kortestw tests both masks at once: no move of either to a general register.
-      if (HWY_LIKELY(_kortestz_mask16_u8(_mm512_fpclass_ps_mask(v[0].raw, kRare),
-                                         _mm512_fpclass_ps_mask(v[1].raw, kRare)))) {
-        _mm512_storeu_si512(p, InterleaveHalvesOfWords(CvtNe2Ps2Bf16(v[1].raw, v[0].raw)));
+      if (HWY_LIKELY(_kortestz_mask16_u8(_mm512_fpclass_ps_mask(even.raw, kRare),
+                                         _mm512_fpclass_ps_mask(odd.raw, kRare)))) {
+        _mm512_storeu_si512(p, InterleaveHalvesOfWords(CvtNe2Ps2Bf16(odd.raw, even.raw)));
         return;
       }
     }
 #endif
-    StoreCanonicalBf16EvenOdd(d, CanonicalNaN(d, v[0]), CanonicalNaN(d, v[1]), p);
+    StoreCanonicalBf16EvenOdd(d, CanonicalNaN(d, even), CanonicalNaN(d, odd), p);
   }
 };
 
