@@ -49,4 +49,10 @@ HWY_INLINE HWY_ATTR_CACHE void prefetch_ahead(const T* p, int64_t i) {
                                            static_cast<std::uintptr_t>(kPrefetchAheadBytes)));
 }
 
+// prefetch_ahead for each stream of a kernel, at the same element index.
+template <class... T>
+HWY_INLINE HWY_ATTR_CACHE void prefetch_ahead_each(int64_t i, const T*... streams) {
+  (prefetch_ahead(streams, i), ...);
+}
+
 }  // namespace mantissa::detail

@@ -35,12 +35,7 @@ void ApplyAdamDRange(const detail::ApplyAdamDKernelArgs& a) {
     S* const v_out = static_cast<S*>(a.v_out);
     const auto c = a.c;
     auto fetch = [&](int64_t i) MANTISSA_VECTOR_BODY {
-      if constexpr (kPrefetch) {
-        detail::prefetch_ahead(var_in, i);
-        detail::prefetch_ahead(m_in, i);
-        detail::prefetch_ahead(v_in, i);
-        detail::prefetch_ahead(grad_in, i);
-      }
+      if constexpr (kPrefetch) detail::prefetch_ahead_each(i, var_in, m_in, v_in, grad_in);
     };
     ForEachVectorSet<Format>(
         begin, end,

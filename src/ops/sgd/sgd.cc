@@ -49,9 +49,7 @@ void SgdVariant(const detail::SgdKernelArgs& args) {
     const SgdScalars scalars{args.learning_rate, args.momentum, args.dampening, args.weight_decay};
     auto fetch = [&](int64_t i) MANTISSA_VECTOR_BODY {
       if constexpr (kPrefetch) {
-        detail::prefetch_ahead(p_in, i);
-        detail::prefetch_ahead(g_in, i);
-        detail::prefetch_ahead(accum, i);
+        detail::prefetch_ahead_each(i, p_in, g_in, accum);
         if constexpr (kDampening || kWriteState) detail::prefetch_ahead(stat, i);
       }
     };
