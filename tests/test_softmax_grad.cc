@@ -149,6 +149,71 @@ void stress() {
 TEST(SoftmaxGrad, StressInputs) { stress<SoftmaxGradOp>(); }
 TEST(LogSoftmaxGrad, StressInputs) { stress<LogSoftmaxGradOp>(); }
 
+// bf16 values m * 2^e, m standard normal and e uniform in [e_lo, e_hi] (one per element).
+Bytes bf16_wide(int64_t n, int e_lo, int e_hi, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> m;
+  std::uniform_int_distribution<int> e(e_lo, e_hi);
+  Bytes b(static_cast<std::size_t>(n) * 2);
+  for (int64_t i = 0; i < n; ++i) {
+    const auto bits = static_cast<uint16_t>(
+        precision::narrow_result(std::ldexp(m(rng), e(rng)), DType::kBFloat16));
+    std::memcpy(b.data() + 2 * i, &bits, 2);
+  }
+  return b;
+}
+
+// bf16 softmax along the last axis computes most blocks in fp32 and the rest (results near a
+// bf16 rounding midpoint, rows whose sum is outside [2^-60, 2^60]) in fp64: every path against
+// golden32 on every target, over inputs that reach each one, including rows where dy - s cancels
+// to s's last bits. Rows of 4096, so that the blocks cover every lane of every vector width.
+TEST(SoftmaxGrad, Bf16Fp32PassGivesTheFp64PassBits) {
+  constexpr int64_t kRows = 64, kLen = 4096, kN = kRows * kLen;
+  const std::vector<int64_t> shape{kRows, kLen};
+  const auto expect = [&](const char* what, const Bytes& dy, const Bytes& y) {
+    SCOPED_TRACE(what);
+    expect_bitwise<SoftmaxGradOp>(DType::kBFloat16, shape, -1, dy, y, {1});
+  };
+  // Outputs and gradients over 140 binades: sums of every size (some beyond 2^60 or under
+  // 2^-60), results from subnormal to overflowing, about 130 near a midpoint per row.
+  expect("wide", bf16_wide(kN, -70, 70, 1), bf16_wide(kN, -70, 70, 2));
+  // A realistic output and gradients with a common offset (dy - s cancels in many lanes).
+  Bytes offset = random_buffer(DType::kBFloat16, kN, 100, 101, 3);
+  const Bytes probabilities = forward_output<SoftmaxGradOp>(DType::kBFloat16, shape, -1, 4);
+  expect("offset", offset, probabilities);
+  expect("normal", bf16_wide(kN, -2, 2, 5), probabilities);
+  // dy - s cancelling to s's last bits: y = 1 at the row's start and tiny elsewhere (2^-45 ..
+  // 2^-35 or 2^-35 .. 2^-25: sum(y) = 1 + e, e carrying bits far below fp32's), dy = c, so
+  // s = c (1 + e) and dy - s = -c e.
+  {
+    Bytes y = bf16_wide(kN, -45, -35, 12), dy(2 * kN);
+    const Bytes coarse = bf16_wide(kN, -35, -25, 13);
+    for (int64_t r = 0; r < kRows; ++r) {
+      uint16_t* yr = reinterpret_cast<uint16_t*>(y.data()) + r * kLen;
+      if (r % 2 == 1) std::memcpy(yr, coarse.data() + 2 * r * kLen, 2 * kLen);
+      yr[0] = 0x3F80;  // 1.0
+      const auto c = static_cast<uint16_t>(
+          precision::narrow_result(static_cast<float>(1.0 + r / 64.0), DType::kBFloat16));
+      for (int64_t j = 0; j < kLen; ++j) std::memcpy(dy.data() + 2 * (r * kLen + j), &c, 2);
+    }
+    expect("dy - s cancels", dy, y);
+  }
+  // Row sums exactly 0 (each gradient next to its negation, equal outputs): t = dy exactly.
+  Bytes dy = bf16_wide(kN, -20, 20, 6), y = bf16_wide(kN, -20, 20, 7);
+  for (int64_t i = 0; i + 1 < kN; i += 2) {
+    uint16_t bits;
+    std::memcpy(&bits, dy.data() + 2 * i, 2);
+    bits ^= 0x8000;
+    std::memcpy(dy.data() + 2 * (i + 1), &bits, 2);
+    std::memcpy(y.data() + 2 * (i + 1), y.data() + 2 * i, 2);
+  }
+  expect("zero sums", dy, y);
+  // Sums near the thresholds: y around 2^-66 .. 2^-54 against dy around 1 gives |s| from below
+  // 2^-60 to above it, and y around 2^54 .. 2^66 the same at 2^60.
+  expect("small sums", bf16_wide(kN, -1, 1, 8), bf16_wide(kN, -66, -54, 9));
+  expect("large sums", bf16_wide(kN, -1, 1, 10), bf16_wide(kN, 54, 66, 11));
+}
+
 // fp16 and bf16 outputs take exp(y) from a table of Exp64 over every bit pattern: every pattern
 // as y (zeros, subnormals, infinities and NaNs included), along the last axis and along dim 0,
 // against the kit's statement (its own fp64 exp) on every target and thread count.
