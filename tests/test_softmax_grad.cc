@@ -163,11 +163,12 @@ Bytes bf16_wide(int64_t n, int e_lo, int e_hi, uint32_t seed) {
   return b;
 }
 
-// bf16 softmax along the last axis computes most blocks in fp32 and the rest (results near a
-// bf16 rounding midpoint, rows whose sum is outside [2^-60, 2^60]) in fp64: every path against
-// golden32 on every target, over inputs that reach each one, including rows where dy - s cancels
-// to s's last bits. Rows of 4096, so that the blocks cover every lane of every vector width.
-TEST(SoftmaxGrad, Bf16Fp32PassGivesTheFp64PassBits) {
+// bf16 softmax forms dy * y in fp32 on AVX-512 (in fp64 where a product under- or overflows)
+// and, along the last axis, computes most output blocks in fp32 (in fp64 near a bf16 rounding
+// midpoint or where the row sum is outside [2^-60, 2^60]): every path against golden32 on every
+// target, over inputs that reach each one, including rows where dy - s cancels to s's last bits.
+// Rows of 4096, so that the blocks cover every lane of every vector width.
+TEST(SoftmaxGrad, Bf16Fp32StepsGiveTheFp64Bits) {
   constexpr int64_t kRows = 64, kLen = 4096, kN = kRows * kLen;
   const std::vector<int64_t> shape{kRows, kLen};
   const auto expect = [&](const char* what, const Bytes& dy, const Bytes& y) {
@@ -177,6 +178,11 @@ TEST(SoftmaxGrad, Bf16Fp32PassGivesTheFp64PassBits) {
   // Outputs and gradients over 140 binades: sums of every size (some beyond 2^60 or under
   // 2^-60), results from subnormal to overflowing, about 130 near a midpoint per row.
   expect("wide", bf16_wide(kN, -70, 70, 1), bf16_wide(kN, -70, 70, 2));
+  {
+    SCOPED_TRACE("wide, dim 0");  // the products of a non-last axis
+    expect_bitwise<SoftmaxGradOp>(DType::kBFloat16, {kLen, kRows}, 0, bf16_wide(kN, -70, 70, 1),
+                                  bf16_wide(kN, -70, 70, 2), {1});
+  }
   // A realistic output and gradients with a common offset (dy - s cancels in many lanes).
   Bytes offset = random_buffer(DType::kBFloat16, kN, 100, 101, 3);
   const Bytes probabilities = forward_output<SoftmaxGradOp>(DType::kBFloat16, shape, -1, 4);

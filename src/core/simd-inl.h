@@ -224,6 +224,8 @@ HWY_INLINE __m128i CvtNePs2Bf16(__m128 v) {
 
 // vfpclassps classes (AVX512DQ).
 inline constexpr int kClassQuietNaN = 0x01;
+inline constexpr int kClassZero = 0x02 | 0x04;      // +0, -0
+inline constexpr int kClassInfinity = 0x08 | 0x10;  // +inf, -inf
 inline constexpr int kClassSubnormal = 0x20;
 inline constexpr int kClassSignalingNaN = 0x80;
 

@@ -45,6 +45,16 @@ namespace mantissa::HWY_NAMESPACE {
 
 constexpr auto kSumMethod = detail::ReduceMethod::kNaive;
 
+// Formats whose product dy * y the softmax sum forms in fp32 and widens (one widening per
+// product instead of one per factor): fp16 always (22 significant bits, |dy * y| in [2^-48,
+// 2^32] or 0: every product is exact in fp32); bf16 where vfpclassps tests a vector of products
+// at once (16 significant bits: exact unless it under- or overflows, which leaves a subnormal,
+// zero or infinite lane; such a vector, or one with a zero or infinite factor, is multiplied in
+// fp64). A NaN product is NaN either way, and a NaN sum makes every output the canonical NaN.
+template <class Format>
+inline constexpr bool kFp32Product = std::is_same_v<Format, Fp16> ||
+                                     (kIsBf16<Format> && MANTISSA_HAVE_BF16_HW);
+
 // The row-sum term of element i (in fp64 lanes): dy * y (exact) or dy.
 template <class Format, bool kLog>
 struct GradSumTerm {
@@ -54,6 +64,18 @@ struct GradSumTerm {
   HWY_INLINE hn::Vec<DA> operator()(DA da, int64_t i) const {
     if constexpr (kLog) {
       return LoadAcc<Format>(da, dy + i);
+    } else if constexpr (kFp32Product<Format>) {
+      const hn::Rebind<float, DA> df;
+      const auto p = hn::Mul(LoadF32<Format>(df, dy + i), LoadF32<Format>(df, y + i));
+#if MANTISSA_HAVE_BF16_HW
+      if constexpr (kIsBf16<Format>) {
+        constexpr int kMaybeInexact = kClassZero | kClassInfinity | kClassSubnormal;
+        if (HWY_UNLIKELY(AnyLaneOfClass<kMaybeInexact>(df, p))) {
+          return hn::Mul(LoadAcc<Format>(da, dy + i), LoadAcc<Format>(da, y + i));
+        }
+      }
+#endif
+      return hn::PromoteTo(da, p);
     } else {
       return hn::Mul(LoadAcc<Format>(da, dy + i), LoadAcc<Format>(da, y + i));
     }
