@@ -114,6 +114,21 @@ void stress() {
 TEST(Softmax, StressInputs) { stress<SoftmaxOp>(); }
 TEST(LogSoftmax, StressInputs) { stress<LogSoftmaxOp>(); }
 
+// A bf16 softmax along the last axis multiplies by the reciprocal of the sum and divides only
+// the vectors with a result near a bf16 rounding midpoint: against golden32 (which divides) on
+// every target, rows of one reduction block (exponentials kept) and longer (recomputed), over
+// a million outputs each (about 500 near a midpoint), spread wide enough for subnormal and zero
+// outputs.
+TEST(Softmax, Bf16ReciprocalGivesTheDivisionBits) {
+  for (int64_t len : {4096, 5000}) {
+    const int64_t rows = (1 << 20) / len + 1;
+    expect_bitwise<SoftmaxOp>(DType::kBFloat16, {rows, len}, -1,
+                              random_buffer(DType::kBFloat16, rows * len, -6, 6, 21), {1});
+    expect_bitwise<SoftmaxOp>(DType::kBFloat16, {rows, len}, -1,
+                              random_buffer(DType::kBFloat16, rows * len, -120, 0, 22), {1});
+  }
+}
+
 // Special rows along the last axis and along dim 0 (transposed copy): all -inf -> NaN; +inf
 // present -> NaN for the row (inf - inf); NaN -> NaN; constant rows -> uniform (1/n, -log n).
 template <class Op>

@@ -381,6 +381,23 @@ HWY_INLINE void StoreResultPair(DD dd, hn::Vec<DD> lo, hn::Vec<DD> hi,
   StoreResult<Format>(dh, DemoteF64ToF32(dh, dd, hi), p + hn::Lanes(dd));
 }
 
+// Lanes of fp32 v whose bit pattern lies within kBf16MidpointWindow patterns of a bf16 rounding
+// midpoint (low 16 bits 0x8000), as a mask over v's lanes read as int32. fp32 -> bf16 rounding is
+// monotonic in the pattern, so a value computed within a few fp32 steps of an exactly rounded
+// one rounds to the same bf16 unless it is that close to a midpoint: kernels that take a cheaper
+// fp32 route (with a proven bound of at most half the window, in patterns) test its results with
+// this and recompute a vector that hits it.
+inline constexpr int32_t kBf16MidpointWindow = 16;
+
+template <class D>
+HWY_INLINE hn::Mask<hn::RebindToSigned<D>> NearBf16Midpoint(D /*d*/, hn::Vec<D> v) {
+  const hn::RebindToSigned<D> di;
+  // (bits + w - 0x8000) mod 2^16 <= 2w
+  const auto low = hn::And(hn::Add(hn::BitCast(di, v), hn::Set(di, kBf16MidpointWindow - 0x8000)),
+                           hn::Set(di, 0xFFFF));
+  return hn::Lt(low, hn::Set(di, 2 * kBf16MidpointWindow + 1));
+}
+
 // ------------------------------ Two vectors at a time
 
 // Element-wise kernels do not care which element sits in which lane, as long as every tensor of

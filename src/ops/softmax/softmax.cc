@@ -7,7 +7,9 @@
 // pairwise block tree) over the row's elements in axis order, whatever the layout; Exp and Log
 // are core/math-inl.h's. So a row gives the same bits on every target, for any thread count,
 // and whether the axis is the last one (rows vectorised along the row) or not (inner-contiguous
-// tiles vectorised across rows, never gathering a strided row).
+// tiles vectorised across rows, never gathering a strided row). A bf16 softmax along the last
+// axis multiplies by the reciprocal of the sum where that provably gives the division's bits
+// (StoreQuotient).
 // clang-format off (foreach_target.h must come first: it re-includes this file once per target)
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/softmax/softmax.cc"
@@ -46,6 +48,26 @@ HWY_INLINE hn::Vec<D> RowOutput(D d, hn::Vec<D> shifted, hn::Vec<D> sum_or_log) 
   }
 }
 
+// Softmax with a bf16 output stores e / sum as fp32(e * fp32(1 / sum)) where that gives the
+// division's bf16 (the division per element is the largest cost of this pass): the reciprocal
+// and the product each err by at most 2^-24 relative, so the product is within 2^-23 (2 fp32
+// steps) of e / sum and the correctly rounded quotient within half a step: as bit patterns at
+// most 3 apart, 6 across a power of two (a subnormal quotient: closer; a NaN is NaN either way;
+// sum >= 1 for a row without NaN, so the reciprocal is normal). A vector with a lane within 16
+// patterns of a bf16 rounding midpoint (NearBf16Midpoint; about 1 vector in 120) is divided.
+template <class Format, class D>
+HWY_INLINE void StoreQuotient(D d, hn::Vec<D> e, float sum, float reciprocal,
+                              typename Format::Storage* HWY_RESTRICT y) {
+  if constexpr (kIsBf16<Format>) {
+    const auto o = hn::Mul(e, hn::Set(d, reciprocal));
+    if (HWY_LIKELY(hn::AllFalse(hn::RebindToSigned<D>(), NearBf16Midpoint(d, o)))) {
+      StoreResult<Format>(d, o, y);
+      return;
+    }
+  }
+  StoreResult<Format>(d, hn::Div(e, hn::Set(d, sum)), y);
+}
+
 // The value the output pass needs: log(sum) for log-softmax, the sum for softmax.
 template <bool kLog>
 float SumOrLog(float sum) {
@@ -78,6 +100,7 @@ void LastAxisRows(const detail::SoftmaxKernelArgs& a, int64_t begin, int64_t end
     const S* const x_next = detail::row_to_fetch(x_all, n, next, end);
     const float max = stats.max;
     const float sum_or_log = SumOrLog<kLog>(stats.sum);
+    [[maybe_unused]] const float reciprocal = 1.0f / stats.sum;  // softmax, bf16: StoreQuotient
     auto fetch = [&](int64_t i) MANTISSA_VECTOR_BODY {
       if (x_next != nullptr) hwy::Prefetch(x_next + i);
     };
@@ -85,13 +108,17 @@ void LastAxisRows(const detail::SoftmaxKernelArgs& a, int64_t begin, int64_t end
     if (row_exps != nullptr) {
       ForEachVector(0, n, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
         fetch(i);
-        StoreResult<Format>(d, hn::Div(hn::LoadU(d, row_exps + i), hn::Set(d, sum_or_log)), y + i);
+        StoreQuotient<Format>(d, hn::LoadU(d, row_exps + i), stats.sum, reciprocal, y + i);
       });
     } else {
       ForEachVector(0, n, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
         fetch(i);
         const auto shifted = hn::Sub(LoadF32<Format>(d, x + i), hn::Set(d, max));
-        StoreResult<Format>(d, RowOutput<kLog>(d, shifted, hn::Set(d, sum_or_log)), y + i);
+        if constexpr (kLog) {
+          StoreResult<Format>(d, RowOutput<kLog>(d, shifted, hn::Set(d, sum_or_log)), y + i);
+        } else {
+          StoreQuotient<Format>(d, Exp(d, shifted), stats.sum, reciprocal, y + i);
+        }
       });
     }
   };

@@ -195,15 +195,13 @@ HWY_INLINE void StoreGrad(DD dd, const typename Format::Storage* dy,
 // (and 2^-52 |y T|). Both have y T's sign, so as fp32 bit patterns they are at most 4 apart, 8
 // across a power of two, and fp32 -> bf16 rounding is monotonic in the pattern: they round to
 // the same bf16 unless a rounding midpoint (low 16 bits 0x8000) lies within 8 patterns of o.
-// A block with a lane whose low 16 bits are within kTieWindow of 0x8000 (about 1 block in 60)
-// is computed by the fp64 pass instead. (Measured over 10^8 random and adversarial lanes,
-// including dy equal to s rounded to bf16 with s carrying 53 bits: at most 2 patterns apart.)
-// NaN cannot arise here (a finite s means every dy * y is finite); infinities and subnormal
-// results are stored by VectorSet's rounding, as the fp64 pass stores them.
+// A block with a lane within kBf16MidpointWindow (16) patterns of a midpoint (NearBf16Midpoint;
+// about 1 block in 60) is computed by the fp64 pass instead. (Measured over 10^8 random and
+// adversarial lanes, including dy equal to s rounded to bf16 with s carrying 53 bits: at most 2
+// patterns apart.) NaN cannot arise here (a finite s means every dy * y is finite); infinities and
+// subnormal results are stored by VectorSet's rounding, as the fp64 pass stores them.
 template <class Format, bool kLog>
 inline constexpr bool kFp32Pass = !kLog && kIsBf16<Format> && HWY_TARGET != HWY_SCALAR;
-
-inline constexpr int32_t kTieWindow = 16;  // patterns either side of a midpoint: 2x the bound
 
 struct SplitSum {
   float hi, lo;
@@ -223,22 +221,14 @@ template <class Format, class DF>
 HWY_INLINE bool Fp32PassBlock(DF df, const uint16_t* dy, const uint16_t* y, const SplitSum& s,
                               uint16_t* out) {
   using Set = VectorSet<Format, 2>;
-  const hn::RebindToSigned<DF> di;
   const auto dyv = Set::Load(df, dy);
   const auto yv = Set::Load(df, y);
   const auto hi = hn::Set(df, s.hi), lo = hn::Set(df, s.lo);
   typename Set::template Vecs<DF> o;
   o[0] = hn::Mul(yv[0], hn::Sub(hn::Sub(dyv[0], hi), lo));
   o[1] = hn::Mul(yv[1], hn::Sub(hn::Sub(dyv[1], hi), lo));
-  // Low 16 bits within kTieWindow of 0x8000: (bits + w - 0x8000) mod 2^16 <= 2w.
-  const auto near_midpoint = [&](hn::Vec<DF> v) MANTISSA_VECTOR_BODY {
-    const auto low =
-        hn::And(hn::Add(hn::BitCast(di, v), hn::Set(di, kTieWindow - 0x8000)), hn::Set(di, 0xFFFF));
-    return hn::Lt(low, hn::Set(di, 2 * kTieWindow + 1));
-  };
-  if (HWY_UNLIKELY(!hn::AllFalse(di, hn::Or(near_midpoint(o[0]), near_midpoint(o[1]))))) {
-    return false;
-  }
+  const auto near = hn::Or(NearBf16Midpoint(df, o[0]), NearBf16Midpoint(df, o[1]));
+  if (HWY_UNLIKELY(!hn::AllFalse(hn::RebindToSigned<DF>(), near))) return false;
   Set::StoreResult(df, o, out);
   return true;
 }
