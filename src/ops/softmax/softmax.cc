@@ -100,7 +100,8 @@ void LastAxisRows(const detail::SoftmaxKernelArgs& a, int64_t begin, int64_t end
     const S* const x_next = detail::row_to_fetch(x_all, n, next, end);
     const float max = stats.max;
     const float sum_or_log = SumOrLog<kLog>(stats.sum);
-    [[maybe_unused]] const float reciprocal = 1.0f / stats.sum;  // softmax, bf16: StoreQuotient
+    // Only a bf16 softmax multiplies (StoreQuotient); the others divide.
+    const float reciprocal = (!kLog && kIsBf16<Format>) ? 1.0f / stats.sum : 0.0f;
     auto fetch = [&](int64_t i) MANTISSA_VECTOR_BODY {
       if (x_next != nullptr) hwy::Prefetch(x_next + i);
     };

@@ -254,14 +254,17 @@ void LastAxisRows(const detail::SoftmaxGradKernelArgs& a, const ExpOfOutput<Form
     S* const out = out_all + r * len;
     const S* const dy_next = detail::row_to_fetch(dy_all, len, next, end);
     const S* const y_next = detail::row_to_fetch(y_all, len, next, end);
+    const auto fetch = [&](int64_t i) MANTISSA_VECTOR_BODY {
+      if (dy_next != nullptr) {
+        hwy::Prefetch(dy_next + i);
+        hwy::Prefetch(y_next + i);
+      }
+    };
     // The fp64 pass over [from, to).
     const auto fp64_pass = [&](int64_t from, int64_t to) MANTISSA_VECTOR_BODY {
       ForEachDoubleVectorGroup<kGradGroup(kLog)>(
           from, to, [&](auto dd, int64_t i, auto count) MANTISSA_VECTOR_BODY {
-            if (dy_next != nullptr && decltype(count)::value == kGradGroup(kLog)) {
-              hwy::Prefetch(dy_next + i);
-              hwy::Prefetch(y_next + i);
-            }
+            if (decltype(count)::value == kGradGroup(kLog)) fetch(i);
             const auto row_sum = hn::Set(dd, s);
             StoreGrad<Format, kLog, decltype(count)::value>(
                 dd, dy + i, y + i, [&](size_t) { return row_sum; }, exp_of, out + i);
@@ -273,10 +276,7 @@ void LastAxisRows(const detail::SoftmaxGradKernelArgs& a, const ExpOfOutput<Form
         const hn::ScalableTag<float> df;
         const int64_t step = 2 * static_cast<int64_t>(hn::Lanes(df));
         for (; i + step <= len; i += step) {
-          if (dy_next != nullptr) {
-            hwy::Prefetch(dy_next + i);
-            hwy::Prefetch(y_next + i);
-          }
+          fetch(i);
           if (!Fp32PassBlock<Format>(df, dy + i, y + i, *split, out + i)) fp64_pass(i, i + step);
         }
       }
