@@ -195,9 +195,10 @@ TEST(SoftmaxGrad, Bf16Fp32StepsGiveTheFp64Bits) {
     Bytes y = bf16_wide(kN, -45, -35, 12), dy(2 * kN);
     const Bytes coarse = bf16_wide(kN, -35, -25, 13);
     for (int64_t r = 0; r < kRows; ++r) {
-      uint16_t* yr = reinterpret_cast<uint16_t*>(y.data()) + r * kLen;
+      uint8_t* const yr = y.data() + 2 * r * kLen;
       if (r % 2 == 1) std::memcpy(yr, coarse.data() + 2 * r * kLen, 2 * kLen);
-      yr[0] = 0x3F80;  // 1.0
+      const uint16_t one = 0x3F80;  // 1.0
+      std::memcpy(yr, &one, 2);
       const auto c = static_cast<uint16_t>(
           precision::narrow_result(static_cast<float>(1.0 + r / 64.0), DType::kBFloat16));
       for (int64_t j = 0; j < kLen; ++j) std::memcpy(dy.data() + 2 * (r * kLen + j), &c, 2);
