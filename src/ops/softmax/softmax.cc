@@ -49,7 +49,7 @@ HWY_INLINE hn::Vec<D> RowOutput(D d, hn::Vec<D> shifted, hn::Vec<D> sum_or_log) 
 }
 
 // Softmax with a bf16 output stores e / sum as fp32(e * fp32(1 / sum)) where that gives the
-// division's bf16 (the division per element is the largest cost of this pass): the reciprocal
+// division's bf16 (a multiplication and a test instead of a division per element): the reciprocal
 // and the product each err by at most 2^-24 relative, so the product is within 2^-23 (2 fp32
 // steps) of e / sum and the correctly rounded quotient within half a step: as bit patterns at
 // most 3 apart, 6 across a power of two (a subnormal quotient: closer; a NaN is NaN either way;
