@@ -88,6 +88,27 @@ alignas(64) inline constexpr double kExp2ThirtySeconds[32] = {
     0x1.ae89f995ad3adp+0, 0x1.b7f76f2fb5e47p+0, 0x1.c199bdd85529cp+0, 0x1.cb720dcef9069p+0,
     0x1.d5818dcfba487p+0, 0x1.dfc97337b9b5fp+0, 0x1.ea4afa2a490dap+0, 0x1.f50765b6e4540p+0};
 
+// kExp2ThirtySeconds[j] for j in [0, 32) in every lane. On AVX-512 the table is four vectors and
+// the lookup two two-vector permutes and a select by bit 4 of j, where a gather issues a load
+// per lane (the gather was a third of LogSoftmaxGrad's fp32 time on AMD Zen 5); elsewhere a
+// gather. Both read the same table entries: the bits do not depend on the path.
+template <class D>
+HWY_INLINE hn::Vec<D> Exp2ThirtySeconds(D d, hn::Vec<hn::RebindToSigned<D>> j) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  if constexpr (hn::MaxLanes(D()) == 8) {
+    const __m512d t0 = _mm512_load_pd(kExp2ThirtySeconds);
+    const __m512d t1 = _mm512_load_pd(kExp2ThirtySeconds + 8);
+    const __m512d t2 = _mm512_load_pd(kExp2ThirtySeconds + 16);
+    const __m512d t3 = _mm512_load_pd(kExp2ThirtySeconds + 24);
+    const __m512d low = _mm512_permutex2var_pd(t0, j.raw, t1);   // bits 0-3 of j
+    const __m512d high = _mm512_permutex2var_pd(t2, j.raw, t3);  // bits 0-3 of j
+    const __mmask8 upper = _mm512_test_epi64_mask(j.raw, _mm512_set1_epi64(16));
+    return hn::Vec<D>{_mm512_mask_blend_pd(upper, low, high)};
+  }
+#endif
+  return hn::GatherIndex(d, kExp2ThirtySeconds, j);
+}
+
 // exp(x) on fp64 lanes, for kernels that carry an fp32 input's exponential into an fp64
 // computation (LogSoftmaxGrad's exp(y) * sum(dy), where an fp32 exp's rounding would be amplified
 // by cancellation). Max error about 1 ulp of fp64 (docs/math.md). exp(-inf) = +0,
@@ -95,9 +116,9 @@ alignas(64) inline constexpr double kExp2ThirtySeconds[32] = {
 // above DBL_MAX to +inf.
 //
 // exp(x) = 2^n * 2^(j/32) * exp(r) with k = 32 n + j = round(32 x / ln 2): the table value comes
-// from a gather (every target reads the same 32 constants, so the bits do not depend on how it
-// is read; the index is masked to [0, 32), so every lane read stays in the table, the unused
-// lanes of a partial vector included), which leaves |r| <= ln 2 / 64 for a degree-6 polynomial
+// from Exp2ThirtySeconds (every target reads the same 32 constants, so the bits do not depend on
+// how it is read; the index is masked to [0, 32), so every lane read stays in the table, the
+// unused lanes of a partial vector included), which leaves |r| <= ln 2 / 64 for a degree-6 polynomial
 // where the whole range [-ln 2 / 2, ln 2 / 2] would need degree 13.
 //
 // K vectors in place, each step applied to all K before the next: the Horner chain is a run of
@@ -147,7 +168,7 @@ HWY_INLINE void Exp64(D d, hn::Vec<D> (&x)[K]) {
   for (size_t k = 0; k < K; ++k) {
     const auto em1 = hn::Add(hn::Mul(q[k], hn::Mul(r[k], r[k])), r[k]);
     const auto ki = hn::Sub(hn::BitCast(di, shifted[k]), hn::BitCast(di, magic));
-    const auto t = hn::GatherIndex(d, kExp2ThirtySeconds, hn::And(ki, hn::Set(di, 31)));
+    const auto t = Exp2ThirtySeconds(d, hn::And(ki, hn::Set(di, 31)));
     const auto y = hn::Add(t, hn::Mul(t, em1));
     const auto n = hn::ShiftRight<5>(ki);  // arithmetic shift: floor(k / 32)
     // |x| < 700 (false for NaN) in every lane: y * 2^n is a normal number, so both products
