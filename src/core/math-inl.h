@@ -30,51 +30,79 @@ namespace hn = hwy::HWY_NAMESPACE;
 // exp(x), max error 0.99 ulp (docs/math.md). exp(-inf) = +0, exp(+inf) = +inf, NaN -> canonical
 // NaN; results below half the smallest subnormal round to +0, above FLT_MAX to +inf; subnormal
 // results are rounded once.
-template <class D>
-HWY_INLINE hn::Vec<D> Exp(D d, hn::Vec<D> x) {
+//
+// K vectors in place, each step applied to all K before the next (as Exp64 below): the chain of
+// some 25 dependent operations of one vector would otherwise keep the core waiting on its
+// latency. Every lane goes through the same operations whatever K is, so K never changes a bit.
+template <size_t K, class D>
+HWY_INLINE void Exp(D d, hn::Vec<D> (&x)[K]) {
   const hn::RebindToSigned<D> di;
   // exp(-104) is below half the smallest subnormal and exp(89) above FLT_MAX, so clamping
   // changes no finite result and maps -inf to 0 and +inf to inf. (NaN is replaced at the end.)
-  const auto xc = hn::Min(hn::Max(x, hn::Set(d, -104.0f)), hn::Set(d, 89.0f));
+  const auto lo = hn::Set(d, -104.0f), hi = hn::Set(d, 89.0f);
   // n = round-to-nearest-even(x / ln 2): adding and subtracting 1.5 * 2^23 rounds |v| < 2^22 to
   // an integer in every target's fp32 addition.
   const auto magic = hn::Set(d, 12582912.0f);
-  const auto shifted = hn::Add(hn::Mul(xc, hn::Set(d, 1.44269504088896341f)), magic);
-  const auto n = hn::Sub(shifted, magic);
+  const auto log2e = hn::Set(d, 1.44269504088896341f);
   // r = x - n ln 2 in two steps (Cody and Waite): ln2_hi has 9 significant bits, so n * ln2_hi
   // (|n| <= 151) is exact and so is x - n * ln2_hi (Sterbenz); only the small n * ln2_lo
   // term rounds. It's necessary to keep the order of the operations.
-  const auto r = hn::Sub(hn::Sub(xc, hn::Mul(n, hn::Set(d, 0.693359375f))),
-                         hn::Mul(n, hn::Set(d, -2.12194440e-4f)));
-  // exp(r) on |r| <= 0.35: 1 + r + r^2 * p(r), Horner with separate multiply and add.
-  auto p = hn::Set(d, 1.9875691500e-4f);
-  p = hn::Add(hn::Mul(p, r), hn::Set(d, 1.3981999507e-3f));
-  p = hn::Add(hn::Mul(p, r), hn::Set(d, 8.3334519073e-3f));
-  p = hn::Add(hn::Mul(p, r), hn::Set(d, 4.1665795894e-2f));
-  p = hn::Add(hn::Mul(p, r), hn::Set(d, 1.6666665459e-1f));
-  p = hn::Add(hn::Mul(p, r), hn::Set(d, 5.0000001201e-1f));
-  const auto y = hn::Add(hn::Add(hn::Mul(p, hn::Mul(r, r)), r), hn::Set(d, 1.0f));
-  // n as an integer: magic + n lies in magic's binade [2^23, 2^24), where the spacing is 1, so
-  // the difference of the two bit patterns is n (one subtraction; the conversion instruction
-  // needs a fix-up for out-of-range lanes on x86).
-  const auto ni = hn::Sub(hn::BitCast(di, shifted), hn::BitCast(di, magic));
-  // |x| < 86 (false for NaN) in every lane: |n| <= 124 and y in [0.7, 1.42], so y * 2^n is a
-  // normal number, both products below are exact and equal to y with n added to its exponent
-  // field. A shortcut with the same bits; the products remain for the lanes near the ends of
-  // the range (and NaN).
-  if (HWY_LIKELY(hn::AllTrue(d, hn::Lt(hn::Abs(x), hn::Set(d, 86.0f))))) {
-    return hn::BitCast(d, hn::Add(hn::BitCast(di, y), hn::ShiftLeft<23>(ni)));
+  const auto ln2_hi = hn::Set(d, 0.693359375f), ln2_lo = hn::Set(d, -2.12194440e-4f);
+  hn::Vec<D> shifted[K], r[K], p[K];
+#pragma GCC unroll 8
+  for (size_t k = 0; k < K; ++k) {
+    const auto xc = hn::Min(hn::Max(x[k], lo), hi);
+    shifted[k] = hn::Add(hn::Mul(xc, log2e), magic);
+    const auto n = hn::Sub(shifted[k], magic);
+    r[k] = hn::Sub(hn::Sub(xc, hn::Mul(n, ln2_hi)), hn::Mul(n, ln2_lo));
   }
-  // y * 2^n as y * 2^n1 * 2^n2 with n1 = floor(n / 2), n2 = n - n1: both factors are normal
-  // powers of two for n in [-151, 129]; the first product is exact (a normal number) and the
-  // second rounds once, also when the result is subnormal or overflows.
-  const auto n1 = hn::ShiftRight<1>(ni);  // arithmetic shift: floor
-  const auto n2 = hn::Sub(ni, n1);
+  // exp(r) on |r| <= 0.35: 1 + r + r^2 * p(r), Horner with separate multiply and add.
+  static constexpr float kCoefficients[] = {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f,
+                                            1.6666665459e-1f, 5.0000001201e-1f};
+#pragma GCC unroll 8
+  for (size_t k = 0; k < K; ++k) p[k] = hn::Set(d, 1.9875691500e-4f);
+#pragma GCC unroll 8
+  for (float coefficient : kCoefficients) {
+    const auto c = hn::Set(d, coefficient);
+#pragma GCC unroll 8
+    for (size_t k = 0; k < K; ++k) p[k] = hn::Add(hn::Mul(p[k], r[k]), c);
+  }
+  const auto one = hn::Set(d, 1.0f);
   const auto bias = hn::Set(di, 127);
-  const auto s1 = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(n1, bias)));
-  const auto s2 = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(n2, bias)));
-  const auto result = hn::Mul(hn::Mul(y, s1), s2);
-  return hn::IfThenElse(hn::IsNaN(x), hn::BitCast(d, hn::Set(di, 0x7FC00000)), result);
+  const auto nan = hn::BitCast(d, hn::Set(di, 0x7FC00000));
+#pragma GCC unroll 8
+  for (size_t k = 0; k < K; ++k) {
+    const auto y = hn::Add(hn::Add(hn::Mul(p[k], hn::Mul(r[k], r[k])), r[k]), one);
+    // n as an integer: magic + n lies in magic's binade [2^23, 2^24), where the spacing is 1, so
+    // the difference of the two bit patterns is n (one subtraction; the conversion instruction
+    // needs a fix-up for out-of-range lanes on x86).
+    const auto ni = hn::Sub(hn::BitCast(di, shifted[k]), hn::BitCast(di, magic));
+    // |x| < 86 (false for NaN) in every lane: |n| <= 124 and y in [0.7, 1.42], so y * 2^n is a
+    // normal number, both products below are exact and equal to y with n added to its exponent
+    // field. A shortcut with the same bits; the products remain for the lanes near the ends of
+    // the range (and NaN).
+    if (HWY_LIKELY(hn::AllTrue(d, hn::Lt(hn::Abs(x[k]), hn::Set(d, 86.0f))))) {
+      x[k] = hn::BitCast(d, hn::Add(hn::BitCast(di, y), hn::ShiftLeft<23>(ni)));
+      continue;
+    }
+    // y * 2^n as y * 2^n1 * 2^n2 with n1 = floor(n / 2), n2 = n - n1: both factors are normal
+    // powers of two for n in [-151, 129]; the first product is exact (a normal number) and the
+    // second rounds once, also when the result is subnormal or overflows.
+    const auto n1 = hn::ShiftRight<1>(ni);  // arithmetic shift: floor
+    const auto n2 = hn::Sub(ni, n1);
+    const auto s1 = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(n1, bias)));
+    const auto s2 = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(n2, bias)));
+    const auto result = hn::Mul(hn::Mul(y, s1), s2);
+    x[k] = hn::IfThenElse(hn::IsNaN(x[k]), nan, result);
+  }
+}
+
+// One vector.
+template <class D>
+HWY_INLINE hn::Vec<D> Exp(D d, hn::Vec<D> x) {
+  hn::Vec<D> v[1] = {x};
+  Exp(d, v);
+  return v[0];
 }
 
 // 2^(j/32) for j in [0, 32), each rounded to the nearest fp64 (Exp64's table).

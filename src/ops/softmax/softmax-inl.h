@@ -39,6 +39,35 @@ struct ExpShiftedTerm {
   }
 };
 
+// exps[0, n) = exp(x - max) of a contiguous row, four vectors at a time (Exp's chains
+// interleaved), then one, then one lane: the same values as ExpShiftedTerm's.
+template <class Format>
+HWY_INLINE void StoreExpShifted(const typename Format::Storage* HWY_RESTRICT x, int64_t n,
+                                float max, float* HWY_RESTRICT exps) {
+  constexpr size_t kK = 4;
+  const hn::ScalableTag<float> d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  const auto m = hn::Set(d, max);
+  int64_t i = 0;
+  for (; i + static_cast<int64_t>(kK) * lanes <= n; i += static_cast<int64_t>(kK) * lanes) {
+    hn::Vec<decltype(d)> v[kK];
+#pragma GCC unroll 8
+    for (size_t k = 0; k < kK; ++k) {
+      v[k] = hn::Sub(LoadF32<Format>(d, x + i + static_cast<int64_t>(k) * lanes), m);
+    }
+    Exp(d, v);
+#pragma GCC unroll 8
+    for (size_t k = 0; k < kK; ++k) hn::StoreU(v[k], d, exps + i + static_cast<int64_t>(k) * lanes);
+  }
+  for (; i + lanes <= n; i += lanes) {
+    hn::StoreU(Exp(d, hn::Sub(LoadF32<Format>(d, x + i), m)), d, exps + i);
+  }
+  const hn::CappedTag<float, 1> d1;
+  for (; i < n; ++i) {
+    hn::StoreU(Exp(d1, hn::Sub(LoadF32<Format>(d1, x + i), hn::Set(d1, max))), d1, exps + i);
+  }
+}
+
 struct SoftmaxRowStats {
   float max, sum;  // max(x) (NaN if any element is), sum of exp(x - max)
 };
@@ -49,8 +78,10 @@ HWY_INLINE SoftmaxRowStats RowStats(const typename Format::Storage* x, int64_t n
                                     float* exps = nullptr) {
   const float max = MaxRow(MaxTerm<Format, false>{x}, n, -std::numeric_limits<float>::infinity());
   if (exps != nullptr) {
-    return {max,
-            ReduceRow<kSoftmaxSumMethod, float>(ExpShiftedTerm<Format, true>{x, max, exps}, n)};
+    StoreExpShifted<Format>(x, n, max, exps);
+    const float* const kept = exps;
+    return {max, ReduceRow<kSoftmaxSumMethod, float>(
+                     [kept](auto d, int64_t i) { return hn::LoadU(d, kept + i); }, n)};
   }
   return {max, ReduceRow<kSoftmaxSumMethod, float>(ExpShiftedTerm<Format>{x, max}, n)};
 }

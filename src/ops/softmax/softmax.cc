@@ -136,11 +136,14 @@ void LastAxisRows(const detail::SoftmaxKernelArgs& a, int64_t begin, int64_t end
       }
     }
   }
-  const bool keep = !kLog && n <= detail::kReduceBlock;
+  // Rows of one reduction block have their exponentials computed into exps before the sum reads
+  // them (RowStats), log-softmax's too: computed four vectors at a time, they cost less than
+  // inside the sum's loop.
+  const bool keep = n <= detail::kReduceBlock;
   for (; r < end; ++r) {
     // A struct, not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
     const SoftmaxRowStats stats = RowStats<Format>(x_all + r * n, n, keep ? exps : nullptr);
-    finish_row(r, stats, keep ? exps : nullptr, r + 1);
+    finish_row(r, stats, keep && !kLog ? exps : nullptr, r + 1);
   }
 }
 
