@@ -112,6 +112,14 @@ void stress() {
 }
 
 TEST(Softmax, StressInputs) { stress<SoftmaxOp>(); }
+
+// Softmax keeps a row's exponentials for its output pass up to 2^22 elements (a buffer per
+// thread); a longer row computes them again there: both give golden32's bits on every target.
+TEST(Softmax, RowBeyondTheKeptExponentials) {
+  const int64_t len = (int64_t{1} << 22) + 17;
+  expect_bitwise<SoftmaxOp>(DType::kBFloat16, {1, len}, -1,
+                            random_buffer(DType::kBFloat16, len, -8, 8, 23), {1});
+}
 TEST(LogSoftmax, StressInputs) { stress<LogSoftmaxOp>(); }
 
 // A bf16 softmax along the last axis multiplies by the reciprocal of the sum and divides only

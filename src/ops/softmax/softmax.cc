@@ -79,10 +79,26 @@ float SumOrLog(float sum) {
   }
 }
 
+// This thread's buffer for exponentials (a tile's, or a long row's), at least `count` floats (kept
+// between calls); null if it cannot be allocated (the kernel then computes them again). No exception: this runs on
+// the pool's workers.
+inline float* ExpsBuffer(std::size_t count) {
+  thread_local std::unique_ptr<float[]> buffer;
+  thread_local std::size_t size = 0;
+  if (size < count) {
+    buffer.reset(new (std::nothrow) float[count]);
+    size = buffer != nullptr ? count : 0;
+  }
+  return buffer.get();
+}
+
 // Last axis: each row contiguous. While a row's output pass runs (from cache: its statistics have
 // just read it), the next row to be read is fetched (rows up to kPrefetchedRowBytes), so that
 // memory is not idle in one pass and awaited in the other (the max pass is the first to touch a
 // row).
+// The longest softmax row whose exponentials are kept for the output pass (16 MiB of fp32).
+inline constexpr int64_t kMaxKeptExps = int64_t{1} << 22;
+
 template <class Format, bool kLog>
 void LastAxisRows(const detail::SoftmaxKernelArgs& a, int64_t begin, int64_t end) {
   using S = typename Format::Storage;
@@ -136,28 +152,21 @@ void LastAxisRows(const detail::SoftmaxKernelArgs& a, int64_t begin, int64_t end
       }
     }
   }
-  // Rows of one reduction block have their exponentials computed into exps before the sum reads
-  // them (RowStats), log-softmax's too: computed four vectors at a time, they cost less than
-  // inside the sum's loop.
-  const bool keep = n <= detail::kReduceBlock;
+  // Each row has its exponentials computed into a buffer before the sum reads them (RowStats):
+  // computed four vectors at a time, they cost less than inside the sum's loop, and softmax
+  // divides them instead of computing them again. Rows of one reduction block use exps, longer
+  // softmax rows (up to kMaxKeptExps elements) this thread's heap buffer; longer log-softmax rows
+  // compute their exponentials inside the sum, and so do softmax rows whose buffer could not be
+  // allocated (then again in the output pass).
+  float* const kept = n <= detail::kReduceBlock ? exps
+                      : (!kLog && n <= kMaxKeptExps)
+                          ? ExpsBuffer(static_cast<std::size_t>(n))
+                          : nullptr;
   for (; r < end; ++r) {
     // A struct, not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
-    const SoftmaxRowStats stats = RowStats<Format>(x_all + r * n, n, keep ? exps : nullptr);
-    finish_row(r, stats, keep && !kLog ? exps : nullptr, r + 1);
+    const SoftmaxRowStats stats = RowStats<Format>(x_all + r * n, n, kept);
+    finish_row(r, stats, kLog ? nullptr : kept, r + 1);
   }
-}
-
-// This thread's buffer for a tile's exponentials, at least `count` floats (kept between calls);
-// null if it cannot be allocated (the tile then computes them again). No exception: this runs on
-// the pool's workers.
-inline float* TileExpsBuffer(std::size_t count) {
-  thread_local std::unique_ptr<float[]> buffer;
-  thread_local std::size_t size = 0;
-  if (size < count) {
-    buffer.reset(new (std::nothrow) float[count]);
-    size = buffer != nullptr ? count : 0;
-  }
-  return buffer.get();
 }
 
 // A non-last axis: one tile of up to kTileWidth rows, element (k, j) at offset + k * stride + j.
@@ -200,7 +209,7 @@ void Tile(const detail::SoftmaxKernelArgs& a, const detail::Tile& t) {
     return Exp(d, hn::Sub(LoadF32<Format>(d, x + k * stride + j), hn::LoadU(d, max + j)));
   };
   float* const exps = !kLog && n <= detail::kReduceBlock
-                          ? TileExpsBuffer(static_cast<std::size_t>(n) * kW)
+                          ? ExpsBuffer(static_cast<std::size_t>(n) * kW)
                           : nullptr;
   const bool keep = exps != nullptr;
   HWY_ALIGN float s[kL][kW];
