@@ -146,8 +146,8 @@ HWY_INLINE hn::Vec<D> Exp2ThirtySeconds(D d, hn::Vec<hn::RebindToSigned<D>> j) {
 // exp(x) = 2^n * 2^(j/32) * exp(r) with k = 32 n + j = round(32 x / ln 2): the table value comes
 // from Exp2ThirtySeconds (every target reads the same 32 constants, so the bits do not depend on
 // how it is read; the index is masked to [0, 32), so every lane read stays in the table, the
-// unused lanes of a partial vector included), which leaves |r| <= ln 2 / 64 for a degree-6 polynomial
-// where the whole range [-ln 2 / 2, ln 2 / 2] would need degree 13.
+// unused lanes of a partial vector included), which leaves |r| <= ln 2 / 64 for a degree-6
+// polynomial where the whole range [-ln 2 / 2, ln 2 / 2] would need degree 13.
 //
 // K vectors in place, each step applied to all K before the next: the Horner chain is a run of
 // dependent operations, and K independent chains in one stretch of code keep the multipliers

@@ -79,9 +79,9 @@ float SumOrLog(float sum) {
   }
 }
 
-// This thread's buffer for exponentials (a tile's, or a long row's), at least `count` floats (kept
-// between calls); null if it cannot be allocated (the kernel then computes them again). No exception: this runs on
-// the pool's workers.
+// This thread's buffer for exponentials (a tile's, or a long row's), at least `count` floats
+// (kept between calls); null if it cannot be allocated (the kernel then computes them again). No
+// exception: this runs on the pool's workers.
 inline float* ExpsBuffer(std::size_t count) {
   thread_local std::unique_ptr<float[]> buffer;
   thread_local std::size_t size = 0;
@@ -92,13 +92,13 @@ inline float* ExpsBuffer(std::size_t count) {
   return buffer.get();
 }
 
+// The longest softmax row whose exponentials are kept for the output pass (16 MiB of fp32).
+inline constexpr int64_t kMaxKeptExps = int64_t{1} << 22;
+
 // Last axis: each row contiguous. While a row's output pass runs (from cache: its statistics have
 // just read it), the next row to be read is fetched (rows up to kPrefetchedRowBytes), so that
 // memory is not idle in one pass and awaited in the other (the max pass is the first to touch a
 // row).
-// The longest softmax row whose exponentials are kept for the output pass (16 MiB of fp32).
-inline constexpr int64_t kMaxKeptExps = int64_t{1} << 22;
-
 template <class Format, bool kLog>
 void LastAxisRows(const detail::SoftmaxKernelArgs& a, int64_t begin, int64_t end) {
   using S = typename Format::Storage;
@@ -158,10 +158,12 @@ void LastAxisRows(const detail::SoftmaxKernelArgs& a, int64_t begin, int64_t end
   // softmax rows (up to kMaxKeptExps elements) this thread's heap buffer; longer log-softmax rows
   // compute their exponentials inside the sum, and so do softmax rows whose buffer could not be
   // allocated (then again in the output pass).
-  float* const kept = n <= detail::kReduceBlock ? exps
-                      : (!kLog && n <= kMaxKeptExps)
-                          ? ExpsBuffer(static_cast<std::size_t>(n))
-                          : nullptr;
+  float* kept = nullptr;
+  if (n <= detail::kReduceBlock) {
+    kept = exps;
+  } else if (!kLog && n <= kMaxKeptExps) {
+    kept = ExpsBuffer(static_cast<std::size_t>(n));
+  }
   for (; r < end; ++r) {
     // A struct, not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
     const SoftmaxRowStats stats = RowStats<Format>(x_all + r * n, n, kept);
@@ -208,9 +210,8 @@ void Tile(const detail::SoftmaxKernelArgs& a, const detail::Tile& t) {
   auto term = [&](auto d, int64_t k, int64_t j) {
     return Exp(d, hn::Sub(LoadF32<Format>(d, x + k * stride + j), hn::LoadU(d, max + j)));
   };
-  float* const exps = !kLog && n <= detail::kReduceBlock
-                          ? ExpsBuffer(static_cast<std::size_t>(n) * kW)
-                          : nullptr;
+  float* const exps =
+      !kLog && n <= detail::kReduceBlock ? ExpsBuffer(static_cast<std::size_t>(n) * kW) : nullptr;
   const bool keep = exps != nullptr;
   HWY_ALIGN float s[kL][kW];
   HWY_ALIGN float c[kL][kW];
