@@ -24,18 +24,14 @@ namespace mantissa::HWY_NAMESPACE {
 // The sum's method: part of the operators' normative order.
 constexpr auto kSoftmaxSumMethod = detail::ReduceMethod::kKahan;
 
-// exp(x - max) of the elements [i, i + Lanes(d)) of one contiguous row; with kKeep, also kept
-// in exps[i, i + Lanes(d)) for an output pass that needs them again.
-template <class Format, bool kKeep = false>
+// exp(x - max) of the elements [i, i + Lanes(d)) of one contiguous row.
+template <class Format>
 struct ExpShiftedTerm {
   const typename Format::Storage* x;
   float max;
-  float* exps = nullptr;
   template <class D>
   HWY_INLINE hn::Vec<D> operator()(D d, int64_t i) const {
-    const auto e = Exp(d, hn::Sub(LoadF32<Format>(d, x + i), hn::Set(d, max)));
-    if constexpr (kKeep) hn::StoreU(e, d, exps + i);
-    return e;
+    return Exp(d, hn::Sub(LoadF32<Format>(d, x + i), hn::Set(d, max)));
   }
 };
 
@@ -59,13 +55,10 @@ HWY_INLINE void StoreExpShifted(const typename Format::Storage* HWY_RESTRICT x, 
 #pragma GCC unroll 8
     for (size_t k = 0; k < kK; ++k) hn::StoreU(v[k], d, exps + i + static_cast<int64_t>(k) * lanes);
   }
-  for (; i + lanes <= n; i += lanes) {
-    hn::StoreU(Exp(d, hn::Sub(LoadF32<Format>(d, x + i), m)), d, exps + i);
-  }
+  const ExpShiftedTerm<Format> term{x, max};
+  for (; i + lanes <= n; i += lanes) hn::StoreU(term(d, i), d, exps + i);
   const hn::CappedTag<float, 1> d1;
-  for (; i < n; ++i) {
-    hn::StoreU(Exp(d1, hn::Sub(LoadF32<Format>(d1, x + i), hn::Set(d1, max))), d1, exps + i);
-  }
+  for (; i < n; ++i) hn::StoreU(term(d1, i), d1, exps + i);
 }
 
 struct SoftmaxRowStats {
