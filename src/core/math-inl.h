@@ -27,6 +27,34 @@ HWY_BEFORE_NAMESPACE();
 namespace mantissa::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// The last step of Exp and Exp64: y * 2^n, y in [0.7, 1.42] and n an integer (lanes of y's width),
+// for the exponential of x. Where every lane has |x| < fast_bound (false for NaN) the caller
+// guarantees y * 2^n is a normal number: both products below are then exact and equal to y with n
+// added to its exponent field, which is what this does instead (the same bits). Otherwise y * 2^n
+// as y * 2^n1 * 2^n2 with n1 = floor(n / 2), n2 = n - n1, both normal powers of two over the
+// clamped input range: the first product is exact (a normal number) and the second rounds once,
+// also when the result is subnormal or overflows; NaN x gives the canonical NaN.
+template <class D>
+HWY_INLINE hn::Vec<D> ScaleExp(D d, hn::Vec<D> x, hn::Vec<D> y, hn::Vec<hn::RebindToSigned<D>> n,
+                               hn::TFromD<D> fast_bound) {
+  using T = hn::TFromD<D>;
+  using I = hwy::MakeSigned<T>;
+  constexpr int kMantissaBits = sizeof(T) == 4 ? 23 : 52;
+  constexpr I kBias = sizeof(T) == 4 ? 127 : 1023;
+  constexpr I kCanonicalNaN = sizeof(T) == 4 ? I{0x7FC00000} : static_cast<I>(0x7FF8000000000000LL);
+  const hn::RebindToSigned<D> di;
+  if (HWY_LIKELY(hn::AllTrue(d, hn::Lt(hn::Abs(x), hn::Set(d, fast_bound))))) {
+    return hn::BitCast(d, hn::Add(hn::BitCast(di, y), hn::ShiftLeft<kMantissaBits>(n)));
+  }
+  const auto n1 = hn::ShiftRight<1>(n);  // arithmetic shift: floor
+  const auto n2 = hn::Sub(n, n1);
+  const auto bias = hn::Set(di, kBias);
+  const auto s1 = hn::BitCast(d, hn::ShiftLeft<kMantissaBits>(hn::Add(n1, bias)));
+  const auto s2 = hn::BitCast(d, hn::ShiftLeft<kMantissaBits>(hn::Add(n2, bias)));
+  const auto result = hn::Mul(hn::Mul(y, s1), s2);
+  return hn::IfThenElse(hn::IsNaN(x), hn::BitCast(d, hn::Set(di, kCanonicalNaN)), result);
+}
+
 // exp(x), max error 0.99 ulp (docs/math.md). exp(-inf) = +0, exp(+inf) = +inf, NaN -> canonical
 // NaN; results below half the smallest subnormal round to +0, above FLT_MAX to +inf; subnormal
 // results are rounded once.
@@ -68,8 +96,6 @@ HWY_INLINE void Exp(D d, hn::Vec<D> (&x)[K]) {
     for (size_t k = 0; k < K; ++k) p[k] = hn::Add(hn::Mul(p[k], r[k]), c);
   }
   const auto one = hn::Set(d, 1.0f);
-  const auto bias = hn::Set(di, 127);
-  const auto nan = hn::BitCast(d, hn::Set(di, 0x7FC00000));
 #pragma GCC unroll 8
   for (size_t k = 0; k < K; ++k) {
     const auto y = hn::Add(hn::Add(hn::Mul(p[k], hn::Mul(r[k], r[k])), r[k]), one);
@@ -77,23 +103,9 @@ HWY_INLINE void Exp(D d, hn::Vec<D> (&x)[K]) {
     // the difference of the two bit patterns is n (one subtraction; the conversion instruction
     // needs a fix-up for out-of-range lanes on x86).
     const auto ni = hn::Sub(hn::BitCast(di, shifted[k]), hn::BitCast(di, magic));
-    // |x| < 86 (false for NaN) in every lane: |n| <= 124 and y in [0.7, 1.42], so y * 2^n is a
-    // normal number, both products below are exact and equal to y with n added to its exponent
-    // field. A shortcut with the same bits; the products remain for the lanes near the ends of
-    // the range (and NaN).
-    if (HWY_LIKELY(hn::AllTrue(d, hn::Lt(hn::Abs(x[k]), hn::Set(d, 86.0f))))) {
-      x[k] = hn::BitCast(d, hn::Add(hn::BitCast(di, y), hn::ShiftLeft<23>(ni)));
-      continue;
-    }
-    // y * 2^n as y * 2^n1 * 2^n2 with n1 = floor(n / 2), n2 = n - n1: both factors are normal
-    // powers of two for n in [-151, 129]; the first product is exact (a normal number) and the
-    // second rounds once, also when the result is subnormal or overflows.
-    const auto n1 = hn::ShiftRight<1>(ni);  // arithmetic shift: floor
-    const auto n2 = hn::Sub(ni, n1);
-    const auto s1 = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(n1, bias)));
-    const auto s2 = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(n2, bias)));
-    const auto result = hn::Mul(hn::Mul(y, s1), s2);
-    x[k] = hn::IfThenElse(hn::IsNaN(x[k]), nan, result);
+    // |x| < 86: |n| <= 124 and y in [0.7, 1.42], so y * 2^n is normal. n in [-151, 129]
+    // otherwise, where both factors of the two-product scaling are normal powers of two.
+    x[k] = ScaleExp(d, x[k], y, ni, 86.0f);
   }
 }
 
@@ -185,13 +197,9 @@ HWY_INLINE void Exp64(D d, hn::Vec<D> (&x)[K]) {
 #pragma GCC unroll 8
     for (size_t k = 0; k < K; ++k) q[k] = hn::Add(hn::Mul(q[k], r[k]), c);
   }
-  // y = t + t * (exp(r) - 1), t = 2^(j/32) from the table; then y * 2^n as y * 2^n1 * 2^n2 with
-  // n1 = floor(n / 2), n2 = n - n1 (both normal powers of two): the first product is exact
-  // and the second rounds once, also when the result is subnormal or overflows. k as an
+  // y = t + t * (exp(r) - 1), t = 2^(j/32) from the table; then y * 2^n (ScaleExp). k as an
   // integer: magic + k lies in magic's binade [2^52, 2^53), so the difference of the two bit
   // patterns is k (no fp64 to int64 conversion, which most x86 targets lack).
-  const auto bias = hn::Set(di, 1023);
-  const auto nan = hn::BitCast(d, hn::Set(di, 0x7FF8000000000000LL));
 #pragma GCC unroll 8
   for (size_t k = 0; k < K; ++k) {
     const auto em1 = hn::Add(hn::Mul(q[k], hn::Mul(r[k], r[k])), r[k]);
@@ -199,19 +207,8 @@ HWY_INLINE void Exp64(D d, hn::Vec<D> (&x)[K]) {
     const auto t = Exp2ThirtySeconds(d, hn::And(ki, hn::Set(di, 31)));
     const auto y = hn::Add(t, hn::Mul(t, em1));
     const auto n = hn::ShiftRight<5>(ki);  // arithmetic shift: floor(k / 32)
-    // |x| < 700 (false for NaN) in every lane: y * 2^n is a normal number, so both products
-    // below are exact and equal to y with n added to its exponent field. A shortcut with the
-    // same bits; the products remain for the lanes near the ends of the range.
-    if (HWY_LIKELY(hn::AllTrue(d, hn::Lt(hn::Abs(x[k]), hn::Set(d, 700.0))))) {
-      x[k] = hn::BitCast(d, hn::Add(hn::BitCast(di, y), hn::ShiftLeft<52>(n)));
-      continue;
-    }
-    const auto n1 = hn::ShiftRight<1>(n);  // floor
-    const auto n2 = hn::Sub(n, n1);
-    const auto s1 = hn::BitCast(d, hn::ShiftLeft<52>(hn::Add(n1, bias)));
-    const auto s2 = hn::BitCast(d, hn::ShiftLeft<52>(hn::Add(n2, bias)));
-    const auto result = hn::Mul(hn::Mul(y, s1), s2);
-    x[k] = hn::IfThenElse(hn::IsNaN(x[k]), nan, result);
+    // |x| < 700: y * 2^n is normal.
+    x[k] = ScaleExp(d, x[k], y, n, 700.0);
   }
 }
 
