@@ -156,6 +156,15 @@ HWY_INLINE hn::TFromD<D> SumLanesByHalving(D d, hn::Vec<D> v) {
   return MergeLanesByHalving<detail::ReduceMethod::kNaive>(d, v, v).sum;
 }
 
+// A term of R rows may also give two consecutive vectors at once: term.Pair(k, da, i, lo, hi)
+// sets lo and hi to term(k, da, i) and term(k, da, i + Lanes(da)). BlockPartials then asks for
+// pairs, which costs less where both come from one vector of twice the lanes (a 16-bit format's
+// products formed exactly in fp32, then widened half by half).
+template <class Term, class DA>
+concept PairedTerm = requires(const Term& term, DA da, hn::Vec<DA>& v) {
+  term.Pair(size_t{0}, da, int64_t{0}, v, v);
+};
+
 // Naive, Kahan or Neumaier over elements [begin, begin + len) (len in [0, kReduceBlock]) of R
 // rows at once, in registers: row k's terms are term(k, da, i). For each row, lane j accumulates
 // elements j, j + 32, ... in order; element j of the last, partial group goes to lane j; then
@@ -185,9 +194,19 @@ HWY_INLINE void BlockPartials(const Term& term, int64_t begin, int64_t len,
     const int64_t i = begin + g * detail::kReduceLanes;
     HWY_UNROLL(32)
     for (size_t k = 0; k < R; ++k) {
-      HWY_UNROLL(32)
-      for (size_t v = 0; v < kV; ++v) {
-        Accumulate<M>(da, s[k][v], c[k][v], term(k, da, i + static_cast<int64_t>(v * kN)));
+      if constexpr (PairedTerm<Term, AccTag<A>> && kV % 2 == 0) {
+        HWY_UNROLL(32)
+        for (size_t v = 0; v < kV; v += 2) {
+          hn::Vec<AccTag<A>> lo, hi;
+          term.Pair(k, da, i + static_cast<int64_t>(v * kN), lo, hi);
+          Accumulate<M>(da, s[k][v], c[k][v], lo);
+          Accumulate<M>(da, s[k][v + 1], c[k][v + 1], hi);
+        }
+      } else {
+        HWY_UNROLL(32)
+        for (size_t v = 0; v < kV; ++v) {
+          Accumulate<M>(da, s[k][v], c[k][v], term(k, da, i + static_cast<int64_t>(v * kN)));
+        }
       }
     }
   }
@@ -232,11 +251,27 @@ HWY_INLINE void BlockPartials(const Term& term, int64_t begin, int64_t len,
   for (size_t k = 0; k < R; ++k) partials[k] = MergeLanesByHalving<M>(da, s[k][0], c[k][0]);
 }
 
+// A term of one row as a term of rows (row 0), with its pairs where it gives them
+// (term.Pair(da, i, lo, hi)).
+template <class Term>
+struct OneRowTerm {
+  const Term& term;
+  template <class D>
+  HWY_INLINE hn::Vec<D> operator()(size_t, D d, int64_t i) const {
+    return term(d, i);
+  }
+  template <class D>
+  requires requires(const Term& t, D d, hn::Vec<D>& v) { t.Pair(d, int64_t{0}, v, v); }
+  HWY_INLINE void Pair(size_t, D d, int64_t i, hn::Vec<D>& lo, hn::Vec<D>& hi) const {
+    term.Pair(d, i, lo, hi);
+  }
+};
+
 // BlockPartials of one row: term(da, i).
 template <detail::ReduceMethod M, class A, class Term>
 HWY_INLINE detail::Partial<A> LanesBlock(const Term& term, int64_t begin, int64_t len) {
   detail::Partial<A> p[1];
-  BlockPartials<M, A, 1>([&](size_t, auto d, int64_t i) { return term(d, i); }, begin, len, p);
+  BlockPartials<M, A, 1>(OneRowTerm<Term>{term}, begin, len, p);
   return p[0];
 }
 

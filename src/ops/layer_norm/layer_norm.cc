@@ -75,6 +75,27 @@ HWY_NOINLINE void RowSums(const T* HWY_RESTRICT xs, int64_t n, double& mean, dou
       n);
 }
 
+// out[k] = a[k] / b for R rows, several per vector: the same bits as one division per row (an IEEE
+// division is correctly rounded however it is issued), without R chains of scalar latency.
+template <size_t R>
+HWY_INLINE void Quotients(const double (&a)[R], double b, double (&out)[R]) {
+  const hn::CappedTag<double, R> d;
+  for (size_t k = 0; k < R; k += hn::Lanes(d)) {
+    hn::StoreU(hn::Div(hn::LoadU(d, a + k), hn::Set(d, b)), d, out + k);
+  }
+}
+
+// rstd = 1 / sqrt(q / n + eps) of R rows, each step one fp64 operation (correctly rounded, so the
+// same bits as a row at a time), several rows per vector.
+template <size_t R>
+HWY_INLINE void Rstds(const double (&q)[R], int64_t n, double eps, double (&rstd)[R]) {
+  const hn::CappedTag<double, R> d;
+  for (size_t k = 0; k < R; k += hn::Lanes(d)) {
+    const auto var = hn::Div(hn::LoadU(d, q + k), hn::Set(d, static_cast<double>(n)));
+    hn::StoreU(hn::Div(hn::Set(d, 1.0), hn::Sqrt(hn::Add(var, hn::Set(d, eps)))), d, rstd + k);
+  }
+}
+
 // RowSums of R rows of n elements at xs (fp64 or Format's storage; row k at xs + k * n, n at
 // most kReduceBlock), their reductions interleaved: the same sums as ReduceRow's.
 template <class Format, size_t R, class T>
@@ -86,7 +107,7 @@ HWY_NOINLINE void GroupSums(const T* HWY_RESTRICT xs, int64_t n, double (&mean)[
         return LoadF64<Format>(da, xs + static_cast<int64_t>(k) * n + i);
       },
       n, s);
-  for (size_t k = 0; k < R; ++k) mean[k] = s[k] / static_cast<double>(n);
+  Quotients(s, static_cast<double>(n), mean);
   BlockSums<detail::ReduceMethod::kNaive, double, R>(
       [&](size_t k, auto da, int64_t i) {
         const auto c = hn::Sub(LoadF64<Format>(da, xs + static_cast<int64_t>(k) * n + i),
@@ -181,33 +202,33 @@ class LayerNormRows {
   // and bias at w and b.
   template <class XT, class PT>
   void Group(int64_t r, const XT* xs, const PT* w, const PT* b) const {
-    double mean[kR], q[kR];
+    double mean[kR], q[kR], rstd[kR];
     GroupSums<SumFormat<XT>>(xs, n_, mean, q);
+    Rstds(q, n_, a_.eps, rstd);
     for (size_t k = 0; k < kR; ++k) {
       const int64_t row = r + static_cast<int64_t>(k);
-      Finish(row, mean[k], q[k], xs + static_cast<int64_t>(k) * n_, w, b, kGroup);
+      Finish(row, mean[k], rstd[k], xs + static_cast<int64_t>(k) * n_, w, b, kGroup);
     }
   }
 
   // Row r (any length), its elements at xs (fp64, or x's storage), weight and bias at w and b.
   template <class XT, class PT>
   void Row(int64_t r, const XT* xs, const PT* w, const PT* b) const {
-    double mean, q;
-    RowSums<SumFormat<XT>>(xs, n_, mean, q);
-    Finish(r, mean, q, xs, w, b, 1);
+    double mean[1], q[1], rstd[1];
+    RowSums<SumFormat<XT>>(xs, n_, mean[0], q[0]);
+    Rstds(q, n_, a_.eps, rstd);
+    Finish(r, mean[0], rstd[0], xs, w, b, 1);
   }
 
-  // The statistics of row r from its two sums (each step one fp64 operation, in this order), and
-  // its elementwise pass from x's elements at x (fp64, or x's storage). Meanwhile row r + ahead,
+  // Row r's statistics stored, and its elementwise pass from x's elements at x (fp64, or x's
+  // storage). Meanwhile row r + ahead,
   // the next one to be read, is fetched into cache: the sums read a row from memory and this
   // pass only computes, so memory would otherwise sit idle here and the sums wait on it.
   template <class XT, class PT>
-  void Finish(int64_t r, double mean, double q, const XT* HWY_RESTRICT x, const PT* HWY_RESTRICT w,
-              const PT* HWY_RESTRICT b, int64_t ahead) const {
+  void Finish(int64_t r, double mean, double rstd, const XT* HWY_RESTRICT x,
+              const PT* HWY_RESTRICT w, const PT* HWY_RESTRICT b, int64_t ahead) const {
     const int64_t n = n_;  // locals: a 16-bit store may alias any member, which would reload it
     XS* const HWY_RESTRICT out = out_ + r * n;
-    const double var = q / static_cast<double>(n);
-    const double rstd = 1.0 / std::sqrt(var + a_.eps);
     if (a_.mean != nullptr) StoreStat(a_.stats_dtype, a_.mean, r, mean);
     if (a_.rstd != nullptr) StoreStat(a_.stats_dtype, a_.rstd, r, rstd);
     // ((x - mean) * rstd) * w + b in fp64 lanes.

@@ -80,6 +80,53 @@ struct GradSumTerm {
       return hn::Mul(LoadAcc<Format>(da, dy + i), LoadAcc<Format>(da, y + i));
     }
   }
+
+#if HWY_TARGET != HWY_SCALAR  // one lane: no pairs
+  // The terms of elements [i, i + 2 Lanes(da)): lo and hi as operator() gives them, from one fp32
+  // vector of products of twice the lanes (one multiplication and one class test per pair).
+  template <class DA>
+  requires(!kLog && kFp32Product<Format>) HWY_INLINE
+      void Pair(DA da, int64_t i, hn::Vec<DA>& lo, hn::Vec<DA>& hi) const {
+    const hn::Repartition<float, DA> df;  // twice da's lanes
+    const hn::Half<decltype(df)> dh;
+    const auto p = hn::Mul(LoadF32<Format>(df, dy + i), LoadF32<Format>(df, y + i));
+#if MANTISSA_HAVE_BF16_HW
+    if constexpr (kIsBf16<Format>) {
+      constexpr int kMaybeInexact = kClassZero | kClassInfinity | kClassSubnormal;
+      if (HWY_UNLIKELY(AnyLaneOfClass<kMaybeInexact>(df, p))) {
+        lo = (*this)(da, i);
+        hi = (*this)(da, i + static_cast<int64_t>(hn::Lanes(da)));
+        return;
+      }
+    }
+#endif
+    lo = hn::PromoteTo(da, hn::LowerHalf(dh, p));
+    hi = hn::PromoteTo(da, hn::UpperHalf(dh, p));
+  }
+#endif
+};
+
+// GradSumTerm of rows of n elements from row r on: row k's terms are those of row r + k.
+template <class Format, bool kLog>
+struct RowsGradSumTerm {
+  const typename Format::Storage* dy;  // row r's first element
+  const typename Format::Storage* y;
+  int64_t n;
+  HWY_INLINE GradSumTerm<Format, kLog> Row(size_t k) const {
+    const int64_t at = static_cast<int64_t>(k) * n;
+    return {dy + at, y + at};
+  }
+  template <class DA>
+  HWY_INLINE hn::Vec<DA> operator()(size_t k, DA da, int64_t i) const {
+    return Row(k)(da, i);
+  }
+  template <class DA>
+  requires requires(const GradSumTerm<Format, kLog>& t, DA da, hn::Vec<DA>& v) {
+    t.Pair(da, int64_t{0}, v, v);
+  }
+  HWY_INLINE void Pair(size_t k, DA da, int64_t i, hn::Vec<DA>& lo, hn::Vec<DA>& hi) const {
+    Row(k).Pair(da, i, lo, hi);
+  }
 };
 
 // Exp64 of every value a 16-bit format holds, indexed by its bits (65536 fp64 values, 512 KiB),
@@ -290,11 +337,7 @@ void LastAxisRows(const detail::SoftmaxGradKernelArgs& a, const ExpOfOutput<Form
     for (; r + kR <= end; r += kR) {
       double s[kR];
       BlockSums<kSumMethod, double, kR>(
-          [&](size_t k, auto da, int64_t i) {
-            const int64_t at = (r + static_cast<int64_t>(k)) * n;
-            return GradSumTerm<Format, kLog>{dy_all + at, y_all + at}(da, i);
-          },
-          n, s);
+          RowsGradSumTerm<Format, kLog>{dy_all + r * n, y_all + r * n, n}, n, s);
       for (int64_t k = 0; k < kR; ++k) finish_row(r + k, s[k], r + kR + k);
     }
   }
