@@ -165,6 +165,12 @@ concept PairedTerm = requires(const Term& term, DA da, hn::Vec<DA>& v) {
   term.Pair(size_t{0}, da, int64_t{0}, v, v);
 };
 
+// The same for a term of one row: term.Pair(da, i, lo, hi).
+template <class Term, class DA>
+concept RowPairedTerm = requires(const Term& term, DA da, hn::Vec<DA>& v) {
+  term.Pair(da, int64_t{0}, v, v);
+};
+
 // Naive, Kahan or Neumaier over elements [begin, begin + len) (len in [0, kReduceBlock]) of R
 // rows at once, in registers: row k's terms are term(k, da, i). For each row, lane j accumulates
 // elements j, j + 32, ... in order; element j of the last, partial group goes to lane j; then
@@ -251,8 +257,7 @@ HWY_INLINE void BlockPartials(const Term& term, int64_t begin, int64_t len,
   for (size_t k = 0; k < R; ++k) partials[k] = MergeLanesByHalving<M>(da, s[k][0], c[k][0]);
 }
 
-// A term of one row as a term of rows (row 0), with its pairs where it gives them
-// (term.Pair(da, i, lo, hi)).
+// A term of one row as a term of rows (row 0), with its pairs where it gives them.
 template <class Term>
 struct OneRowTerm {
   const Term& term;
@@ -261,8 +266,8 @@ struct OneRowTerm {
     return term(d, i);
   }
   template <class D>
-  requires requires(const Term& t, D d, hn::Vec<D>& v) { t.Pair(d, int64_t{0}, v, v); }
-  HWY_INLINE void Pair(size_t, D d, int64_t i, hn::Vec<D>& lo, hn::Vec<D>& hi) const {
+  requires RowPairedTerm<Term, D> HWY_INLINE void Pair(size_t, D d, int64_t i, hn::Vec<D>& lo,
+                                                       hn::Vec<D>& hi) const {
     term.Pair(d, i, lo, hi);
   }
 };

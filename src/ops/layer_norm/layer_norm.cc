@@ -221,9 +221,9 @@ class LayerNormRows {
   }
 
   // Row r's statistics stored, and its elementwise pass from x's elements at x (fp64, or x's
-  // storage). Meanwhile row r + ahead,
-  // the next one to be read, is fetched into cache: the sums read a row from memory and this
-  // pass only computes, so memory would otherwise sit idle here and the sums wait on it.
+  // storage). Meanwhile row r + ahead, the next one to be read, is fetched into cache: the sums
+  // read a row from memory and this pass only computes, so memory would otherwise sit idle here
+  // and the sums wait on it.
   template <class XT, class PT>
   void Finish(int64_t r, double mean, double rstd, const XT* HWY_RESTRICT x,
               const PT* HWY_RESTRICT w, const PT* HWY_RESTRICT b, int64_t ahead) const {

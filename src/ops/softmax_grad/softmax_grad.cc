@@ -55,6 +55,20 @@ template <class Format>
 inline constexpr bool kFp32Product = std::is_same_v<Format, Fp16> ||
                                      (kIsBf16<Format> && MANTISSA_HAVE_BF16_HW);
 
+// Whether fp32 products p (of a kFp32Product format) are all exact: a bf16 vector with a zero,
+// infinite or subnormal lane is multiplied in fp64 instead.
+template <class Format, class DF>
+HWY_INLINE bool Fp32ProductsExact(DF df, hn::Vec<DF> p) {
+#if MANTISSA_HAVE_BF16_HW
+  if constexpr (kIsBf16<Format>) {
+    return !AnyLaneOfClass<kClassZero | kClassInfinity | kClassSubnormal>(df, p);
+  }
+#endif
+  (void)df;
+  (void)p;
+  return true;
+}
+
 // The row-sum term of element i (in fp64 lanes): dy * y (exact) or dy.
 template <class Format, bool kLog>
 struct GradSumTerm {
@@ -67,15 +81,8 @@ struct GradSumTerm {
     } else if constexpr (kFp32Product<Format>) {
       const hn::Rebind<float, DA> df;
       const auto p = hn::Mul(LoadF32<Format>(df, dy + i), LoadF32<Format>(df, y + i));
-#if MANTISSA_HAVE_BF16_HW
-      if constexpr (kIsBf16<Format>) {
-        constexpr int kMaybeInexact = kClassZero | kClassInfinity | kClassSubnormal;
-        if (HWY_UNLIKELY(AnyLaneOfClass<kMaybeInexact>(df, p))) {
-          return hn::Mul(LoadAcc<Format>(da, dy + i), LoadAcc<Format>(da, y + i));
-        }
-      }
-#endif
-      return hn::PromoteTo(da, p);
+      if (HWY_LIKELY(Fp32ProductsExact<Format>(df, p))) return hn::PromoteTo(da, p);
+      return hn::Mul(LoadAcc<Format>(da, dy + i), LoadAcc<Format>(da, y + i));
     } else {
       return hn::Mul(LoadAcc<Format>(da, dy + i), LoadAcc<Format>(da, y + i));
     }
@@ -90,16 +97,11 @@ struct GradSumTerm {
     const hn::Repartition<float, DA> df;  // twice da's lanes
     const hn::Half<decltype(df)> dh;
     const auto p = hn::Mul(LoadF32<Format>(df, dy + i), LoadF32<Format>(df, y + i));
-#if MANTISSA_HAVE_BF16_HW
-    if constexpr (kIsBf16<Format>) {
-      constexpr int kMaybeInexact = kClassZero | kClassInfinity | kClassSubnormal;
-      if (HWY_UNLIKELY(AnyLaneOfClass<kMaybeInexact>(df, p))) {
-        lo = (*this)(da, i);
-        hi = (*this)(da, i + static_cast<int64_t>(hn::Lanes(da)));
-        return;
-      }
+    if (HWY_UNLIKELY(!Fp32ProductsExact<Format>(df, p))) {
+      lo = (*this)(da, i);
+      hi = (*this)(da, i + static_cast<int64_t>(hn::Lanes(da)));
+      return;
     }
-#endif
     lo = hn::PromoteTo(da, hn::LowerHalf(dh, p));
     hi = hn::PromoteTo(da, hn::UpperHalf(dh, p));
   }
@@ -121,10 +123,8 @@ struct RowsGradSumTerm {
     return Row(k)(da, i);
   }
   template <class DA>
-  requires requires(const GradSumTerm<Format, kLog>& t, DA da, hn::Vec<DA>& v) {
-    t.Pair(da, int64_t{0}, v, v);
-  }
-  HWY_INLINE void Pair(size_t k, DA da, int64_t i, hn::Vec<DA>& lo, hn::Vec<DA>& hi) const {
+  requires RowPairedTerm<GradSumTerm<Format, kLog>, DA> HWY_INLINE void Pair(
+      size_t k, DA da, int64_t i, hn::Vec<DA>& lo, hn::Vec<DA>& hi) const {
     Row(k).Pair(da, i, lo, hi);
   }
 };
