@@ -56,13 +56,16 @@ std::vector<Problem> problems() {
                                                           {DType::kFloat16, DType::kFloat32},
                                                           {DType::kBFloat16, DType::kBFloat16},
                                                           {DType::kBFloat16, DType::kFloat32}}) {
-    // Rows of 4100 are read as they are; shorter ones are widened to fp64 first, 2050 one row at a
-    // time, the others a group of rows at a time.
-    for (int64_t n : {1, 7, 16, 33, 129, 2050, 4100}) {
+    // Rows of 4100 are read as they are; shorter ones are widened to fp64 by their first pass,
+    // 2050 one row at a time with weight and bias read as they are (fp32 rows: a group at a time,
+    // as they are), 1500 one row at a time with fp64 copies of weight and bias, the others a
+    // group of rows at a time (five rows: one group and one row).
+    for (int64_t n : {1, 7, 16, 33, 129, 1500, 2050, 4100}) {
       p.push_back({x, g, DType::kFloat32, {5, n}, {n}});
     }
     p.push_back({x, g, x, {3, 4, 24}, {4, 24}, 0.5, 2.0});    // two normalised dims, x's stats
-    p.push_back({x, g, DType::kFloat32, {300, 130}, {130}});  // several column-sum blocks
+    // Several column-sum blocks; batches of groups whose rstds are computed together, then groups.
+    p.push_back({x, g, DType::kFloat32, {300, 130}, {130}});
     p.push_back({x, g, DType::kFloat32, {6, 40}, {40}, 0.0, 1.0, false, false});
     p.push_back({x, g, DType::kFloat32, {6, 40}, {40}, 0.0, 1.0, true, false});
   }

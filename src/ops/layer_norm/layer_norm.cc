@@ -10,10 +10,11 @@
 //                                      dtype (no weight: no multiplication; no bias: + 0)
 //   the stored mean and rstd: rounded to fp32, then to their dtype
 // NaN results (from NaN or inf inputs, or n == 0: 0 / 0) are stored as the canonical quiet NaN.
-// Traffic: x read once from memory; rows of up to 4096 elements are widened to fp64 into a
-// buffer that the three passes read (longer rows are read three times, the later passes usually
-// from cache); weight and bias read per row (cached; fp64 copies for the widened rows); out
-// written once. While a row's elementwise pass runs, the next row is fetched into cache.
+// Traffic: x read once from memory; rows of up to 4096 elements are widened to fp64 by the first
+// pass, into a buffer that the later passes read (longer rows are read three times, the later
+// passes usually from cache); weight and bias read per row (cached; fp64 copies where they fit in
+// L1 with the row); out written once. While a row's elementwise pass runs, the next row is
+// fetched into cache.
 // clang-format off (foreach_target.h must come first: it re-includes this file once per target)
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/layer_norm/layer_norm.cc"
@@ -75,6 +76,29 @@ HWY_NOINLINE void RowSums(const T* HWY_RESTRICT xs, int64_t n, double& mean, dou
       n);
 }
 
+// RowSums of a row of n elements of Format's storage at x, which the first pass also widens
+// exactly to fp64 at `to` for the passes after it (the sum reads each element once, so the
+// buffer is written as it goes instead of in a pass of its own).
+template <class Format>
+HWY_NOINLINE void RowSumsWidening(const typename Format::Storage* HWY_RESTRICT x, int64_t n,
+                                  double* HWY_RESTRICT to, double& mean, double& q) {
+  const double s = ReduceRow<detail::ReduceMethod::kNaive, double>(
+      [x, to](auto da, int64_t i) {
+        const auto v = LoadAcc<Format>(da, x + i);
+        hn::StoreU(v, da, to + i);
+        return v;
+      },
+      n);
+  mean = s / static_cast<double>(n);
+  const double m = mean;
+  q = ReduceRow<detail::ReduceMethod::kNaive, double>(
+      [to, m](auto da, int64_t i) {
+        const auto c = hn::Sub(hn::LoadU(da, to + i), hn::Set(da, m));
+        return hn::Mul(c, c);
+      },
+      n);
+}
+
 // out[k] = a[k] / b for R rows, several per vector: the same bits as one division per row (an IEEE
 // division is correctly rounded however it is issued), without R chains of scalar latency.
 template <size_t R>
@@ -117,6 +141,32 @@ HWY_NOINLINE void GroupSums(const T* HWY_RESTRICT xs, int64_t n, double (&mean)[
       n, q);
 }
 
+// GroupSums of R rows of n elements of Format's storage at x, which the first pass also widens
+// exactly to fp64 at `to` (row k at to + k * n) for the passes after it.
+template <class Format, size_t R>
+HWY_NOINLINE void GroupSumsWidening(const typename Format::Storage* HWY_RESTRICT x, int64_t n,
+                                    double* HWY_RESTRICT to, double* HWY_RESTRICT mean_out,
+                                    double* HWY_RESTRICT q_out) {
+  double s[R], mean[R], q[R];
+  BlockSums<detail::ReduceMethod::kNaive, double, R>(
+      [&](size_t k, auto da, int64_t i) {
+        const int64_t at = static_cast<int64_t>(k) * n + i;
+        const auto v = LoadAcc<Format>(da, x + at);
+        hn::StoreU(v, da, to + at);
+        return v;
+      },
+      n, s);
+  Quotients(s, static_cast<double>(n), mean);
+  BlockSums<detail::ReduceMethod::kNaive, double, R>(
+      [&](size_t k, auto da, int64_t i) {
+        const auto c =
+            hn::Sub(hn::LoadU(da, to + static_cast<int64_t>(k) * n + i), hn::Set(da, mean[k]));
+        return hn::Mul(c, c);
+      },
+      n, q);
+  for (size_t k = 0; k < R; ++k) mean_out[k] = mean[k], q_out[k] = q[k];
+}
+
 // A per-row statistic rounded to fp32 (canonical NaN), then to the statistics' dtype.
 inline void StoreStat(DType dtype, void* p, int64_t row, double v) {
   float f = static_cast<float>(v);
@@ -139,30 +189,35 @@ class LayerNormRows {
         n_(a.n) {}
 
   void Run() {
-    // Rows of at most kMaxWidened elements are widened to fp64 once, into a buffer on the stack,
-    // and weight and bias once per call (exact: the same bits as widening them as they are
-    // read). The three passes then read fp64 lanes, the widening being most of their cost.
-    // Longer rows, or a failed allocation, widen as they go.
+    // Rows of at most kMaxWidened elements are widened exactly to fp64 by their first pass, into
+    // a buffer on the stack that the two later passes read (the widening being most of their
+    // cost). Weight and bias are widened once per call where their fp64 copies stay in L1 with
+    // the row's buffer (rows of at most kMaxWidenedParams; fp32 rows always, since their longer
+    // rows are read as they are, a group at a time), and read as they are otherwise or when the
+    // allocation fails. Longer rows widen as they go.
     if (n_ >= 1 && n_ <= kMaxWidened && a_.rows >= 2) {
-      if (kWeight || kBias) {
+      if ((kWeight || kBias) && (n_ <= kMaxWidenedParams || std::is_same_v<XF, Fp32>)) {
         params_.reset(new (std::nothrow) double[static_cast<std::size_t>(2 * n_)]);
         if (params_ != nullptr) {
           if constexpr (kWeight) WidenToF64<PF>(w_, n_, params_.get());
           if constexpr (kBias) WidenToF64<PF>(b_, n_, params_.get() + n_);
         }
       }
-      widened_ = params_ != nullptr || !(kWeight || kBias);
+      widened_ = true;
     }
     const detail::Rows rows{a_.rows, n_, 1};
     detail::for_each_row_block(rows, [this](int64_t begin, int64_t end) { Block(begin, end); });
   }
 
  private:
-  static constexpr int64_t kMaxWidened = 4096;  // 32 KiB of fp64: stays in L1 with the row
+  static constexpr int64_t kMaxWidened = 4096;        // 32 KiB of fp64: stays in L1 with the row
+  static constexpr int64_t kMaxWidenedParams = 2048;  // row and fp64 weight and bias: 48 KiB
 
   // Short rows kR at a time (their reductions interleave), with the same sums as ReduceRow's.
   static constexpr size_t kR = kRowsAtOnce<detail::ReduceMethod::kNaive, double>;
   static constexpr int64_t kGroup = static_cast<int64_t>(kR);
+  // Groups of short rows whose rstds are computed together (see WidenedGroups).
+  static constexpr size_t kBatch = 4;
 
   // The format the sums read elements of type XT in: for fp64 (widened) elements it does not
   // matter, and naming one format for all gives one copy of their code per target.
@@ -177,13 +232,21 @@ class LayerNormRows {
       return;
     }
     HWY_ALIGN double buffer[kMaxWidened];
+    if ((kWeight || kBias) && params_ == nullptr) {
+      // Long rows: weight and bias read as they are (fp64 copies would not stay in L1 with the
+      // row's buffer).
+      for (; r < end; ++r) WidenedRow(r, buffer, w_, b_);
+      return;
+    }
     const double* const w = params_.get();
     const double* const b = w != nullptr ? w + n : nullptr;
-    if (kR > 1 && kGroup * n <= kMaxWidened) {
-      for (; r + kGroup <= end; r += kGroup) {
-        WidenToF64<XF>(x_ + r * n, kGroup * n, buffer);
-        Group(r, static_cast<const double*>(buffer), w, b);
+    if (kR > 1 && kBatch * kGroup * n <= kMaxWidened) {
+      for (; r + kBatch * kGroup <= end; r += kBatch * kGroup) {
+        WidenedGroups<kBatch>(r, buffer, w, b);
       }
+    }
+    if (kR > 1 && kGroup * n <= kMaxWidened) {
+      for (; r + kGroup <= end; r += kGroup) WidenedGroups<1>(r, buffer, w, b);
     } else if constexpr (std::is_same_v<XF, Fp32>) {
       // fp32 rows too long to widen a group at a time: groups read x, weight and bias as they
       // are (their widening is one conversion each; interleaving the rows' sums, and weight and
@@ -192,10 +255,7 @@ class LayerNormRows {
         for (; r + kGroup <= end; r += kGroup) Group(r, x_ + r * n, w_, b_);
       }
     }
-    for (; r < end; ++r) {
-      WidenToF64<XF>(x_ + r * n, n, buffer);
-      Row(r, static_cast<const double*>(buffer), w, b);
-    }
+    for (; r < end; ++r) WidenedRow(r, buffer, w, b);
   }
 
   // Rows [r, r + kR), their elements at xs (fp64, or x's storage; row k at xs + k * n), weight
@@ -218,6 +278,34 @@ class LayerNormRows {
     RowSums<SumFormat<XT>>(xs, n_, mean[0], q[0]);
     Rstds(q, n_, a_.eps, rstd);
     Finish(r, mean[0], rstd[0], xs, w, b, 1);
+  }
+
+  // Rows [r, r + G * kR) widened into buffer by their first pass, the later passes reading it.
+  // Their rstds are computed together (one vector chain of division, square root and division
+  // for up to G * kR rows), so that chain's latency is paid once per batch, not per group.
+  template <size_t G, class PT>
+  void WidenedGroups(int64_t r, double* buffer, const PT* w, const PT* b) const {
+    constexpr size_t kRows = G * kR;
+    double mean[kRows], q[kRows], rstd[kRows];
+    for (size_t g = 0; g < G; ++g) {
+      const int64_t at = static_cast<int64_t>(g * kR) * n_;
+      GroupSumsWidening<XF, kR>(x_ + r * n_ + at, n_, buffer + at, mean + g * kR, q + g * kR);
+    }
+    Rstds(q, n_, a_.eps, rstd);
+    for (size_t k = 0; k < kRows; ++k) {
+      const int64_t at = static_cast<int64_t>(k) * n_;
+      Finish(r + static_cast<int64_t>(k), mean[k], rstd[k], static_cast<const double*>(buffer + at),
+             w, b, static_cast<int64_t>(kRows));
+    }
+  }
+
+  // Row r widened into buffer by its first pass, the later passes reading the buffer.
+  template <class PT>
+  void WidenedRow(int64_t r, double* buffer, const PT* w, const PT* b) const {
+    double mean[1], q[1], rstd[1];
+    RowSumsWidening<XF>(x_ + r * n_, n_, buffer, mean[0], q[0]);
+    Rstds(q, n_, a_.eps, rstd);
+    Finish(r, mean[0], rstd[0], static_cast<const double*>(buffer), w, b, 1);
   }
 
   // Row r's statistics stored, and its elementwise pass from x's elements at x (fp64, or x's
