@@ -150,6 +150,18 @@ HWY_INLINE detail::Partial<hn::TFromD<D>> MergeLanesByHalving(D d, hn::Vec<D> s,
 #endif
 }
 
+// u[k] = u[k] + v[k] for k in [0, count): one IEEE addition per element (the same bits as a
+// scalar loop), a vector at a time. u and v do not overlap.
+inline void AddRowInPlace(double* HWY_RESTRICT u, const double* HWY_RESTRICT v, int64_t count) {
+  const hn::ScalableTag<double> d;
+  const int64_t step = static_cast<int64_t>(hn::Lanes(d));
+  int64_t k = 0;
+  for (; k + step <= count; k += step) {
+    hn::StoreU(hn::Add(hn::LoadU(d, u + k), hn::LoadU(d, v + k)), d, u + k);
+  }
+  for (; k < count; ++k) u[k] = u[k] + v[k];
+}
+
 // The naive sum of one vector's lanes in that order.
 template <class D>
 HWY_INLINE hn::TFromD<D> SumLanesByHalving(D d, hn::Vec<D> v) {

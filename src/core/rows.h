@@ -158,10 +158,12 @@ void for_each_column_piece(const ColumnSumPlan& plan, int64_t n, Fn&& fn) {
 // tiles. The tree runs over whole rows of a tile's partials: a merge adds one block's row into
 // the other's in place (the partials are workspace), column by column, so every column gets
 // the additions (and the bits) it would get alone, and the partials are read row by row
-// (contiguous) rather than one double per block and column.
-template <class Store>
+// (contiguous) rather than one double per block and column. add_rows(u, v, count) sets
+// u[k] = u[k] + v[k] for k in [0, count): the caller's vector code (each sum is one IEEE
+// addition, the same bits at any width; this header is compiled for no particular target).
+template <class AddRows, class Store>
 void combine_column_partials(const ColumnSumPlan& plan, int64_t n, double* partials,
-                             Store&& store) {
+                             AddRows&& add_rows, Store&& store) {
   if (plan.blocks <= 0) return;  // no rows: the caller stores the empty sums
   const int64_t tiles = (n + kColumnTile - 1) / kColumnTile;
   auto combine = [&](int64_t begin, int64_t end) {
@@ -169,8 +171,8 @@ void combine_column_partials(const ColumnSumPlan& plan, int64_t n, double* parti
       const int64_t c0 = t * kColumnTile;
       const int64_t width = std::min(n, c0 + kColumnTile) - c0;
       // u + v, the older item first, into u's row.
-      const auto add = [width](double* u, const double* v) {
-        for (int64_t k = 0; k < width; ++k) u[k] = u[k] + v[k];
+      const auto add = [width, &add_rows](double* u, const double* v) {
+        add_rows(u, v, width);
         return u;
       };
       PairwiseStack<double*> stack;
