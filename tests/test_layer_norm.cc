@@ -63,7 +63,7 @@ std::vector<Problem> problems() {
     for (int64_t n : {1, 7, 16, 33, 129, 1500, 2050, 4100}) {
       p.push_back({x, g, DType::kFloat32, {5, n}, {n}});
     }
-    p.push_back({x, g, x, {3, 4, 24}, {4, 24}, 0.5, 2.0});    // two normalised dims, x's stats
+    p.push_back({x, g, x, {3, 4, 24}, {4, 24}, 0.5, 2.0});  // two normalised dims, x's stats
     // Several column-sum blocks; batches of groups whose rstds are computed together, then groups.
     p.push_back({x, g, DType::kFloat32, {300, 130}, {130}});
     p.push_back({x, g, DType::kFloat32, {6, 40}, {40}, 0.0, 1.0, false, false});

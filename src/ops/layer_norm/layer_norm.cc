@@ -219,11 +219,6 @@ class LayerNormRows {
   // Groups of short rows whose rstds are computed together (see WidenedGroups).
   static constexpr size_t kBatch = 4;
 
-  // The format the sums read elements of type XT in: for fp64 (widened) elements it does not
-  // matter, and naming one format for all gives one copy of their code per target.
-  template <class XT>
-  using SumFormat = std::conditional_t<std::is_same_v<XT, double>, Fp32, XF>;
-
   void Block(int64_t begin, int64_t end) const {
     const int64_t n = n_;
     int64_t r = begin;
@@ -258,12 +253,11 @@ class LayerNormRows {
     for (; r < end; ++r) WidenedRow(r, buffer, w, b);
   }
 
-  // Rows [r, r + kR), their elements at xs (fp64, or x's storage; row k at xs + k * n), weight
-  // and bias at w and b.
-  template <class XT, class PT>
-  void Group(int64_t r, const XT* xs, const PT* w, const PT* b) const {
+  // Rows [r, r + kR) read as they are (row k at xs + k * n), weight and bias at w and b.
+  template <class PT>
+  void Group(int64_t r, const XS* xs, const PT* w, const PT* b) const {
     double mean[kR], q[kR], rstd[kR];
-    GroupSums<SumFormat<XT>>(xs, n_, mean, q);
+    GroupSums<XF>(xs, n_, mean, q);
     Rstds(q, n_, a_.eps, rstd);
     for (size_t k = 0; k < kR; ++k) {
       const int64_t row = r + static_cast<int64_t>(k);
@@ -271,11 +265,11 @@ class LayerNormRows {
     }
   }
 
-  // Row r (any length), its elements at xs (fp64, or x's storage), weight and bias at w and b.
-  template <class XT, class PT>
-  void Row(int64_t r, const XT* xs, const PT* w, const PT* b) const {
+  // Row r (any length) read as it is, weight and bias at w and b.
+  template <class PT>
+  void Row(int64_t r, const XS* xs, const PT* w, const PT* b) const {
     double mean[1], q[1], rstd[1];
-    RowSums<SumFormat<XT>>(xs, n_, mean[0], q[0]);
+    RowSums<XF>(xs, n_, mean[0], q[0]);
     Rstds(q, n_, a_.eps, rstd);
     Finish(r, mean[0], rstd[0], xs, w, b, 1);
   }
