@@ -59,41 +59,41 @@ void WidenToF64(const typename Format::Storage* HWY_RESTRICT p, int64_t count,
   for (; i < count; ++i) hn::StoreU(LoadAcc<Format>(d1, p + i), d1, to + i);
 }
 
-// A row's mean and centred sum of squares (the normative order above): its n elements at xs,
-// fp64 or Format's storage.
-template <class Format, class T>
-HWY_NOINLINE void RowSums(const T* HWY_RESTRICT xs, int64_t n, double& mean, double& q) {
-  // It's necessary to keep the order of the operations (fp64, each step rounded once).
-  const double s = ReduceRow<detail::ReduceMethod::kNaive, double>(
-      [xs](auto da, int64_t i) { return LoadF64<Format>(da, xs + i); }, n);
-  mean = s / static_cast<double>(n);
-  const double m = mean;
-  q = ReduceRow<detail::ReduceMethod::kNaive, double>(
-      [xs, m](auto da, int64_t i) {
-        const auto c = hn::Sub(LoadF64<Format>(da, xs + i), hn::Set(da, m));
-        return hn::Mul(c, c);
-      },
-      n);
+// Element i of a row for its first pass, widened to fp64: with kWiden also stored at to + i for
+// the later passes, which then read it there (LoadKept); otherwise they read xs again.
+template <class Format, bool kWiden, class DD>
+HWY_INLINE hn::Vec<DD> LoadAndKeep(DD dd, const typename Format::Storage* HWY_RESTRICT xs,
+                                   double* HWY_RESTRICT to, int64_t i) {
+  const auto v = LoadAcc<Format>(dd, xs + i);
+  if constexpr (kWiden) hn::StoreU(v, dd, to + i);
+  return v;
 }
 
-// RowSums of a row of n elements of Format's storage at x, which the first pass also widens
-// exactly to fp64 at `to` for the passes after it (the sum reads each element once, so the
-// buffer is written as it goes instead of in a pass of its own).
-template <class Format>
-HWY_NOINLINE void RowSumsWidening(const typename Format::Storage* HWY_RESTRICT x, int64_t n,
-                                  double* HWY_RESTRICT to, double& mean, double& q) {
+template <class Format, bool kWiden, class DD>
+HWY_INLINE hn::Vec<DD> LoadKept(DD dd, const typename Format::Storage* HWY_RESTRICT xs,
+                                const double* HWY_RESTRICT to, int64_t i) {
+  if constexpr (kWiden) {
+    return hn::LoadU(dd, to + i);
+  } else {
+    return LoadAcc<Format>(dd, xs + i);
+  }
+}
+
+// A row's mean and centred sum of squares (the normative order above), its n elements at xs in
+// Format's storage. With kWiden the first pass also stores them widened exactly to fp64 at `to`
+// and the second reads them there (the sum reads each element once, so the buffer is written as
+// it goes instead of in a pass of its own); otherwise both passes read xs.
+template <class Format, bool kWiden>
+HWY_NOINLINE void RowSums(const typename Format::Storage* HWY_RESTRICT xs, int64_t n,
+                          double* HWY_RESTRICT to, double& mean, double& q) {
+  // It's necessary to keep the order of the operations (fp64, each step rounded once).
   const double s = ReduceRow<detail::ReduceMethod::kNaive, double>(
-      [x, to](auto da, int64_t i) {
-        const auto v = LoadAcc<Format>(da, x + i);
-        hn::StoreU(v, da, to + i);
-        return v;
-      },
-      n);
+      [xs, to](auto da, int64_t i) { return LoadAndKeep<Format, kWiden>(da, xs, to, i); }, n);
   mean = s / static_cast<double>(n);
   const double m = mean;
   q = ReduceRow<detail::ReduceMethod::kNaive, double>(
-      [to, m](auto da, int64_t i) {
-        const auto c = hn::Sub(hn::LoadU(da, to + i), hn::Set(da, m));
+      [xs, to, m](auto da, int64_t i) {
+        const auto c = hn::Sub(LoadKept<Format, kWiden>(da, xs, to, i), hn::Set(da, m));
         return hn::Mul(c, c);
       },
       n);
@@ -120,47 +120,23 @@ HWY_INLINE void Rstds(const double (&q)[R], int64_t n, double eps, double (&rstd
   }
 }
 
-// RowSums of R rows of n elements at xs (fp64 or Format's storage; row k at xs + k * n, n at
-// most kReduceBlock), their reductions interleaved: the same sums as ReduceRow's.
-template <class Format, size_t R, class T>
-HWY_NOINLINE void GroupSums(const T* HWY_RESTRICT xs, int64_t n, double (&mean)[R],
-                            double (&q)[R]) {
-  double s[R];
-  BlockSums<detail::ReduceMethod::kNaive, double, R>(
-      [&](size_t k, auto da, int64_t i) {
-        return LoadF64<Format>(da, xs + static_cast<int64_t>(k) * n + i);
-      },
-      n, s);
-  Quotients(s, static_cast<double>(n), mean);
-  BlockSums<detail::ReduceMethod::kNaive, double, R>(
-      [&](size_t k, auto da, int64_t i) {
-        const auto c = hn::Sub(LoadF64<Format>(da, xs + static_cast<int64_t>(k) * n + i),
-                               hn::Set(da, mean[k]));
-        return hn::Mul(c, c);
-      },
-      n, q);
-}
-
-// GroupSums of R rows of n elements of Format's storage at x, which the first pass also widens
-// exactly to fp64 at `to` (row k at to + k * n) for the passes after it.
-template <class Format, size_t R>
-HWY_NOINLINE void GroupSumsWidening(const typename Format::Storage* HWY_RESTRICT x, int64_t n,
-                                    double* HWY_RESTRICT to, double* HWY_RESTRICT mean_out,
-                                    double* HWY_RESTRICT q_out) {
+// RowSums of R rows of n elements at xs (row k at xs + k * n and, with kWiden, at to + k * n; n
+// at most kReduceBlock), their reductions interleaved: the same sums as ReduceRow's.
+template <class Format, size_t R, bool kWiden>
+HWY_NOINLINE void GroupSums(const typename Format::Storage* HWY_RESTRICT xs, int64_t n,
+                            double* HWY_RESTRICT to, double* HWY_RESTRICT mean_out,
+                            double* HWY_RESTRICT q_out) {
   double s[R], mean[R], q[R];
   BlockSums<detail::ReduceMethod::kNaive, double, R>(
       [&](size_t k, auto da, int64_t i) {
-        const int64_t at = static_cast<int64_t>(k) * n + i;
-        const auto v = LoadAcc<Format>(da, x + at);
-        hn::StoreU(v, da, to + at);
-        return v;
+        return LoadAndKeep<Format, kWiden>(da, xs, to, static_cast<int64_t>(k) * n + i);
       },
       n, s);
   Quotients(s, static_cast<double>(n), mean);
   BlockSums<detail::ReduceMethod::kNaive, double, R>(
       [&](size_t k, auto da, int64_t i) {
-        const auto c =
-            hn::Sub(hn::LoadU(da, to + static_cast<int64_t>(k) * n + i), hn::Set(da, mean[k]));
+        const int64_t at = static_cast<int64_t>(k) * n + i;
+        const auto c = hn::Sub(LoadKept<Format, kWiden>(da, xs, to, at), hn::Set(da, mean[k]));
         return hn::Mul(c, c);
       },
       n, q);
@@ -257,7 +233,7 @@ class LayerNormRows {
   template <class PT>
   void Group(int64_t r, const XS* xs, const PT* w, const PT* b) const {
     double mean[kR], q[kR], rstd[kR];
-    GroupSums<XF>(xs, n_, mean, q);
+    GroupSums<XF, kR, false>(xs, n_, nullptr, mean, q);
     Rstds(q, n_, a_.eps, rstd);
     for (size_t k = 0; k < kR; ++k) {
       const int64_t row = r + static_cast<int64_t>(k);
@@ -269,7 +245,7 @@ class LayerNormRows {
   template <class PT>
   void Row(int64_t r, const XS* xs, const PT* w, const PT* b) const {
     double mean[1], q[1], rstd[1];
-    RowSums<XF>(xs, n_, mean[0], q[0]);
+    RowSums<XF, false>(xs, n_, nullptr, mean[0], q[0]);
     Rstds(q, n_, a_.eps, rstd);
     Finish(r, mean[0], rstd[0], xs, w, b, 1);
   }
@@ -283,7 +259,7 @@ class LayerNormRows {
     double mean[kRows], q[kRows], rstd[kRows];
     for (size_t g = 0; g < G; ++g) {
       const int64_t at = static_cast<int64_t>(g * kR) * n_;
-      GroupSumsWidening<XF, kR>(x_ + r * n_ + at, n_, buffer + at, mean + g * kR, q + g * kR);
+      GroupSums<XF, kR, true>(x_ + r * n_ + at, n_, buffer + at, mean + g * kR, q + g * kR);
     }
     Rstds(q, n_, a_.eps, rstd);
     for (size_t k = 0; k < kRows; ++k) {
@@ -297,7 +273,7 @@ class LayerNormRows {
   template <class PT>
   void WidenedRow(int64_t r, double* buffer, const PT* w, const PT* b) const {
     double mean[1], q[1], rstd[1];
-    RowSumsWidening<XF>(x_ + r * n_, n_, buffer, mean[0], q[0]);
+    RowSums<XF, true>(x_ + r * n_, n_, buffer, mean[0], q[0]);
     Rstds(q, n_, a_.eps, rstd);
     Finish(r, mean[0], rstd[0], static_cast<const double*>(buffer), w, b, 1);
   }
