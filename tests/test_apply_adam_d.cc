@@ -10,6 +10,10 @@
 #include <string>
 #include <vector>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
+
 #include "mantissa/ops/apply_adam_d.h"
 #include "mantissa/runtime.h"
 #include "test_apply_adam_d_golden.h"
@@ -367,6 +371,99 @@ TEST(ApplyAdamD, OneRareElementAtEveryPositionMatchesFp32Golden) {
     }
   }
 }
+
+// Long bf16 calls run blocks of 1024 elements with the unchecked hardware narrowing and find
+// NaN or subnormal results afterwards, from MXCSR's flags: a block that had one is put back and
+// run again with the checked narrowing. One rare element in one block, in place and separate,
+// at the edges and inside blocks and in the tail: every bit equals the fp32 golden, the other
+// blocks included, on every target.
+TEST(ApplyAdamD, RareElementInOneBlockOfALongCallMatchesFp32Golden) {
+  adam_test::RuntimeReset reset;
+  constexpr size_t kN = 3 * 1024 + 45;  // three blocks and a tail
+  // The rare element: a quiet NaN grad, an infinite grad, a subnormal m (and grad 0, so m_out is
+  // subnormal too), and a NaN grad with a payload: its quiet propagation flags nothing, so only the
+  // block's check sees it, and the stored NaN must be the canonical one.
+  enum class Rare { kNaN, kInfinity, kSubnormalM, kNaNPayload };
+  for (DType dtype : kDtypes) {
+    for (Rare rare : {Rare::kNaN, Rare::kInfinity, Rare::kSubnormalM, Rare::kNaNPayload}) {
+      for (size_t pos : {size_t{0}, size_t{31}, size_t{1023}, size_t{1024}, size_t{1500},
+                         size_t{2047}, size_t{2825}, size_t{3071}, size_t{3072}, kN - 1}) {
+        Problem p(dtype, {static_cast<int64_t>(kN)}, Scalars{});
+        for (size_t i = 0; i < kN; ++i) {
+          p.var.set(i, 0.5 + 1e-4 * static_cast<double>(i));
+          p.m.set(i, 0.01 * std::sin(static_cast<double>(i)));
+          p.v.set(i, 1e-4 * static_cast<double>(1 + i % 7));
+          p.grad.set(i, 0.02 * std::cos(static_cast<double>(i)));
+        }
+        switch (rare) {
+          case Rare::kNaN: p.grad.set(pos, std::numeric_limits<double>::quiet_NaN()); break;
+          case Rare::kInfinity: p.grad.set(pos, std::numeric_limits<double>::infinity()); break;
+          case Rare::kSubnormalM:
+            p.m.set(pos, 1e-38);
+            p.grad.set(pos, 0.0);
+            break;
+          case Rare::kNaNPayload:
+            p.grad.set_bits(pos, dtype == DType::kBFloat16  ? 0x7FC1u
+                                 : dtype == DType::kFloat16 ? 0x7E01u
+                                                            : 0x7FC10000u);
+            break;
+        }
+        for (bool nesterov : {false, true}) {
+          const Outputs g = adam_test::golden32(p, nesterov);
+          for (const std::string& target : mantissa::available_simd_targets()) {
+            ASSERT_TRUE(mantissa::set_simd_target(target).ok());
+            const std::string where = label(dtype, nesterov) + " " + target + " rare kind " +
+                                      std::to_string(static_cast<int>(rare)) + " at " +
+                                      std::to_string(pos);
+            for (const Outputs& o :
+                 {adam_test::run_separate(p, nesterov), adam_test::run_in_place(p, nesterov)}) {
+              ASSERT_EQ(compare_special("var", o.var, g.var), "") << where;
+              ASSERT_EQ(compare_special("m", o.m, g.m), "") << where;
+              ASSERT_EQ(compare_special("v", o.v, g.v), "") << where;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+// The sticky invalid (IE) and denormal (DE) flags, which the long bf16 calls read and clear per
+// block: on every target they are as the caller had them after a call on ordinary values, set or
+// not, and after a call that computed a NaN from a quiet NaN (which IEEE arithmetic does not flag;
+// the blocks' marks do, and must not leak it).
+TEST(ApplyAdamD, CallersInvalidAndDenormalFlagsAreKept) {
+  adam_test::RuntimeReset reset;
+  constexpr unsigned kInvalid = 0x1, kDenormal = 0x2;
+  constexpr size_t kN = 4 * 1024 + 3;
+  for (DType dtype : kDtypes) {
+    Problem p(dtype, {static_cast<int64_t>(kN)}, Scalars{});
+    for (size_t i = 0; i < kN; ++i) {
+      p.var.set(i, 0.5 + 1e-4 * static_cast<double>(i));
+      p.m.set(i, 0.01 * std::sin(static_cast<double>(i)));
+      p.v.set(i, 1e-4 * static_cast<double>(1 + i % 7));
+      p.grad.set(i, 0.02 * std::cos(static_cast<double>(i)));
+    }
+    Problem with_nan = p;
+    with_nan.grad.set(2000, std::numeric_limits<double>::quiet_NaN());
+    const unsigned saved = _mm_getcsr();
+    for (const std::string& target : mantissa::available_simd_targets()) {
+      ASSERT_TRUE(mantissa::set_simd_target(target).ok());
+      const std::string where = std::string(mantissa::dtype_name(dtype)) + " " + target;
+      for (unsigned before : {0u, kInvalid, kDenormal, kInvalid | kDenormal}) {
+        _mm_setcsr((saved & ~0x3Fu) | before);
+        (void)adam_test::run_in_place(p, false);
+        EXPECT_EQ(_mm_getcsr() & (kInvalid | kDenormal), before) << where;
+      }
+      _mm_setcsr(saved & ~0x3Fu);
+      (void)adam_test::run_in_place(with_nan, false);
+      EXPECT_EQ(_mm_getcsr() & (kInvalid | kDenormal), 0u) << where;
+    }
+    _mm_setcsr(saved);
+  }
+}
+#endif
 
 TEST(ApplyAdamD, SignedZerosAndNaNsFollowIeee) {
   // grad = 0, m = -0.0: m_out = -0 + (0.1 * (0 - -0)) = -0 + 0 = +0 (RNE sum of opposite zeros).
