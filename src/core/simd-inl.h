@@ -471,11 +471,6 @@ struct VectorSet<Format, 1> {
   static HWY_INLINE Vecs<D> Load(D d, const Storage* HWY_RESTRICT p) {
     return {LoadF32<Format>(d, p)};
   }
-  // For an input no output of the body overwrites (sets that log what they read skip it).
-  template <class D>
-  static HWY_INLINE Vecs<D> LoadReadOnly(D d, const Storage* HWY_RESTRICT p) {
-    return Load(d, p);
-  }
   template <class D>
   static HWY_INLINE void StoreResult(D d, Vecs<D> v, Storage* HWY_RESTRICT p) {
     mantissa::HWY_NAMESPACE::StoreResult<Format>(d, v[0], p);
@@ -497,10 +492,6 @@ struct VectorSet<Format, 2> {
     Vecs<D> v;
     LoadBf16EvenOdd(d, p, v[0], v[1]);
     return v;
-  }
-  template <class D>
-  static HWY_INLINE Vecs<D> LoadReadOnly(D d, const Storage* HWY_RESTRICT p) {
-    return Load(d, p);
   }
 
   // The pair is taken by reference and copied to locals: passed by value, the array stayed a

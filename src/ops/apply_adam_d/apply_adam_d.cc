@@ -7,7 +7,6 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 // clang-format on
 
-#include "core/checked_blocks-inl.h"
 #include "core/parallel.h"
 #include "core/prefetch.h"
 #include "core/simd-inl.h"
@@ -38,43 +37,28 @@ void ApplyAdamDRange(const detail::ApplyAdamDKernelArgs& a) {
     auto fetch = [&](int64_t i) MANTISSA_VECTOR_BODY {
       if constexpr (kPrefetch) detail::prefetch_ahead_each(i, var_in, m_in, v_in, grad_in);
     };
-    auto body = [&](auto d, auto set, int64_t i) MANTISSA_VECTOR_BODY {
-      // Every input element is loaded before any output element of the same index is stored,
-      // so in-place outputs (the same buffer as their input) are safe.
-      const auto var = set.Load(d, var_in + i);
-      const auto m = set.Load(d, m_in + i);
-      const auto v = set.Load(d, v_in + i);
-      const auto grad = set.LoadReadOnly(d, grad_in + i);
-      auto var_new = var, m_new = m, v_new = v;
-      ForEachOfSet<set.kCount>([&](auto k) MANTISSA_VECTOR_BODY {
-        // The normative grouping, shared with the multi-tensor step (apply_adam_d-inl.h).
-        const auto r = AdamDMath(d, c, kNesterov, var[k], m[k], v[k], grad[k]);
-        var_new[k] = r.var;
-        m_new[k] = r.m;
-        v_new[k] = r.v;
-      });
-      set.StoreResult(d, var_new, var_out + i);
-      set.StoreResult(d, m_new, m_out + i);
-      set.StoreResult(d, v_new, v_out + i);
-    };
-#if MANTISSA_HAVE_BF16_HW
-    if constexpr (std::is_same_v<Format, Bf16Hw>) {
-      // NaN and subnormal results found per block (core/checked_blocks-inl.h). Each output is
-      // its input's buffer or disjoint from every input (validation): in place, the three
-      // loads of var, m and v are what a block's stores write over; separate, none is.
-      const bool in_place = var_out == var_in && m_out == m_in && v_out == v_in;
-      const bool separate = var_out != var_in && m_out != m_in && v_out != v_in;
-      if (in_place) {
-        ForEachVectorSetCheckedPerBlock<3>(begin, end, body, fetch);
-        return;
-      }
-      if (separate) {
-        ForEachVectorSetCheckedPerBlock<0>(begin, end, body, fetch);
-        return;
-      }
-    }
-#endif
-    ForEachVectorSet<Format>(begin, end, body, fetch);
+    ForEachVectorSet<Format>(
+        begin, end,
+        [&](auto d, auto set, int64_t i) MANTISSA_VECTOR_BODY {
+          // Every input element is loaded before any output element of the same index is stored,
+          // so in-place outputs (the same buffer as their input) are safe.
+          const auto var = set.Load(d, var_in + i);
+          const auto m = set.Load(d, m_in + i);
+          const auto v = set.Load(d, v_in + i);
+          const auto grad = set.Load(d, grad_in + i);
+          auto var_new = var, m_new = m, v_new = v;
+          ForEachOfSet<set.kCount>([&](auto k) MANTISSA_VECTOR_BODY {
+            // The normative grouping, shared with the multi-tensor step (apply_adam_d-inl.h).
+            const auto r = AdamDMath(d, c, kNesterov, var[k], m[k], v[k], grad[k]);
+            var_new[k] = r.var;
+            m_new[k] = r.m;
+            v_new[k] = r.v;
+          });
+          set.StoreResult(d, var_new, var_out + i);
+          set.StoreResult(d, m_new, m_out + i);
+          set.StoreResult(d, v_new, v_out + i);
+        },
+        fetch);
   };
   detail::parallel_for(a.n, detail::kDefaultGrain, chunk);
 }
