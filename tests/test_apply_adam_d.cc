@@ -372,6 +372,18 @@ TEST(ApplyAdamD, OneRareElementAtEveryPositionMatchesFp32Golden) {
   }
 }
 
+// n elements of ordinary optimizer state (no NaN, infinity or subnormal anywhere in the step).
+Problem ordinary_problem(DType dtype, size_t n) {
+  Problem p(dtype, {static_cast<int64_t>(n)}, Scalars{});
+  for (size_t i = 0; i < n; ++i) {
+    p.var.set(i, 0.5 + 1e-4 * static_cast<double>(i));
+    p.m.set(i, 0.01 * std::sin(static_cast<double>(i)));
+    p.v.set(i, 1e-4 * static_cast<double>(1 + i % 7));
+    p.grad.set(i, 0.02 * std::cos(static_cast<double>(i)));
+  }
+  return p;
+}
+
 // One rare element in a long call (three blocks of 1024 elements and a tail), in place and
 // separate, at block edges, inside blocks and in the tail: every bit equals the fp32 golden, the
 // other elements included, on every target. A kernel that finds its rare lanes per block rather
@@ -387,13 +399,7 @@ TEST(ApplyAdamD, RareElementInOneBlockOfALongCallMatchesFp32Golden) {
     for (Rare rare : {Rare::kNaN, Rare::kInfinity, Rare::kSubnormalM, Rare::kNaNPayload}) {
       for (size_t pos : {size_t{0}, size_t{31}, size_t{1023}, size_t{1024}, size_t{1500},
                          size_t{2047}, size_t{2825}, size_t{3071}, size_t{3072}, kN - 1}) {
-        Problem p(dtype, {static_cast<int64_t>(kN)}, Scalars{});
-        for (size_t i = 0; i < kN; ++i) {
-          p.var.set(i, 0.5 + 1e-4 * static_cast<double>(i));
-          p.m.set(i, 0.01 * std::sin(static_cast<double>(i)));
-          p.v.set(i, 1e-4 * static_cast<double>(1 + i % 7));
-          p.grad.set(i, 0.02 * std::cos(static_cast<double>(i)));
-        }
+        Problem p = ordinary_problem(dtype, kN);
         switch (rare) {
           case Rare::kNaN: p.grad.set(pos, std::numeric_limits<double>::quiet_NaN()); break;
           case Rare::kInfinity: p.grad.set(pos, std::numeric_limits<double>::infinity()); break;
@@ -436,13 +442,7 @@ TEST(ApplyAdamD, CallersInvalidAndDenormalFlagsAreKept) {
   constexpr unsigned kInvalid = 0x1, kDenormal = 0x2;
   constexpr size_t kN = 4 * 1024 + 3;
   for (DType dtype : kDtypes) {
-    Problem p(dtype, {static_cast<int64_t>(kN)}, Scalars{});
-    for (size_t i = 0; i < kN; ++i) {
-      p.var.set(i, 0.5 + 1e-4 * static_cast<double>(i));
-      p.m.set(i, 0.01 * std::sin(static_cast<double>(i)));
-      p.v.set(i, 1e-4 * static_cast<double>(1 + i % 7));
-      p.grad.set(i, 0.02 * std::cos(static_cast<double>(i)));
-    }
+    const Problem p = ordinary_problem(dtype, kN);
     Problem with_nan = p;
     with_nan.grad.set(2000, std::numeric_limits<double>::quiet_NaN());
     const unsigned saved = _mm_getcsr();
