@@ -330,6 +330,27 @@ TEST(ApplyAdamD, SubnormalValuesMatchFp32Golden) {
   check_every_combination(values, scalar_sets);
 }
 
+// A rare element placed at pos: a quiet NaN grad, an infinite grad, a subnormal m (with grad 0,
+// so m_out is subnormal too: 1e-38 -> 0.9e-38 in fp32 and bf16), or a NaN grad with a payload
+// (its quiet propagation raises no flag, and the stored NaN must be the canonical one).
+enum class Rare { kNaN, kInfinity, kSubnormalM, kNaNPayload };
+
+void place_rare(Problem& p, Rare rare, size_t pos) {
+  switch (rare) {
+    case Rare::kNaN: p.grad.set(pos, std::numeric_limits<double>::quiet_NaN()); break;
+    case Rare::kInfinity: p.grad.set(pos, std::numeric_limits<double>::infinity()); break;
+    case Rare::kSubnormalM:
+      p.m.set(pos, 1e-38);
+      p.grad.set(pos, 0.0);
+      break;
+    case Rare::kNaNPayload:
+      p.grad.set_bits(pos, p.dtype == DType::kBFloat16  ? 0x7FC1u
+                           : p.dtype == DType::kFloat16 ? 0x7E01u
+                                                        : 0x7FC10000u);
+      break;
+  }
+}
+
 // One rare element (NaN, infinity or a subnormal result) among ordinary ones, at every position
 // of the first blocks: the 16-bit kernels handle two vectors at a time (bf16 split into even and
 // odd elements, the hardware narrowing skipped for a pair with a NaN or subnormal lane), so each
@@ -338,10 +359,8 @@ TEST(ApplyAdamD, SubnormalValuesMatchFp32Golden) {
 TEST(ApplyAdamD, OneRareElementAtEveryPositionMatchesFp32Golden) {
   adam_test::RuntimeReset reset;
   constexpr size_t kN = 83;  // two 32-element blocks, one 16-lane vector, a 3-element tail
-  const double rare_values[] = {std::numeric_limits<double>::quiet_NaN(),
-                                std::numeric_limits<double>::infinity(), 1e-38};
   for (DType dtype : kDtypes) {
-    for (double rare : rare_values) {
+    for (Rare rare : {Rare::kNaN, Rare::kInfinity, Rare::kSubnormalM}) {
       for (size_t pos = 0; pos < kN; ++pos) {
         Problem p(dtype, {static_cast<int64_t>(kN)}, Scalars{});
         for (size_t i = 0; i < kN; ++i) {
@@ -350,18 +369,13 @@ TEST(ApplyAdamD, OneRareElementAtEveryPositionMatchesFp32Golden) {
           p.v.set(i, 1e-4 * static_cast<double>(1 + i % 7));
           p.grad.set(i, 0.02 * std::cos(static_cast<double>(i)));
         }
-        // 1e-38 in m with grad 0 makes m_out subnormal (0.9e-38) in fp32 and bf16.
-        if (rare == 1e-38) {
-          p.m.set(pos, rare);
-          p.grad.set(pos, 0.0);
-        } else {
-          p.grad.set(pos, rare);
-        }
+        place_rare(p, rare, pos);
         const Outputs g = adam_test::golden32(p, false);
         for (const std::string& target : mantissa::available_simd_targets()) {
           ASSERT_TRUE(mantissa::set_simd_target(target).ok());
-          const std::string where = label(dtype, false) + " " + target + " rare " +
-                                    std::to_string(rare) + " at " + std::to_string(pos);
+          const std::string where = label(dtype, false) + " " + target + " rare kind " +
+                                    std::to_string(static_cast<int>(rare)) + " at " +
+                                    std::to_string(pos);
           const Outputs o = adam_test::run_in_place(p, false);
           ASSERT_EQ(compare_special("var", o.var, g.var), "") << where;
           ASSERT_EQ(compare_special("m", o.m, g.m), "") << where;
@@ -391,28 +405,12 @@ Problem ordinary_problem(DType dtype, size_t n) {
 TEST(ApplyAdamD, RareElementInOneBlockOfALongCallMatchesFp32Golden) {
   adam_test::RuntimeReset reset;
   constexpr size_t kN = 3 * 1024 + 45;  // three blocks and a tail
-  // The rare element: a quiet NaN grad, an infinite grad, a subnormal m (and grad 0, so m_out is
-  // subnormal too), and a NaN grad with a payload: its quiet propagation raises no flag, and the
-  // stored NaN must be the canonical one.
-  enum class Rare { kNaN, kInfinity, kSubnormalM, kNaNPayload };
   for (DType dtype : kDtypes) {
     for (Rare rare : {Rare::kNaN, Rare::kInfinity, Rare::kSubnormalM, Rare::kNaNPayload}) {
       for (size_t pos : {size_t{0}, size_t{31}, size_t{1023}, size_t{1024}, size_t{1500},
                          size_t{2047}, size_t{2825}, size_t{3071}, size_t{3072}, kN - 1}) {
         Problem p = ordinary_problem(dtype, kN);
-        switch (rare) {
-          case Rare::kNaN: p.grad.set(pos, std::numeric_limits<double>::quiet_NaN()); break;
-          case Rare::kInfinity: p.grad.set(pos, std::numeric_limits<double>::infinity()); break;
-          case Rare::kSubnormalM:
-            p.m.set(pos, 1e-38);
-            p.grad.set(pos, 0.0);
-            break;
-          case Rare::kNaNPayload:
-            p.grad.set_bits(pos, dtype == DType::kBFloat16  ? 0x7FC1u
-                                 : dtype == DType::kFloat16 ? 0x7E01u
-                                                            : 0x7FC10000u);
-            break;
-        }
+        place_rare(p, rare, pos);
         for (bool nesterov : {false, true}) {
           const Outputs g = adam_test::golden32(p, nesterov);
           for (const std::string& target : mantissa::available_simd_targets()) {
