@@ -3,11 +3,15 @@
 // API, aclnn (strided staging, null optional outputs, list handles, implMode) and op-by-name.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "acl/acl.h"
@@ -163,6 +167,74 @@ TEST(LayerNorm, BitExactOnEveryTargetAndThreadCount) {
               .ok());
       expect_same_bits(dw2, ref.dw, "dweight (lent workspace)");
     });
+  }
+}
+
+// Rows holding NaN (a payload), +inf, -inf or both infinities, in every part of a long call:
+// batches of rows whose statistics are computed together, single groups, the last rows. Their
+// outputs and rstd are the canonical quiet NaN in every dtype (statistics in fp32 and in x's
+// dtype), so is the mean of a row with a NaN or both infinities (+-inf with one), the other rows
+// are untouched by them, and the bits are golden32's everywhere.
+TEST(LayerNorm, NonFiniteRowsGiveCanonicalNaNOnEveryTarget) {
+  const int64_t rows = 41, n = 64;
+  // (row, column, value): NaN rows 3 (payload), 17, 36 and 40; +inf 18; -inf 20; both 33.
+  const float qnan_payload = std::bit_cast<float>(0x7FC12345u);
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<std::tuple<int64_t, int64_t, float>> specials{
+      {3, 5, qnan_payload}, {17, 0, std::nanf("")}, {18, 63, inf}, {20, 31, -inf},
+      {33, 1, inf},         {33, 62, -inf},         {36, 40, std::nanf("")}, {40, 7, inf},
+      {40, 8, std::nanf("")}};
+  const std::vector<int64_t> bad_rows{3, 17, 18, 20, 33, 36, 40};
+  auto put_specials = [&](HostTensor& x) {
+    for (auto [r, i, v] : specials) {
+      mantissa::store_from_float(x.dtype, x.data(), static_cast<std::size_t>(r * n + i), v);
+    }
+  };
+  for (auto [xd, gd] : std::vector<std::pair<DType, DType>>{{DType::kFloat32, DType::kFloat32},
+                                                            {DType::kFloat16, DType::kFloat32},
+                                                            {DType::kBFloat16, DType::kBFloat16},
+                                                            {DType::kBFloat16, DType::kFloat32}}) {
+    for (DType sd : {DType::kFloat32, xd}) {
+      const Problem pr{xd, gd, sd, {rows, n}, {n}};
+      SCOPED_TRACE(describe(pr));
+      const mantissa::LayerNormParams p{.normalized_shape = Dims(pr.ns), .eps = 1e-5};
+      Problem fp32_stats = pr;
+      fp32_stats.stats = DType::kFloat32;
+      Tensors ref(fp32_stats, true);
+      put_specials(ref.x);
+      mt::apply_golden32<LayerNormOp>(ref.forward(fp32_stats), p);
+      // The canonical quiet NaN of each dtype: 0x7FC00000 (fp32), 0x7E00 (fp16), 0x7FC0 (bf16).
+      auto is_canonical_nan = [](const HostTensor& t, int64_t i) {
+        const std::size_t b = mantissa::dtype_size(t.dtype);
+        uint32_t bits = 0;
+        std::memcpy(&bits, &t.bytes[static_cast<std::size_t>(i) * b], b);
+        return bits == (t.dtype == DType::kFloat32   ? 0x7FC00000u
+                        : t.dtype == DType::kFloat16 ? 0x7E00u
+                                                     : 0x7FC0u);
+      };
+      mt::for_each_target_and_thread_count([&](const std::string&, int) {
+        Tensors got(pr, true);
+        put_specials(got.x);
+        ASSERT_TRUE(mantissa::layer_norm(got.forward(pr), p).ok());
+        expect_same_bits(got.out, ref.out, "out");
+        for (int64_t r = 0; r < rows; ++r) {
+          if (std::find(bad_rows.begin(), bad_rows.end(), r) != bad_rows.end()) {
+            for (int64_t i = 0; i < n; ++i) EXPECT_TRUE(is_canonical_nan(got.out, r * n + i)) << r;
+            // One infinity: mean +-inf, then inf - inf in the centred sum.
+            if (r == 18 || r == 20) {
+              EXPECT_EQ(got.mean.value(r), r == 18 ? inf : -inf) << r;
+            } else {
+              EXPECT_TRUE(is_canonical_nan(got.mean, r)) << r;
+            }
+            EXPECT_TRUE(is_canonical_nan(got.rstd, r)) << r;
+          } else {
+            EXPECT_EQ(got.mean.value(r), mantissa::round_to(sd, ref.mean.value(r))) << r;
+            EXPECT_EQ(got.rstd.value(r), mantissa::round_to(sd, ref.rstd.value(r))) << r;
+            EXPECT_TRUE(std::isfinite(got.rstd.value(r))) << r;
+          }
+        }
+      });
+    }
   }
 }
 

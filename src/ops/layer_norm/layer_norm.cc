@@ -26,6 +26,7 @@
 #include <memory>
 #include <new>
 #include <type_traits>
+#include <utility>
 
 #include "core/reduce-inl.h"
 #include "core/rows.h"
@@ -102,7 +103,7 @@ HWY_NOINLINE void RowSums(const typename Format::Storage* HWY_RESTRICT xs, int64
 // out[k] = a[k] / b for R rows, several per vector: the same bits as one division per row (an IEEE
 // division is correctly rounded however it is issued), without R chains of scalar latency.
 template <size_t R>
-HWY_INLINE void Quotients(const double (&a)[R], double b, double (&out)[R]) {
+HWY_INLINE void Quotients(const double* HWY_RESTRICT a, double b, double* HWY_RESTRICT out) {
   const hn::CappedTag<double, R> d;
   for (size_t k = 0; k < R; k += hn::Lanes(d)) {
     hn::StoreU(hn::Div(hn::LoadU(d, a + k), hn::Set(d, b)), d, out + k);
@@ -112,7 +113,8 @@ HWY_INLINE void Quotients(const double (&a)[R], double b, double (&out)[R]) {
 // rstd = 1 / sqrt(q / n + eps) of R rows, each step one fp64 operation (correctly rounded, so the
 // same bits as a row at a time), several rows per vector.
 template <size_t R>
-HWY_INLINE void Rstds(const double (&q)[R], int64_t n, double eps, double (&rstd)[R]) {
+HWY_INLINE void Rstds(const double* HWY_RESTRICT q, int64_t n, double eps,
+                      double* HWY_RESTRICT rstd) {
   const hn::CappedTag<double, R> d;
   for (size_t k = 0; k < R; k += hn::Lanes(d)) {
     const auto var = hn::Div(hn::LoadU(d, q + k), hn::Set(d, static_cast<double>(n)));
@@ -120,19 +122,25 @@ HWY_INLINE void Rstds(const double (&q)[R], int64_t n, double eps, double (&rstd
   }
 }
 
-// RowSums of R rows of n elements at xs (row k at xs + k * n and, with kWiden, at to + k * n; n
-// at most kReduceBlock), their reductions interleaved: the same sums as ReduceRow's.
+// The first sums (s) of R rows of n elements at xs (row k at xs + k * n and, with kWiden, at
+// to + k * n; n at most kReduceBlock), their reductions interleaved: the same sums as ReduceRow's.
+// The sums are written where the caller keeps them (a copy through a local array became one
+// vector load of four scalar stores, which waits for them to reach the cache).
 template <class Format, size_t R, bool kWiden>
-HWY_NOINLINE void GroupSums(const typename Format::Storage* HWY_RESTRICT xs, int64_t n,
-                            double* HWY_RESTRICT to, double* HWY_RESTRICT mean_out,
-                            double* HWY_RESTRICT q_out) {
-  double s[R], mean[R], q[R];
+HWY_NOINLINE void GroupFirstSums(const typename Format::Storage* HWY_RESTRICT xs, int64_t n,
+                                 double* HWY_RESTRICT to, double (&s)[R]) {
   BlockSums<detail::ReduceMethod::kNaive, double, R>(
       [&](size_t k, auto da, int64_t i) {
         return LoadAndKeep<Format, kWiden>(da, xs, to, static_cast<int64_t>(k) * n + i);
       },
       n, s);
-  Quotients(s, static_cast<double>(n), mean);
+}
+
+// The centred sums of squares (q) of the same R rows, given their means.
+template <class Format, size_t R, bool kWiden>
+HWY_NOINLINE void GroupSquares(const typename Format::Storage* HWY_RESTRICT xs, int64_t n,
+                               const double* HWY_RESTRICT to, const double (&mean)[R],
+                               double (&q)[R]) {
   BlockSums<detail::ReduceMethod::kNaive, double, R>(
       [&](size_t k, auto da, int64_t i) {
         const int64_t at = static_cast<int64_t>(k) * n + i;
@@ -140,7 +148,22 @@ HWY_NOINLINE void GroupSums(const typename Format::Storage* HWY_RESTRICT xs, int
         return hn::Mul(c, c);
       },
       n, q);
-  for (size_t k = 0; k < R; ++k) mean_out[k] = mean[k], q_out[k] = q[k];
+}
+
+// Entries [g * R, (g + 1) * R) of a per-row array, as the array of R that BlockSums fills.
+template <size_t R, size_t N>
+HWY_INLINE double (&Slice(double (&a)[N], size_t g))[R] {
+  return *reinterpret_cast<double(*)[R]>(a + g * R);
+}
+
+// RowSums of R rows at once: GroupFirstSums, the means, GroupSquares.
+template <class Format, size_t R, bool kWiden>
+HWY_INLINE void GroupSums(const typename Format::Storage* HWY_RESTRICT xs, int64_t n,
+                          double* HWY_RESTRICT to, double (&mean)[R], double (&q)[R]) {
+  double s[R];
+  GroupFirstSums<Format, R, kWiden>(xs, n, to, s);
+  Quotients<R>(s, static_cast<double>(n), mean);
+  GroupSquares<Format, R, kWiden>(xs, n, to, mean, q);
 }
 
 // A per-row statistic rounded to fp32 (canonical NaN), then to the statistics' dtype.
@@ -234,7 +257,8 @@ class LayerNormRows {
   void Group(int64_t r, const XS* xs, const PT* w, const PT* b) const {
     double mean[kR], q[kR], rstd[kR];
     GroupSums<XF, kR, false>(xs, n_, nullptr, mean, q);
-    Rstds(q, n_, a_.eps, rstd);
+    Rstds<kR>(q, n_, a_.eps, rstd);
+    StoreStats<kR>(r, mean, rstd);
     for (size_t k = 0; k < kR; ++k) {
       const int64_t row = r + static_cast<int64_t>(k);
       Finish(row, mean[k], rstd[k], xs + static_cast<int64_t>(k) * n_, w, b, kGroup);
@@ -246,26 +270,37 @@ class LayerNormRows {
   void Row(int64_t r, const XS* xs, const PT* w, const PT* b) const {
     double mean[1], q[1], rstd[1];
     RowSums<XF, false>(xs, n_, nullptr, mean[0], q[0]);
-    Rstds(q, n_, a_.eps, rstd);
+    Rstds<1>(q, n_, a_.eps, rstd);
+    StoreStats<1>(r, mean, rstd);
     Finish(r, mean[0], rstd[0], xs, w, b, 1);
   }
 
   // Rows [r, r + G * kR) widened into buffer by their first pass, the later passes reading it.
-  // Their rstds are computed together (one vector chain of division, square root and division
-  // for up to G * kR rows), so that chain's latency is paid once per batch, not per group.
+  // Each step runs for all G groups before the next: their first sums, then all the means (one
+  // vector division for up to G * kR rows), their centred sums, then all the rstds (one vector
+  // chain of division, square root and division). The groups' sums are independent of one
+  // another, so a core overlaps them; the latencies of the means and rstds, which each group's
+  // later steps wait on, are paid once per batch, not per group.
   template <size_t G, class PT>
   void WidenedGroups(int64_t r, double* buffer, const PT* w, const PT* b) const {
     constexpr size_t kRows = G * kR;
-    double mean[kRows], q[kRows], rstd[kRows];
+    double s[kRows], mean[kRows], q[kRows], rstd[kRows];
+    const XS* const xs = x_ + r * n_;
     for (size_t g = 0; g < G; ++g) {
       const int64_t at = static_cast<int64_t>(g * kR) * n_;
-      GroupSums<XF, kR, true>(x_ + r * n_ + at, n_, buffer + at, mean + g * kR, q + g * kR);
+      GroupFirstSums<XF, kR, true>(xs + at, n_, buffer + at, Slice<kR>(s, g));
     }
-    Rstds(q, n_, a_.eps, rstd);
+    Quotients<kRows>(s, static_cast<double>(n_), mean);
+    for (size_t g = 0; g < G; ++g) {
+      const int64_t at = static_cast<int64_t>(g * kR) * n_;
+      GroupSquares<XF, kR, true>(xs + at, n_, buffer + at, Slice<kR>(mean, g), Slice<kR>(q, g));
+    }
+    Rstds<kRows>(q, n_, a_.eps, rstd);
+    StoreStats<kRows>(r, mean, rstd);
     for (size_t k = 0; k < kRows; ++k) {
       const int64_t at = static_cast<int64_t>(k) * n_;
-      Finish(r + static_cast<int64_t>(k), mean[k], rstd[k], static_cast<const double*>(buffer + at),
-             w, b, static_cast<int64_t>(kRows));
+      Finish(r + static_cast<int64_t>(k), mean[k], rstd[k], static_cast<const double*>(buffer + at), w,
+             b, static_cast<int64_t>(kRows));
     }
   }
 
@@ -274,21 +309,41 @@ class LayerNormRows {
   void WidenedRow(int64_t r, double* buffer, const PT* w, const PT* b) const {
     double mean[1], q[1], rstd[1];
     RowSums<XF, true>(x_ + r * n_, n_, buffer, mean[0], q[0]);
-    Rstds(q, n_, a_.eps, rstd);
+    Rstds<1>(q, n_, a_.eps, rstd);
+    StoreStats<1>(r, mean, rstd);
     Finish(r, mean[0], rstd[0], static_cast<const double*>(buffer), w, b, 1);
   }
 
-  // Row r's statistics stored, and its elementwise pass from x's elements at x (fp64, or x's
-  // storage). Meanwhile row r + ahead, the next one to be read, is fetched into cache: the sums
-  // read a row from memory and this pass only computes, so memory would otherwise sit idle here
-  // and the sums wait on it.
+  // The statistics of rows [r, r + R), rounded to fp32 (canonical NaN), then to their dtype:
+  // fp32 ones a vector of rows at a time.
+  template <size_t R>
+  void StoreStats(int64_t r, const double* HWY_RESTRICT mean,
+                  const double* HWY_RESTRICT rstd) const {
+    const hn::CappedTag<double, R> d;
+    const hn::Rebind<float, decltype(d)> df;
+    for (auto [to, from] : {std::pair{a_.mean, mean}, std::pair{a_.rstd, rstd}}) {
+      if (to == nullptr) continue;
+      if (a_.stats_dtype == DType::kFloat32) {
+        float* const p = static_cast<float*>(to) + r;
+        for (size_t k = 0; k < R; k += hn::Lanes(d)) {
+          hn::StoreU(CanonicalNaN(df, DemoteF64ToF32(df, d, hn::LoadU(d, from + k))), df, p + k);
+        }
+      } else {
+        for (size_t k = 0; k < R; ++k) {
+          StoreStat(a_.stats_dtype, to, r + static_cast<int64_t>(k), from[k]);
+        }
+      }
+    }
+  }
+
+  // Row r's elementwise pass from x's elements at x (fp64, or x's storage). Meanwhile row
+  // r + ahead, the next one to be read, is fetched into cache: the sums read a row from memory
+  // and this pass only computes, so memory would otherwise sit idle here and the sums wait on it.
   template <class XT, class PT>
-  void Finish(int64_t r, double mean, double rstd, const XT* HWY_RESTRICT x,
-              const PT* HWY_RESTRICT w, const PT* HWY_RESTRICT b, int64_t ahead) const {
+  HWY_INLINE void Finish(int64_t r, double mean, double rstd, const XT* HWY_RESTRICT x,
+                         const PT* HWY_RESTRICT w, const PT* HWY_RESTRICT b, int64_t ahead) const {
     const int64_t n = n_;  // locals: a 16-bit store may alias any member, which would reload it
     XS* const HWY_RESTRICT out = out_ + r * n;
-    if (a_.mean != nullptr) StoreStat(a_.stats_dtype, a_.mean, r, mean);
-    if (a_.rstd != nullptr) StoreStat(a_.stats_dtype, a_.rstd, r, rstd);
     // ((x - mean) * rstd) * w + b in fp64 lanes.
     auto affine = [&](auto dd, int64_t i) MANTISSA_VECTOR_BODY {
       auto v = hn::Mul(hn::Sub(LoadF64<XF>(dd, x + i), hn::Set(dd, mean)), hn::Set(dd, rstd));
