@@ -8,8 +8,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <optional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -181,9 +181,9 @@ TEST(LayerNorm, NonFiniteRowsGiveCanonicalNaNOnEveryTarget) {
   const float qnan_payload = std::bit_cast<float>(0x7FC12345u);
   const float inf = std::numeric_limits<float>::infinity();
   const std::vector<std::tuple<int64_t, int64_t, float>> specials{
-      {3, 5, qnan_payload}, {17, 0, std::nanf("")}, {18, 63, inf}, {20, 31, -inf},
-      {33, 1, inf},         {33, 62, -inf},         {36, 40, std::nanf("")}, {40, 7, inf},
-      {40, 8, std::nanf("")}};
+      {3, 5, qnan_payload},    {17, 0, std::nanf("")}, {18, 63, inf},
+      {20, 31, -inf},          {33, 1, inf},           {33, 62, -inf},
+      {36, 40, std::nanf("")}, {40, 7, inf},           {40, 8, std::nanf("")}};
   const std::vector<int64_t> bad_rows{3, 17, 18, 20, 33, 36, 40};
   auto put_specials = [&](HostTensor& x) {
     for (auto [r, i, v] : specials) {

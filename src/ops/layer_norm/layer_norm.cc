@@ -299,8 +299,8 @@ class LayerNormRows {
     StoreStats<kRows>(r, mean, rstd);
     for (size_t k = 0; k < kRows; ++k) {
       const int64_t at = static_cast<int64_t>(k) * n_;
-      Finish(r + static_cast<int64_t>(k), mean[k], rstd[k], static_cast<const double*>(buffer + at), w,
-             b, static_cast<int64_t>(kRows));
+      Finish(r + static_cast<int64_t>(k), mean[k], rstd[k], static_cast<const double*>(buffer + at),
+             w, b, static_cast<int64_t>(kRows));
     }
   }
 
