@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -351,6 +352,36 @@ void place_rare(Problem& p, Rare rare, size_t pos) {
   }
 }
 
+// n elements of ordinary optimizer state (no NaN, infinity or subnormal anywhere in the step),
+// var rising by var_step per element.
+Problem ordinary_problem(DType dtype, size_t n, double var_step) {
+  Problem p(dtype, {static_cast<int64_t>(n)}, Scalars{});
+  for (size_t i = 0; i < n; ++i) {
+    p.var.set(i, 0.5 + var_step * static_cast<double>(i));
+    p.m.set(i, 0.01 * std::sin(static_cast<double>(i)));
+    p.v.set(i, 1e-4 * static_cast<double>(1 + i % 7));
+    p.grad.set(i, 0.02 * std::cos(static_cast<double>(i)));
+  }
+  return p;
+}
+
+// The first of var, m and v whose bits differ from the golden's ("" if none).
+std::string compare_state(const Outputs& o, const Outputs& g) {
+  for (auto [name, got, want] : {std::tuple{"var", &o.var, &g.var}, std::tuple{"m", &o.m, &g.m},
+                                 std::tuple{"v", &o.v, &g.v}}) {
+    std::string diff = compare_special(name, *got, *want);
+    if (!diff.empty()) return diff;
+  }
+  return {};
+}
+
+// Where a rare-element check ran: dtype and form, target, rare kind and position.
+std::string rare_where(DType dtype, bool nesterov, const std::string& target, Rare rare,
+                       size_t pos) {
+  return label(dtype, nesterov) + " " + target + " rare kind " +
+         std::to_string(static_cast<int>(rare)) + " at " + std::to_string(pos);
+}
+
 // One rare element (NaN, infinity or a subnormal result) among ordinary ones, at every position
 // of the first blocks: the 16-bit kernels handle two vectors at a time (bf16 split into even and
 // odd elements, the hardware narrowing skipped for a pair with a NaN or subnormal lane), so each
@@ -362,40 +393,17 @@ TEST(ApplyAdamD, OneRareElementAtEveryPositionMatchesFp32Golden) {
   for (DType dtype : kDtypes) {
     for (Rare rare : {Rare::kNaN, Rare::kInfinity, Rare::kSubnormalM}) {
       for (size_t pos = 0; pos < kN; ++pos) {
-        Problem p(dtype, {static_cast<int64_t>(kN)}, Scalars{});
-        for (size_t i = 0; i < kN; ++i) {
-          p.var.set(i, 0.5 + 0.01 * static_cast<double>(i));
-          p.m.set(i, 0.01 * std::sin(static_cast<double>(i)));
-          p.v.set(i, 1e-4 * static_cast<double>(1 + i % 7));
-          p.grad.set(i, 0.02 * std::cos(static_cast<double>(i)));
-        }
+        Problem p = ordinary_problem(dtype, kN, 0.01);
         place_rare(p, rare, pos);
         const Outputs g = adam_test::golden32(p, false);
         for (const std::string& target : mantissa::available_simd_targets()) {
           ASSERT_TRUE(mantissa::set_simd_target(target).ok());
-          const std::string where = label(dtype, false) + " " + target + " rare kind " +
-                                    std::to_string(static_cast<int>(rare)) + " at " +
-                                    std::to_string(pos);
-          const Outputs o = adam_test::run_in_place(p, false);
-          ASSERT_EQ(compare_special("var", o.var, g.var), "") << where;
-          ASSERT_EQ(compare_special("m", o.m, g.m), "") << where;
-          ASSERT_EQ(compare_special("v", o.v, g.v), "") << where;
+          ASSERT_EQ(compare_state(adam_test::run_in_place(p, false), g), "")
+              << rare_where(dtype, false, target, rare, pos);
         }
       }
     }
   }
-}
-
-// n elements of ordinary optimizer state (no NaN, infinity or subnormal anywhere in the step).
-Problem ordinary_problem(DType dtype, size_t n) {
-  Problem p(dtype, {static_cast<int64_t>(n)}, Scalars{});
-  for (size_t i = 0; i < n; ++i) {
-    p.var.set(i, 0.5 + 1e-4 * static_cast<double>(i));
-    p.m.set(i, 0.01 * std::sin(static_cast<double>(i)));
-    p.v.set(i, 1e-4 * static_cast<double>(1 + i % 7));
-    p.grad.set(i, 0.02 * std::cos(static_cast<double>(i)));
-  }
-  return p;
 }
 
 // One rare element in a long call (three blocks of 1024 elements and a tail), in place and
@@ -409,20 +417,15 @@ TEST(ApplyAdamD, RareElementInOneBlockOfALongCallMatchesFp32Golden) {
     for (Rare rare : {Rare::kNaN, Rare::kInfinity, Rare::kSubnormalM, Rare::kNaNPayload}) {
       for (size_t pos : {size_t{0}, size_t{31}, size_t{1023}, size_t{1024}, size_t{1500},
                          size_t{2047}, size_t{2825}, size_t{3071}, size_t{3072}, kN - 1}) {
-        Problem p = ordinary_problem(dtype, kN);
+        Problem p = ordinary_problem(dtype, kN, 1e-4);
         place_rare(p, rare, pos);
         for (bool nesterov : {false, true}) {
           const Outputs g = adam_test::golden32(p, nesterov);
           for (const std::string& target : mantissa::available_simd_targets()) {
             ASSERT_TRUE(mantissa::set_simd_target(target).ok());
-            const std::string where = label(dtype, nesterov) + " " + target + " rare kind " +
-                                      std::to_string(static_cast<int>(rare)) + " at " +
-                                      std::to_string(pos);
             for (const Outputs& o :
                  {adam_test::run_separate(p, nesterov), adam_test::run_in_place(p, nesterov)}) {
-              ASSERT_EQ(compare_special("var", o.var, g.var), "") << where;
-              ASSERT_EQ(compare_special("m", o.m, g.m), "") << where;
-              ASSERT_EQ(compare_special("v", o.v, g.v), "") << where;
+              ASSERT_EQ(compare_state(o, g), "") << rare_where(dtype, nesterov, target, rare, pos);
             }
           }
         }
@@ -440,7 +443,7 @@ TEST(ApplyAdamD, CallersInvalidAndDenormalFlagsAreKept) {
   constexpr unsigned kInvalid = 0x1, kDenormal = 0x2;
   constexpr size_t kN = 4 * 1024 + 3;
   for (DType dtype : kDtypes) {
-    const Problem p = ordinary_problem(dtype, kN);
+    const Problem p = ordinary_problem(dtype, kN, 1e-4);
     Problem with_nan = p;
     with_nan.grad.set(2000, std::numeric_limits<double>::quiet_NaN());
     const unsigned saved = _mm_getcsr();
