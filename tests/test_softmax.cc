@@ -124,11 +124,11 @@ TEST(LogSoftmax, StressInputs) { stress<LogSoftmaxOp>(); }
 
 // A bf16 softmax along the last axis multiplies by the reciprocal of the sum and divides only
 // the vectors with a result near a bf16 rounding midpoint: against golden32 (which divides) on
-// every target, rows of one reduction block (exponentials kept) and longer (recomputed), over
-// a million outputs each (about 500 near a midpoint), spread wide enough for subnormal and zero
-// outputs.
+// every target, short rows (a batch's reciprocals in one vector), rows of one reduction block
+// (exponentials kept) and longer (recomputed), over a million outputs each (about 500 near a
+// midpoint), spread wide enough for subnormal and zero outputs.
 TEST(Softmax, Bf16ReciprocalGivesTheDivisionBits) {
-  for (int64_t len : {4096, 5000}) {
+  for (int64_t len : {64, 4096, 5000}) {
     const int64_t rows = (1 << 20) / len + 1;
     expect_bitwise<SoftmaxOp>(DType::kBFloat16, {rows, len}, -1,
                               random_buffer(DType::kBFloat16, rows * len, -6, 6, 21), {1});
@@ -176,6 +176,41 @@ void special_rows() {
 }
 
 TEST(Softmax, SpecialRows) { special_rows<SoftmaxOp>(); }
+
+// Short rows go one per vector lane at once (a batch: 16 rows with AVX-512, 8 with AVX2, 4 with
+// SSE4), their lanes combined across the batch's rows: special rows at a batch's first and last
+// row, inside one and in the rows after the last whole batch, for row lengths around the
+// vector widths and the 32 reduction lanes up to the longest batched row (256) and one more;
+// every dtype, every target and thread count, bitwise against golden32.
+template <class Op>
+void special_rows_in_batches() {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const int64_t rows = 41;  // two batches of 16 and nine rows after them
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    for (int64_t len : {1, 5, 31, 64, 100, 256, 257}) {
+      SCOPED_TRACE("len " + std::to_string(len));
+      std::vector<uint8_t> x = random_buffer(dtype, rows * len, -6, 6, static_cast<uint32_t>(len));
+      const std::size_t size = dtype_size(dtype);
+      auto set = [&](int64_t row, int64_t j, float v) {
+        const uint32_t bits = precision::narrow_result(v, dtype);
+        std::memcpy(x.data() + (row * len + j) * static_cast<int64_t>(size), &bits, size);
+      };
+      for (int64_t j = 0; j < len; ++j) set(0, j, -inf);  // all -inf
+      set(7, len / 2, inf);                               // one +inf
+      set(15, len - 1, nan);                              // NaN in the last element
+      set(16, 0, inf);                                    // +inf and -inf
+      set(16, len - 1, -inf);
+      for (int64_t j = 0; j < len; ++j) set(22, j, 3.0f);  // constant
+      set(31, 0, nan);
+      set(40, len - 1, inf);
+      expect_bitwise<Op>(dtype, {rows, len}, -1, x, {1, 2});
+    }
+  }
+}
+
+TEST(Softmax, SpecialRowsInBatchesOfShortRows) { special_rows_in_batches<SoftmaxOp>(); }
+TEST(LogSoftmax, SpecialRowsInBatchesOfShortRows) { special_rows_in_batches<LogSoftmaxOp>(); }
 TEST(LogSoftmax, SpecialRows) { special_rows<LogSoftmaxOp>(); }
 
 TEST(Softmax, RankZeroAndEmpty) {

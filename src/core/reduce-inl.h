@@ -15,6 +15,7 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
@@ -186,14 +187,15 @@ concept RowPairedTerm = requires(const Term& term, DA da, hn::Vec<DA>& v) {
 // Naive, Kahan or Neumaier over elements [begin, begin + len) (len in [0, kReduceBlock]) of R
 // rows at once, in registers: row k's terms are term(k, da, i). For each row, lane j accumulates
 // elements j, j + 32, ... in order; element j of the last, partial group goes to lane j; then
-// the lanes combine as CombineLanes combines them (lane j (+) lane j + w, w = 16 .. 1), across
-// vectors and then by halving inside one: the same operations in the same order as CombineLanes
-// over the 32 lanes in memory, without their round trip (short rows spend most of their
-// reduction time there). The rows' chains of dependent operations are interleaved, so a core
-// overlaps them; a row-wise kernel over short rows otherwise waits on each row's latencies.
+// the lanes combine as CombineLanes combines them (lane j (+) lane j + w, w = 16 .. 1) across
+// vectors, down to one vector per row: (s[k], c[k]), whose lanes BlockPartials or
+// MergeLanesOfRows combine. The same operations in the same order as CombineLanes over the 32
+// lanes in memory, without their round trip (short rows spend most of their reduction time
+// there). The rows' chains of dependent operations are interleaved, so a core overlaps them; a
+// row-wise kernel over short rows otherwise waits on each row's latencies.
 template <detail::ReduceMethod M, class A, size_t R, class Term>
-HWY_INLINE void BlockPartials(const Term& term, int64_t begin, int64_t len,
-                              detail::Partial<A> (&partials)[R]) {
+HWY_INLINE void BlockLaneVectors(const Term& term, int64_t begin, int64_t len,
+                                 hn::Vec<AccTag<A>> (&s_out)[R], hn::Vec<AccTag<A>> (&c_out)[R]) {
   static_assert(M != detail::ReduceMethod::kPairwise, "pairwise blocks are PairwiseBlock's");
   const AccTag<A> da;
   constexpr size_t kN = hn::MaxLanes(AccTag<A>());
@@ -266,7 +268,94 @@ HWY_INLINE void BlockPartials(const Term& term, int64_t begin, int64_t len,
     }
   }
   HWY_UNROLL(32)
-  for (size_t k = 0; k < R; ++k) partials[k] = MergeLanesByHalving<M>(da, s[k][0], c[k][0]);
+  for (size_t k = 0; k < R; ++k) {
+    s_out[k] = s[k][0];
+    c_out[k] = c[k][0];
+  }
+}
+
+// BlockLaneVectors, each row's lanes then combined by halving inside its vector: row k's
+// partial.
+template <detail::ReduceMethod M, class A, size_t R, class Term>
+HWY_INLINE void BlockPartials(const Term& term, int64_t begin, int64_t len,
+                              detail::Partial<A> (&partials)[R]) {
+  const AccTag<A> da;
+  hn::Vec<AccTag<A>> s[R], c[R];
+  BlockLaneVectors<M, A, R>(term, begin, len, s, c);
+  HWY_UNROLL(32)
+  for (size_t k = 0; k < R; ++k) partials[k] = MergeLanesByHalving<M>(da, s[k], c[k]);
+}
+
+// Rows whose lanes MergeLanesOfRows and MaxLanesOfRows combine at once: one per lane.
+template <class A>
+inline constexpr size_t kRowsAcrossLanes = hn::MaxLanes(AccTag<A>());
+
+#if HWY_TARGET != HWY_SCALAR  // one lane: nothing to combine (and no ConcatEven)
+// v with lane p moved to the lane whose index is p's bits reversed (an involution on the kN =
+// Lanes(d) lanes): the order MergeLanesOfRows starts from.
+template <class D>
+HWY_INLINE hn::Vec<D> BitReverseLanes(D d, hn::Vec<D> v) {
+  constexpr size_t kN = hn::MaxLanes(D());
+  if constexpr (kN <= 2) {
+    (void)d;
+    return v;
+  } else {
+    using TI = hwy::MakeSigned<hn::TFromD<D>>;
+    alignas(64) static constexpr auto kIndex = [] {
+      std::array<TI, kN> index{};
+      for (size_t p = 0; p < kN; ++p) {
+        size_t r = 0;
+        for (size_t bit = 1, mirror = kN / 2; bit < kN; bit *= 2, mirror /= 2) {
+          if (p & bit) r |= mirror;
+        }
+        index[p] = static_cast<TI>(r);
+      }
+      return index;
+    }();
+    return hn::TableLookupLanes(v, hn::SetTableIndices(d, kIndex.data()));
+  }
+}
+
+// One step of the across-rows trees below: lanes p = 2i of the vectors a and b (a's in the lower
+// half) and lanes p = 2i + 1, in that order.
+template <class D>
+HWY_INLINE void SplitEvenOdd(D d, hn::Vec<D> a, hn::Vec<D> b, hn::Vec<D>& even, hn::Vec<D>& odd) {
+  even = hn::ConcatEven(d, b, a);
+  odd = hn::ConcatOdd(d, b, a);
+}
+#endif
+
+// MergeLanesByHalving of kN = Lanes(da) rows at once, row k's lane vectors in (s[k], c[k]) (as
+// BlockLaneVectors leaves them): afterwards lane k of (s[0], c[0]) is row k's partial, with the
+// same bits. Each row's lanes are first put in bit-reversed order, so that lane j and lane
+// j + kN / 2 sit side by side, j in the even position; each of the log2(kN) passes then takes two
+// vectors, gathers the even positions of both into one vector and the odd ones into another
+// (ConcatEven, ConcatOdd) and merges the two: one MergeVectors per pair of vectors instead of a
+// narrowing chain of them per row, and no dependence between rows. After the pass that merges
+// lane j with lane j + w, lane j and lane j + w / 2 again sit side by side; after the last, the
+// rows' lanes are in row order.
+template <detail::ReduceMethod M, class DA>
+HWY_INLINE void MergeLanesOfRows(DA da, hn::Vec<DA> (&s)[hn::MaxLanes(DA())],
+                                 hn::Vec<DA> (&c)[hn::MaxLanes(DA())]) {
+#if HWY_TARGET == HWY_SCALAR
+  (void)da, (void)s, (void)c;
+#else
+  constexpr size_t kN = hn::MaxLanes(DA());
+  for (size_t k = 0; k < kN; ++k) {
+    s[k] = BitReverseLanes(da, s[k]);
+    c[k] = BitReverseLanes(da, c[k]);
+  }
+  for (size_t count = kN; count > 1; count /= 2) {
+    for (size_t i = 0; i < count / 2; ++i) {
+      hn::Vec<DA> s_lo, s_hi, c_lo, c_hi;
+      SplitEvenOdd(da, s[2 * i], s[2 * i + 1], s_lo, s_hi);
+      SplitEvenOdd(da, c[2 * i], c[2 * i + 1], c_lo, c_hi);
+      MergeVectors<M>(da, s_lo, c_lo, s_hi, c_hi);
+      s[i] = s_lo;
+      c[i] = c_lo;
+    }
+  }
+#endif
 }
 
 // A term of one row as a term of rows (row 0), with its pairs where it gives them.
@@ -471,10 +560,11 @@ HWY_INLINE float MaxLanesByHalving(D d, hn::Vec<D> m) {
 // The max of elements [begin, begin + len) (len in [0, kReduceBlock]) of R rows at once (row
 // k's elements are term(k, d, i)): for each row, lane j takes elements j, j + 32, ... (element j
 // of the last, partial group goes to lane j), then the lanes combine as MergeMax, lane j against
-// lane j + w, w = 16 .. 1: across vectors, then by halving inside one. Any NaN makes the row's
-// nan. The rows' chains are interleaved.
+// lane j + w, w = 16 .. 1, across vectors down to one vector per row, m[k] (whose lanes MaxBlocks
+// or MaxLanesOfRows combine). Any NaN makes nan[k]. The rows' chains are interleaved.
 template <size_t R, class Term>
-HWY_INLINE void MaxBlocks(const Term& term, int64_t begin, int64_t len, MaxPartial (&maxes)[R]) {
+HWY_INLINE void MaxLaneVectors(const Term& term, int64_t begin, int64_t len,
+                               hn::Vec<AccTag<float>> (&m_out)[R], bool (&nan_out)[R]) {
   const AccTag<float> d;
   constexpr size_t kN = hn::MaxLanes(AccTag<float>());
   constexpr size_t kV = kAccVectors<AccTag<float>>;
@@ -522,7 +612,7 @@ HWY_INLINE void MaxBlocks(const Term& term, int64_t begin, int64_t len, MaxParti
       HWY_UNROLL(32)
       for (size_t v = 0; v < kV; ++v) m[k][v] = hn::Load(d, values + v * kN);
     }
-    maxes[k].nan = any_nan;
+    nan_out[k] = any_nan;
   }
   HWY_UNROLL(32)
   for (size_t w = kV / 2; w >= 1; w /= 2) {  // lane distances 16 .. kN
@@ -533,7 +623,37 @@ HWY_INLINE void MaxBlocks(const Term& term, int64_t begin, int64_t len, MaxParti
     }
   }
   HWY_UNROLL(32)
-  for (size_t k = 0; k < R; ++k) maxes[k].value = MaxLanesByHalving(d, m[k][0]);
+  for (size_t k = 0; k < R; ++k) m_out[k] = m[k][0];
+}
+
+// MaxLaneVectors, each row's lanes then combined by halving inside its vector.
+template <size_t R, class Term>
+HWY_INLINE void MaxBlocks(const Term& term, int64_t begin, int64_t len, MaxPartial (&maxes)[R]) {
+  const AccTag<float> d;
+  hn::Vec<AccTag<float>> m[R];
+  bool nan[R];
+  MaxLaneVectors<R>(term, begin, len, m, nan);
+  HWY_UNROLL(32)
+  for (size_t k = 0; k < R; ++k) maxes[k] = {MaxLanesByHalving(d, m[k]), nan[k]};
+}
+
+// MaxLanesByHalving of kN = Lanes(d) rows at once, as MergeLanesOfRows: afterwards lane k of
+// m[0] is the value of row k's max.
+template <class D>
+HWY_INLINE void MaxLanesOfRows(D d, hn::Vec<D> (&m)[hn::MaxLanes(D())]) {
+#if HWY_TARGET == HWY_SCALAR
+  (void)d, (void)m;
+#else
+  constexpr size_t kN = hn::MaxLanes(D());
+  for (size_t k = 0; k < kN; ++k) m[k] = BitReverseLanes(d, m[k]);
+  for (size_t count = kN; count > 1; count /= 2) {
+    for (size_t i = 0; i < count / 2; ++i) {
+      hn::Vec<D> lo, hi;
+      SplitEvenOdd(d, m[2 * i], m[2 * i + 1], lo, hi);
+      m[i] = MaxVectors<D>(lo, hi);
+    }
+  }
+#endif
 }
 
 // MaxBlocks of one row: term(d, i).

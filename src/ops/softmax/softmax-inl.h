@@ -10,6 +10,7 @@
 #define MANTISSA_OPS_SOFTMAX_INL_H_
 #endif
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 
@@ -102,6 +103,69 @@ HWY_INLINE void RowsStats(const typename Format::Storage* x, int64_t n, float* e
   };
   BlockSums<kSoftmaxSumMethod, float, R>(exp_term, n, sum);
   for (size_t k = 0; k < R; ++k) stats[k] = {max[k], sum[k]};
+}
+
+// Rows BatchStats takes: one per lane of the accumulators (16 with AVX-512).
+constexpr size_t kSoftmaxBatchRows = kRowsAcrossLanes<float>;
+
+// RowStats of kSoftmaxBatchRows rows of n elements (n in [1, kReduceBlock / kSoftmaxBatchRows])
+// at once, row k at x + k * n, each step for every row before the next: the maxes, the
+// exponentials (into exps, row k at exps + k * n) and their sums. Each row's lanes are combined
+// across the rows (MaxLanesOfRows, MergeLanesOfRows) instead of one narrowing chain per row; the
+// same values as RowStats, max[k] and sum[k] for row k.
+template <class Format>
+HWY_INLINE void BatchStats(const typename Format::Storage* HWY_RESTRICT x, int64_t n,
+                           float* HWY_RESTRICT exps, float* HWY_RESTRICT max,
+                           float* HWY_RESTRICT sum) {
+  constexpr size_t kB = kSoftmaxBatchRows;
+  using V = hn::Vec<AccTag<float>>;
+  const AccTag<float> d;
+  V lanes[kB], comps[kB];
+  bool nan[kB];
+  for (size_t k = 0; k < kB; ++k) {
+    const auto* const row = x + static_cast<int64_t>(k) * n;
+    V m[1];
+    bool row_nan[1];
+    MaxLaneVectors<1>([row](size_t, auto dr, int64_t i) { return LoadF32<Format>(dr, row + i); }, 0,
+                      n, m, row_nan);
+    lanes[k] = m[0];
+    nan[k] = row_nan[0];
+  }
+  MaxLanesOfRows(d, lanes);
+  hn::StoreU(lanes[0], d, max);
+  for (size_t k = 0; k < kB; ++k) {
+    if (HWY_UNLIKELY(nan[k])) max[k] = std::numeric_limits<float>::quiet_NaN();
+  }
+  for (size_t k = 0; k < kB; ++k) {
+    const int64_t at = static_cast<int64_t>(k) * n;
+    StoreExpShifted<Format>(x + at, n, max[k], exps + at);
+  }
+  for (size_t k = 0; k < kB; ++k) {
+    const float* const kept = exps + static_cast<int64_t>(k) * n;
+    V s[1], c[1];
+    BlockLaneVectors<kSoftmaxSumMethod, float, 1>(
+        [kept](size_t, auto dr, int64_t i) { return hn::LoadU(dr, kept + i); }, 0, n, s, c);
+    lanes[k] = s[0];
+    comps[k] = c[0];
+  }
+  MergeLanesOfRows<kSoftmaxSumMethod>(d, lanes, comps);
+  // detail::finish of each row's partial: sum + comp where the compensation is not zero. A row
+  // whose sum or compensation is not finite is summed again plainly, as BlockSums does.
+  const V total = lanes[0], comp = comps[0];
+  hn::StoreU(hn::IfThenElse(hn::Ne(comp, hn::Zero(d)), hn::Add(total, comp), total), d, sum);
+  const auto bad = hn::Not(hn::And(hn::IsFinite(total), hn::IsFinite(comp)));
+  if (HWY_UNLIKELY(!hn::AllFalse(d, bad))) {
+    float totals[kB], compensations[kB];
+    hn::StoreU(total, d, totals);
+    hn::StoreU(comp, d, compensations);
+    for (size_t k = 0; k < kB; ++k) {
+      if (std::isfinite(totals[k]) && std::isfinite(compensations[k])) continue;
+      const float* const kept = exps + static_cast<int64_t>(k) * n;
+      sum[k] = detail::finish<detail::ReduceMethod::kNaive>(
+          LanesBlock<detail::ReduceMethod::kNaive, float>(
+              [kept](auto dr, int64_t i) { return hn::LoadU(dr, kept + i); }, 0, n));
+    }
+  }
 }
 
 }  // namespace mantissa::HWY_NAMESPACE

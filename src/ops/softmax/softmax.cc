@@ -108,16 +108,16 @@ void LastAxisRows(const detail::SoftmaxKernelArgs& a, int64_t begin, int64_t end
   // Softmax over rows of one reduction block keeps the exponentials its sum computed and divides
   // them (the same values: Exp gives each lane's bits whatever the vector).
   HWY_ALIGN float exps[detail::kReduceBlock];
-  // The outputs of row r from its statistics; exps (or null) holds its exponentials. Row `next`
-  // is fetched meanwhile if it is in [begin, end).
-  auto finish_row = [&](int64_t r, SoftmaxRowStats stats, const float* row_exps, int64_t next) {
+  // Only a bf16 softmax multiplies by the reciprocal of the sum (StoreQuotient); the others divide.
+  constexpr bool kReciprocal = !kLog && kIsBf16<Format>;
+  // The outputs of row r from its statistics (sum_or_log = SumOrLog(sum), reciprocal = 1 / sum
+  // where kReciprocal); exps (or null) holds its exponentials. Row `next` is fetched meanwhile if
+  // it is in [begin, end).
+  auto finish_row = [&](int64_t r, float max, float sum, float sum_or_log, float reciprocal,
+                        const float* row_exps, int64_t next) MANTISSA_VECTOR_BODY {
     const S* const x = x_all + r * n;
     S* const y = y_all + r * n;
     const S* const x_next = detail::row_to_fetch(x_all, n, next, end);
-    const float max = stats.max;
-    const float sum_or_log = SumOrLog<kLog>(stats.sum);
-    // Only a bf16 softmax multiplies (StoreQuotient); the others divide.
-    const float reciprocal = (!kLog && kIsBf16<Format>) ? 1.0f / stats.sum : 0.0f;
     auto fetch = [&](int64_t i) MANTISSA_VECTOR_BODY {
       if (x_next != nullptr) hwy::Prefetch(x_next + i);
     };
@@ -125,7 +125,7 @@ void LastAxisRows(const detail::SoftmaxKernelArgs& a, int64_t begin, int64_t end
     if (row_exps != nullptr) {
       ForEachVector(0, n, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
         fetch(i);
-        StoreQuotient<Format>(d, hn::LoadU(d, row_exps + i), stats.sum, reciprocal, y + i);
+        StoreQuotient<Format>(d, hn::LoadU(d, row_exps + i), sum, reciprocal, y + i);
       });
     } else {
       ForEachVector(0, n, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
@@ -134,13 +134,39 @@ void LastAxisRows(const detail::SoftmaxKernelArgs& a, int64_t begin, int64_t end
         if constexpr (kLog) {
           StoreResult<Format>(d, RowOutput<kLog>(d, shifted, hn::Set(d, sum_or_log)), y + i);
         } else {
-          StoreQuotient<Format>(d, Exp(d, shifted), stats.sum, reciprocal, y + i);
+          StoreQuotient<Format>(d, Exp(d, shifted), sum, reciprocal, y + i);
         }
       });
     }
   };
+  auto finish_row_from = [&](int64_t r, SoftmaxRowStats stats, const float* row_exps,
+                             int64_t next) {
+    finish_row(r, stats.max, stats.sum, SumOrLog<kLog>(stats.sum),
+               kReciprocal ? 1.0f / stats.sum : 0.0f, row_exps, next);
+  };
   int64_t r = begin;
-  // Short rows, several at once: the same statistics, the rows' chains interleaved.
+  // Short rows, one per lane at once (BatchStats), and the values every row's output pass needs
+  // computed for all of them in one vector.
+  constexpr int64_t kB = static_cast<int64_t>(kSoftmaxBatchRows);
+  if (kB > 1 && n >= 1 && n * kB <= detail::kReduceBlock) {
+    const AccTag<float> d;
+    for (; r + kB <= end; r += kB) {
+      HWY_ALIGN float max[kB], sum[kB], sum_or_log[kB], reciprocal[kB];
+      BatchStats<Format>(x_all + r * n, n, exps, max, sum);
+      const auto sums = hn::Load(d, sum);
+      if constexpr (kLog) {
+        hn::Store(Log(d, sums), d, sum_or_log);
+      } else {
+        hn::Store(sums, d, sum_or_log);
+      }
+      hn::Store(kReciprocal ? hn::Div(hn::Set(d, 1.0f), sums) : hn::Zero(d), d, reciprocal);
+      for (int64_t k = 0; k < kB; ++k) {
+        finish_row(r + k, max[k], sum[k], sum_or_log[k], reciprocal[k],
+                   kLog ? nullptr : exps + k * n, r + kB + k);
+      }
+    }
+  }
+  // Longer short rows, several at once: the same statistics, the rows' chains interleaved.
   constexpr int64_t kR = static_cast<int64_t>(kSoftmaxRowsAtOnce);
   if (kR > 1 && n >= 1 && n * kR <= detail::kReduceBlock) {
     float* const kept = kLog ? nullptr : exps;
@@ -148,7 +174,7 @@ void LastAxisRows(const detail::SoftmaxKernelArgs& a, int64_t begin, int64_t end
       SoftmaxRowStats stats[kR];
       RowsStats<Format, kR>(x_all + r * n, n, kept, stats);
       for (int64_t k = 0; k < kR; ++k) {
-        finish_row(r + k, stats[k], kLog ? nullptr : kept + k * n, r + kR + k);
+        finish_row_from(r + k, stats[k], kLog ? nullptr : kept + k * n, r + kR + k);
       }
     }
   }
@@ -167,7 +193,7 @@ void LastAxisRows(const detail::SoftmaxKernelArgs& a, int64_t begin, int64_t end
   for (; r < end; ++r) {
     // A struct, not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
     const SoftmaxRowStats stats = RowStats<Format>(x_all + r * n, n, kept);
-    finish_row(r, stats, kLog ? nullptr : kept, r + 1);
+    finish_row_from(r, stats, kLog ? nullptr : kept, r + 1);
   }
 }
 

@@ -1,0 +1,159 @@
+// The across-rows lane trees of core/reduce-inl.h (MergeLanesOfRows, MaxLanesOfRows) against the
+// per-row halving they stand in for (MergeLanesByHalving, MaxLanesByHalving), on every SIMD
+// target: lane vectors of values spread over 25 binades, so that any other order of the
+// additions gives other bits (checked below for the naive sum), for the naive, Kahan and
+// Neumaier merges in fp32 and fp64, and the max with ties between +0 and -0; bit for bit.
+// clang-format off (foreach_target.h must come first: it re-includes this file once per target)
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "test_reduce_lanes.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+// clang-format on
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <iterator>
+#include <random>
+
+#include "core/reduce-inl.h"
+#include "hwy/highway.h"
+
+#ifndef MANTISSA_TEST_REDUCE_LANES_ONCE
+#define MANTISSA_TEST_REDUCE_LANES_ONCE
+namespace mantissa::testing {
+// What one target's check found: rows compared, rows whose across-rows result differs from the
+// halving's, and rows whose halving differs from a left-to-right sum of the same lanes (the
+// values are meant to make every order give its own bits).
+struct LaneTreeCounts {
+  int64_t rows = 0;
+  int64_t mismatches = 0;
+  int64_t naive_rows = 0;  // naive sums of at least four lanes, where the two orders differ
+  int64_t order_sensitive = 0;
+};
+}  // namespace mantissa::testing
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace mantissa::HWY_NAMESPACE {
+namespace {
+
+// A value with a random sign, significand and binary exponent in [-12, 12].
+template <class A>
+A SpreadValue(std::mt19937& rng) {
+  std::uniform_real_distribution<double> significand(1.0, 2.0);
+  std::uniform_int_distribution<int> exponent(-12, 12);
+  const double v = std::ldexp(significand(rng), exponent(rng));
+  return static_cast<A>(rng() & 1 ? -v : v);
+}
+
+template <class A>
+bool SameBits(A a, A b) {
+  return std::memcmp(&a, &b, sizeof(A)) == 0;
+}
+
+// One batch of kN rows for method M: random lane sums (and compensations, for the compensated
+// methods), combined both ways.
+template <detail::ReduceMethod M, class A>
+void CheckSums(std::mt19937& rng, testing::LaneTreeCounts& counts) {
+  const AccTag<A> da;
+  constexpr size_t kN = hn::MaxLanes(AccTag<A>());
+  A sums[kN][kN], comps[kN][kN];
+  for (size_t k = 0; k < kN; ++k) {
+    for (size_t j = 0; j < kN; ++j) {
+      sums[k][j] = SpreadValue<A>(rng);
+      comps[k][j] =
+          detail::is_compensated(M) ? sums[k][j] * A(0x1p-30) * SpreadValue<A>(rng) : A(-0.0);
+    }
+  }
+  hn::Vec<AccTag<A>> s[kN], c[kN];
+  for (size_t k = 0; k < kN; ++k) {
+    s[k] = hn::LoadU(da, sums[k]);
+    c[k] = hn::LoadU(da, comps[k]);
+  }
+  MergeLanesOfRows<M>(da, s, c);
+  A across_sum[kN], across_comp[kN];
+  hn::StoreU(s[0], da, across_sum);
+  hn::StoreU(c[0], da, across_comp);
+  for (size_t k = 0; k < kN; ++k) {
+    const detail::Partial<A> p =
+        MergeLanesByHalving<M>(da, hn::LoadU(da, sums[k]), hn::LoadU(da, comps[k]));
+    ++counts.rows;
+    if (!SameBits(p.sum, across_sum[k]) || !SameBits(p.comp, across_comp[k])) ++counts.mismatches;
+    if constexpr (M == detail::ReduceMethod::kNaive && kN >= 4) {
+      ++counts.naive_rows;
+      A left_to_right = A(-0.0);
+      for (size_t j = 0; j < kN; ++j) left_to_right = left_to_right + sums[k][j];
+      if (!SameBits(left_to_right, p.sum)) ++counts.order_sensitive;
+    }
+  }
+}
+
+// One batch of kN rows' maxima: values from a few, with +0 and -0 among them (the tie rule: the
+// lower lane's value wins).
+void CheckMax(std::mt19937& rng, testing::LaneTreeCounts& counts) {
+  const AccTag<float> d;
+  constexpr size_t kN = hn::MaxLanes(AccTag<float>());
+  static constexpr float kValues[] = {0.0f, -0.0f, 1.0f, -1.0f, 0.0f, -0.0f, 2.5f};
+  std::uniform_int_distribution<size_t> pick(0, std::size(kValues) - 1);
+  float values[kN][kN];
+  hn::Vec<AccTag<float>> m[kN];
+  for (size_t k = 0; k < kN; ++k) {
+    for (size_t j = 0; j < kN; ++j) values[k][j] = kValues[pick(rng)];
+    m[k] = hn::LoadU(d, values[k]);
+  }
+  MaxLanesOfRows(d, m);
+  float across[kN];
+  hn::StoreU(m[0], d, across);
+  for (size_t k = 0; k < kN; ++k) {
+    ++counts.rows;
+    if (!SameBits(MaxLanesByHalving(d, hn::LoadU(d, values[k])), across[k])) ++counts.mismatches;
+  }
+}
+
+}  // namespace
+
+testing::LaneTreeCounts CheckLaneTrees(uint32_t seed) {
+  std::mt19937 rng(seed);
+  testing::LaneTreeCounts counts;
+  for (int batch = 0; batch < 64; ++batch) {
+    CheckSums<detail::ReduceMethod::kNaive, float>(rng, counts);
+    CheckSums<detail::ReduceMethod::kKahan, float>(rng, counts);
+    CheckSums<detail::ReduceMethod::kNeumaier, float>(rng, counts);
+    CheckSums<detail::ReduceMethod::kNaive, double>(rng, counts);
+    CheckSums<detail::ReduceMethod::kKahan, double>(rng, counts);
+    CheckMax(rng, counts);
+  }
+  return counts;
+}
+
+}  // namespace mantissa::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "target_sweep.h"
+
+namespace mantissa {
+HWY_EXPORT(CheckLaneTrees);
+
+namespace testing {
+namespace {
+
+TEST(ReduceLanes, AcrossRowsGivesEachRowsHalvingBitsOnEveryTarget) {
+  for_each_target([](const std::string& target) {
+    const LaneTreeCounts counts = HWY_DYNAMIC_DISPATCH(CheckLaneTrees)(7);
+    EXPECT_EQ(counts.mismatches, 0) << target;
+    EXPECT_GT(counts.rows, 0) << target;
+    // The values make the order of the additions matter: a left-to-right sum of four lanes or
+    // more differs from the halving tree in many rows.
+    EXPECT_GE(counts.order_sensitive, counts.naive_rows / 4) << target;
+  });
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace mantissa
+#endif  // HWY_ONCE
