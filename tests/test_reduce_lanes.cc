@@ -2,7 +2,8 @@
 // per-row halving they stand in for (MergeLanesByHalving, MaxLanesByHalving), on every SIMD
 // target: lane vectors of values spread over 25 binades, so that any other order of the
 // additions gives other bits (checked below for the naive sum), for the naive, Kahan and
-// Neumaier merges in fp32 and fp64, and the max with ties between +0 and -0; bit for bit.
+// Neumaier merges in fp32 and fp64, and the max with ties between +0 and -0; and the sums of whole
+// rows (BlockSumsAcrossLanes) against BlockSums row by row; bit for bit.
 // clang-format off (foreach_target.h must come first: it re-includes this file once per target)
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "test_reduce_lanes.cc"
@@ -13,7 +14,9 @@
 #include <cstdint>
 #include <cstring>
 #include <iterator>
+#include <limits>
 #include <random>
+#include <vector>
 
 #include "core/reduce-inl.h"
 #include "hwy/highway.h"
@@ -110,6 +113,30 @@ void CheckMax(std::mt19937& rng, testing::LaneTreeCounts& counts) {
   }
 }
 
+// BlockSumsAcrossLanes against BlockSums one row at a time, over rows of `len` values spread over
+// the binades, a few of them with an infinity or a NaN (the compensated methods' naive fallback,
+// the canonical NaN).
+template <detail::ReduceMethod M, class A>
+void CheckBlockSums(std::mt19937& rng, int64_t len, testing::LaneTreeCounts& counts) {
+  constexpr size_t kN = kRowsAcrossLanes<A>;
+  std::vector<A> x(kN * static_cast<size_t>(len));
+  for (A& v : x) v = SpreadValue<A>(rng);
+  std::uniform_int_distribution<size_t> where(0, x.size() - 1);
+  x[where(rng)] = std::numeric_limits<A>::infinity();
+  x[where(rng)] = -std::numeric_limits<A>::quiet_NaN();
+  const auto term = [&](size_t k, auto d, int64_t i) {
+    return hn::LoadU(d, x.data() + k * static_cast<size_t>(len) + static_cast<size_t>(i));
+  };
+  A across[kN];
+  BlockSumsAcrossLanes<M, A>(term, len, across);
+  for (size_t k = 0; k < kN; ++k) {
+    A one[1];
+    BlockSums<M, A, 1>(RowsFrom<decltype(term)>{term, k}, len, one);
+    ++counts.rows;
+    if (!SameBits(one[0], across[k])) ++counts.mismatches;
+  }
+}
+
 }  // namespace
 
 testing::LaneTreeCounts CheckLaneTrees(uint32_t seed) {
@@ -122,6 +149,15 @@ testing::LaneTreeCounts CheckLaneTrees(uint32_t seed) {
     CheckSums<detail::ReduceMethod::kNaive, double>(rng, counts);
     CheckSums<detail::ReduceMethod::kKahan, double>(rng, counts);
     CheckMax(rng, counts);
+  }
+  for (int64_t len : {1, 5, 32, 64, 100}) {
+    for (int batch = 0; batch < 8; ++batch) {
+      CheckBlockSums<detail::ReduceMethod::kNaive, float>(rng, len, counts);
+      CheckBlockSums<detail::ReduceMethod::kKahan, float>(rng, len, counts);
+      CheckBlockSums<detail::ReduceMethod::kNeumaier, float>(rng, len, counts);
+      CheckBlockSums<detail::ReduceMethod::kNaive, double>(rng, len, counts);
+      CheckBlockSums<detail::ReduceMethod::kKahan, double>(rng, len, counts);
+    }
   }
   return counts;
 }

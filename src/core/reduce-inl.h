@@ -407,6 +407,68 @@ HWY_INLINE void BlockSums(const Term& term, int64_t len, A (&sums)[R]) {
   }
 }
 
+// Rows [first, first + R) of a term of rows, as rows [0, R) (with its pairs where it gives them).
+template <class Term>
+struct RowsFrom {
+  const Term& term;
+  size_t first;
+  template <class D>
+  HWY_INLINE hn::Vec<D> operator()(size_t k, D d, int64_t i) const {
+    return term(first + k, d, i);
+  }
+  template <class D>
+  requires PairedTerm<Term, D> HWY_INLINE void Pair(size_t k, D d, int64_t i, hn::Vec<D>& lo,
+                                                    hn::Vec<D>& hi) const {
+    term.Pair(first + k, d, i, lo, hi);
+  }
+};
+
+// BlockSums of kRowsAcrossLanes<A> rows at once (one per lane of the accumulators): each row's
+// lane vectors as BlockLaneVectors leaves them (kRowsAtOnce rows' chains interleaved at a time),
+// then the rows' lanes combined across the rows (MergeLanesOfRows), and finished in one vector.
+// sums[k] gets exactly BlockSums' value for row k (its naive fallback included).
+template <detail::ReduceMethod M, class A, class Term>
+HWY_INLINE void BlockSumsAcrossLanes(const Term& term, int64_t len, A* HWY_RESTRICT sums) {
+  using V = hn::Vec<AccTag<A>>;
+  const AccTag<A> da;
+  constexpr size_t kN = kRowsAcrossLanes<A>;
+  constexpr size_t kR = std::min(kN, kRowsAtOnce<M, A>);
+  static_assert(kN % kR == 0);
+  V s[kN], c[kN];
+  for (size_t first = 0; first < kN; first += kR) {
+    V rows_s[kR], rows_c[kR];
+    BlockLaneVectors<M, A, kR>(RowsFrom<Term>{term, first}, 0, len, rows_s, rows_c);
+    for (size_t k = 0; k < kR; ++k) {
+      s[first + k] = rows_s[k];
+      c[first + k] = rows_c[k];
+    }
+  }
+  MergeLanesOfRows<M>(da, s, c);
+  const V total = s[0];
+  if constexpr (detail::is_compensated(M)) {
+    // detail::finish: sum + comp where the compensation is not zero. A row whose sum or
+    // compensation is not finite is summed again plainly, as BlockSums does.
+    const V comp = c[0];
+    hn::StoreU(hn::IfThenElse(hn::Ne(comp, hn::Zero(da)), hn::Add(total, comp), total), da, sums);
+    const auto bad = hn::Not(hn::And(hn::IsFinite(total), hn::IsFinite(comp)));
+    if (HWY_UNLIKELY(!hn::AllFalse(da, bad))) {
+      A totals[kN], comps[kN];
+      hn::StoreU(total, da, totals);
+      hn::StoreU(comp, da, comps);
+      for (size_t k = 0; k < kN; ++k) {
+        if (std::isfinite(totals[k]) && std::isfinite(comps[k])) continue;
+        sums[k] = detail::finish<detail::ReduceMethod::kNaive>(
+            LanesBlock<detail::ReduceMethod::kNaive, A>(
+                [&](auto d, int64_t i) { return term(k, d, i); }, 0, len));
+      }
+    }
+  } else {
+    // detail::finish: a NaN made the positive quiet NaN.
+    const V nan = hn::Set(da, std::numeric_limits<A>::quiet_NaN());
+    hn::StoreU(hn::IfThenElse(hn::IsNaN(total), nan, total), da, sums);
+  }
+}
+
 // Merges chunk rows [first, first + count) into row `first` along the pairwise tree.
 template <class A>
 void MergeChunkRows(A (*rows)[detail::kReduceLanes], int first, int count) {

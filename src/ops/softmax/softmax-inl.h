@@ -10,7 +10,6 @@
 #define MANTISSA_OPS_SOFTMAX_INL_H_
 #endif
 
-#include <cmath>
 #include <cstdint>
 #include <limits>
 
@@ -120,7 +119,7 @@ HWY_INLINE void BatchStats(const typename Format::Storage* HWY_RESTRICT x, int64
   constexpr size_t kB = kSoftmaxBatchRows;
   using V = hn::Vec<AccTag<float>>;
   const AccTag<float> d;
-  V lanes[kB], comps[kB];
+  V lanes[kB];
   bool nan[kB];
   for (size_t k = 0; k < kB; ++k) {
     const auto* const row = x + static_cast<int64_t>(k) * n;
@@ -140,32 +139,11 @@ HWY_INLINE void BatchStats(const typename Format::Storage* HWY_RESTRICT x, int64
     const int64_t at = static_cast<int64_t>(k) * n;
     StoreExpShifted<Format>(x + at, n, max[k], exps + at);
   }
-  for (size_t k = 0; k < kB; ++k) {
-    const float* const kept = exps + static_cast<int64_t>(k) * n;
-    V s[1], c[1];
-    BlockLaneVectors<kSoftmaxSumMethod, float, 1>(
-        [kept](size_t, auto dr, int64_t i) { return hn::LoadU(dr, kept + i); }, 0, n, s, c);
-    lanes[k] = s[0];
-    comps[k] = c[0];
-  }
-  MergeLanesOfRows<kSoftmaxSumMethod>(d, lanes, comps);
-  // detail::finish of each row's partial: sum + comp where the compensation is not zero. A row
-  // whose sum or compensation is not finite is summed again plainly, as BlockSums does.
-  const V total = lanes[0], comp = comps[0];
-  hn::StoreU(hn::IfThenElse(hn::Ne(comp, hn::Zero(d)), hn::Add(total, comp), total), d, sum);
-  const auto bad = hn::Not(hn::And(hn::IsFinite(total), hn::IsFinite(comp)));
-  if (HWY_UNLIKELY(!hn::AllFalse(d, bad))) {
-    float totals[kB], compensations[kB];
-    hn::StoreU(total, d, totals);
-    hn::StoreU(comp, d, compensations);
-    for (size_t k = 0; k < kB; ++k) {
-      if (std::isfinite(totals[k]) && std::isfinite(compensations[k])) continue;
-      const float* const kept = exps + static_cast<int64_t>(k) * n;
-      sum[k] = detail::finish<detail::ReduceMethod::kNaive>(
-          LanesBlock<detail::ReduceMethod::kNaive, float>(
-              [kept](auto dr, int64_t i) { return hn::LoadU(dr, kept + i); }, 0, n));
-    }
-  }
+  BlockSumsAcrossLanes<kSoftmaxSumMethod, float>(
+      [exps, n](size_t k, auto dr, int64_t i) {
+        return hn::LoadU(dr, exps + static_cast<int64_t>(k) * n + i);
+      },
+      n, sum);
 }
 
 }  // namespace mantissa::HWY_NAMESPACE
