@@ -56,16 +56,33 @@ template <class Format>
 void CrossEntropyRows(const detail::CrossEntropyKernelArgs& a, int64_t begin, int64_t end) {
   using S = typename Format::Storage;
   const int64_t n = a.classes;
+  const S* const x_all = static_cast<const S*>(a.features);
   const hn::CappedTag<float, 1> d1;
-  for (int64_t r = begin; r < end; ++r) {
-    const S* x = static_cast<const S*>(a.features) + r * n;
+  // Row r's outputs from Softmax's statistics and log(sum).
+  auto finish_row = [&](int64_t r, float max, float sum, float log_sum) {
+    const S* x = x_all + r * n;
     const S* y = static_cast<const S*>(a.labels) + r * n;
     S* backprop = static_cast<S*>(a.backprop) + r * n;
-    const auto [max, sum] = RowStats<Format>(x, n);  // Softmax's, bit for bit
-    const float log_sum = hn::GetLane(Log(d1, hn::Set(d1, sum)));
     const double loss = ReduceRow<detail::ReduceMethod::kNaive, double>(
         OutputTerm<Format>{x, y, backprop, max, sum, log_sum}, n);
     StoreResult<Format>(d1, hn::Set(d1, static_cast<float>(loss)), static_cast<S*>(a.loss) + r);
+  };
+  int64_t r = begin;
+  // Few classes: Softmax's batches of short rows (the same statistics), their logs in one vector.
+  constexpr int64_t kB = static_cast<int64_t>(kSoftmaxBatchRows);
+  if (kB > 1 && n * kB <= detail::kReduceBlock) {
+    const AccTag<float> d;
+    HWY_ALIGN float exps[detail::kReduceBlock];
+    for (; r + kB <= end; r += kB) {
+      HWY_ALIGN float max[kB], sum[kB], log_sum[kB];
+      BatchStats<Format>(x_all + r * n, n, exps, max, sum);
+      hn::Store(Log(d, hn::Load(d, sum)), d, log_sum);
+      for (int64_t k = 0; k < kB; ++k) finish_row(r + k, max[k], sum[k], log_sum[k]);
+    }
+  }
+  for (; r < end; ++r) {
+    const SoftmaxRowStats stats = RowStats<Format>(x_all + r * n, n);  // Softmax's, bit for bit
+    finish_row(r, stats.max, stats.sum, hn::GetLane(Log(d1, hn::Set(d1, stats.sum))));
   }
 }
 
