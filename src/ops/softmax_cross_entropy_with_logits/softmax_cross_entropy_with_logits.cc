@@ -32,20 +32,24 @@ HWY_BEFORE_NAMESPACE();
 namespace mantissa::HWY_NAMESPACE {
 
 // The output pass as the terms of the loss sum: stores backprop_i, returns y_i * (l - (x_i - m))
-// in fp64. The naive fp64 sum calls it once per element.
+// in fp64. The naive fp64 sum calls it once per element. exps holds the row's exp(x_i - m) as
+// the statistics computed them (the same values Exp gives), or is null (rows longer than a
+// reduction block: Exp here).
 template <class Format>
 struct OutputTerm {
   using S = typename Format::Storage;
   const S* x;
   const S* y;
   S* backprop;
+  const float* exps;
   float max, sum, log_sum;
   template <class DA>
   HWY_INLINE hn::Vec<DA> operator()(DA da, int64_t i) const {
     const hn::Rebind<float, DA> df;
     const auto shifted = hn::Sub(LoadF32<Format>(df, x + i), hn::Set(df, max));
     const auto label = LoadF32<Format>(df, y + i);
-    const auto softmax = hn::Div(Exp(df, shifted), hn::Set(df, sum));
+    const auto e = exps != nullptr ? hn::LoadU(df, exps + i) : Exp(df, shifted);
+    const auto softmax = hn::Div(e, hn::Set(df, sum));
     StoreResult<Format>(df, hn::Sub(softmax, label), backprop + i);
     const auto neg_log_softmax = hn::Sub(hn::Set(df, log_sum), shifted);
     return hn::Mul(hn::PromoteTo(da, label), hn::PromoteTo(da, neg_log_softmax));
@@ -58,31 +62,34 @@ void CrossEntropyRows(const detail::CrossEntropyKernelArgs& a, int64_t begin, in
   const int64_t n = a.classes;
   const S* const x_all = static_cast<const S*>(a.features);
   const hn::CappedTag<float, 1> d1;
-  // Row r's outputs from Softmax's statistics and log(sum).
-  auto finish_row = [&](int64_t r, float max, float sum, float log_sum) {
+  // Row r's outputs from Softmax's statistics, log(sum) and the row's exponentials.
+  auto finish_row = [&](int64_t r, float max, float sum, float log_sum, const float* exps) {
     const S* x = x_all + r * n;
     const S* y = static_cast<const S*>(a.labels) + r * n;
     S* backprop = static_cast<S*>(a.backprop) + r * n;
     const double loss = ReduceRow<detail::ReduceMethod::kNaive, double>(
-        OutputTerm<Format>{x, y, backprop, max, sum, log_sum}, n);
+        OutputTerm<Format>{x, y, backprop, exps, max, sum, log_sum}, n);
     StoreResult<Format>(d1, hn::Set(d1, static_cast<float>(loss)), static_cast<S*>(a.loss) + r);
   };
+  HWY_ALIGN float exps[detail::kReduceBlock];
   int64_t r = begin;
   // Few classes: Softmax's batches of short rows (the same statistics), their logs in one vector.
   constexpr int64_t kB = static_cast<int64_t>(kSoftmaxBatchRows);
   if (kB > 1 && n * kB <= detail::kReduceBlock) {
     const AccTag<float> d;
-    HWY_ALIGN float exps[detail::kReduceBlock];
     for (; r + kB <= end; r += kB) {
       HWY_ALIGN float max[kB], sum[kB], log_sum[kB];
       BatchStats<Format>(x_all + r * n, n, exps, max, sum);
       hn::Store(Log(d, hn::Load(d, sum)), d, log_sum);
-      for (int64_t k = 0; k < kB; ++k) finish_row(r + k, max[k], sum[k], log_sum[k]);
+      for (int64_t k = 0; k < kB; ++k) {
+        finish_row(r + k, max[k], sum[k], log_sum[k], exps + k * n);
+      }
     }
   }
+  float* const kept = n <= detail::kReduceBlock ? exps : nullptr;
   for (; r < end; ++r) {
-    const SoftmaxRowStats stats = RowStats<Format>(x_all + r * n, n);  // Softmax's, bit for bit
-    finish_row(r, stats.max, stats.sum, hn::GetLane(Log(d1, hn::Set(d1, stats.sum))));
+    const SoftmaxRowStats stats = RowStats<Format>(x_all + r * n, n, kept);  // Softmax's
+    finish_row(r, stats.max, stats.sum, hn::GetLane(Log(d1, hn::Set(d1, stats.sum))), kept);
   }
 }
 
