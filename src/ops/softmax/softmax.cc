@@ -68,15 +68,22 @@ HWY_INLINE void StoreQuotient(D d, hn::Vec<D> e, float sum, float reciprocal,
   StoreResult<Format>(d, hn::Div(e, hn::Set(d, sum)), y);
 }
 
-// The value the output pass needs: log(sum) for log-softmax, the sum for softmax.
-template <bool kLog>
-float SumOrLog(float sum) {
+// The value the output pass needs, per lane: log(sum) for log-softmax, the sum for softmax.
+template <bool kLog, class D>
+HWY_INLINE hn::Vec<D> SumOrLog(D d, hn::Vec<D> sum) {
   if constexpr (kLog) {
-    const hn::CappedTag<float, 1> d1;
-    return hn::GetLane(Log(d1, hn::Set(d1, sum)));
+    return Log(d, sum);
   } else {
+    (void)d;
     return sum;
   }
+}
+
+// The same for one row's sum.
+template <bool kLog>
+float SumOrLog(float sum) {
+  const hn::CappedTag<float, 1> d1;
+  return hn::GetLane(SumOrLog<kLog>(d1, hn::Set(d1, sum)));
 }
 
 // This thread's buffer for exponentials (a tile's, or a long row's), at least `count` floats
@@ -154,11 +161,7 @@ void LastAxisRows(const detail::SoftmaxKernelArgs& a, int64_t begin, int64_t end
       HWY_ALIGN float max[kB], sum[kB], sum_or_log[kB], reciprocal[kB];
       BatchStats<Format>(x_all + r * n, n, exps, max, sum);
       const auto sums = hn::Load(d, sum);
-      if constexpr (kLog) {
-        hn::Store(Log(d, sums), d, sum_or_log);
-      } else {
-        hn::Store(sums, d, sum_or_log);
-      }
+      hn::Store(SumOrLog<kLog>(d, sums), d, sum_or_log);
       hn::Store(kReciprocal ? hn::Div(hn::Set(d, 1.0f), sums) : hn::Zero(d), d, reciprocal);
       for (int64_t k = 0; k < kB; ++k) {
         finish_row(r + k, max[k], sum[k], sum_or_log[k], reciprocal[k],
