@@ -293,7 +293,8 @@ void LastAxisRows(const detail::SoftmaxGradKernelArgs& a, const ExpOfOutput<Form
   S* const out_all = static_cast<S*>(a.out);
   // Row r's elementwise pass with row sum s, fetching row `next` (if in [begin, end)).
   // In place (out is dy) is safe: element i is read before it is written, and never again.
-  auto finish_row = [&](int64_t r, double s, int64_t next) {
+  // Inlined into both loops below: a call per row cost a tenth of the time on rows of 64.
+  auto finish_row = [&](int64_t r, double s, int64_t next) MANTISSA_VECTOR_BODY {
     // Locals, not captures: a 16-bit store may alias the closure, which would reload them.
     const int64_t len = n;
     const S* const dy = dy_all + r * len;
