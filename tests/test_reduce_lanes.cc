@@ -3,7 +3,8 @@
 // target: lane vectors of values spread over 25 binades, so that any other order of the
 // additions gives other bits (checked below for the naive sum), for the naive, Kahan and
 // Neumaier merges in fp32 and fp64, and the max with ties between +0 and -0; and the sums of whole
-// rows (BlockSumsAcrossLanes) against BlockSums row by row; bit for bit.
+// rows (BlockSumsAcrossLanes) against BlockSums row by row; bit for bit. Also the max of two lane
+// vectors (MaxVectors, every max pass's step) against its definition on special values.
 // clang-format off (foreach_target.h must come first: it re-includes this file once per target)
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "test_reduce_lanes.cc"
@@ -113,6 +114,38 @@ void CheckMax(std::mt19937& rng, testing::LaneTreeCounts& counts) {
   }
 }
 
+// MaxVectors(a, b) lane by lane against its definition, b where b > a else a, on every pair of
+// special values (ties of +0 and -0 in both orders, NaNs with payloads on either side, infinities,
+// a subnormal), in a full vector and in the one-lane vectors of a row's tail: on x86 it is one
+// maxps whose operand order carries these rules.
+template <class D>
+void CheckMaxVectorsIn(D d, testing::LaneTreeCounts& counts) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  uint32_t payload_bits = 0x7FC01234u;
+  float payload;
+  std::memcpy(&payload, &payload_bits, sizeof(payload));
+  const float values[] = {0.0f, -0.0f, 1.0f, -1.0f, inf, -inf, nan, -nan, payload, 1e-40f, 2.5f};
+  constexpr size_t kV = std::size(values);
+  constexpr size_t kPairs = kV * kV;
+  const size_t lanes = hn::Lanes(d);
+  std::vector<float> a(kPairs + lanes), b(kPairs + lanes), got(kPairs + lanes);
+  for (size_t i = 0; i < kPairs; ++i) a[i] = values[i / kV], b[i] = values[i % kV];
+  for (size_t i = 0; i < kPairs; i += lanes) {
+    hn::StoreU(MaxVectors<D>(hn::LoadU(d, a.data() + i), hn::LoadU(d, b.data() + i)), d,
+               got.data() + i);
+  }
+  for (size_t i = 0; i < kPairs; ++i) {
+    ++counts.rows;
+    if (!SameBits(got[i], b[i] > a[i] ? b[i] : a[i])) ++counts.mismatches;
+  }
+}
+
+void CheckMaxVectors(testing::LaneTreeCounts& counts) {
+  CheckMaxVectorsIn(AccTag<float>(), counts);
+  CheckMaxVectorsIn(hn::CappedTag<float, 1>(), counts);
+}
+
 // BlockSumsAcrossLanes against BlockSums one row at a time, over rows of `len` values spread over
 // the binades, a few of them with an infinity or a NaN (the compensated methods' naive fallback,
 // the canonical NaN).
@@ -150,6 +183,7 @@ testing::LaneTreeCounts CheckLaneTrees(uint32_t seed) {
     CheckSums<detail::ReduceMethod::kKahan, double>(rng, counts);
     CheckMax(rng, counts);
   }
+  CheckMaxVectors(counts);
   for (int64_t len : {1, 5, 32, 64, 100}) {
     for (int batch = 0; batch < 8; ++batch) {
       CheckBlockSums<detail::ReduceMethod::kNaive, float>(rng, len, counts);

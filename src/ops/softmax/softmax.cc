@@ -222,8 +222,7 @@ void Tile(const detail::SoftmaxKernelArgs& a, const detail::Tile& t) {
   for (int64_t k = 0; k < n; ++k) {
     ForEachVector(0, w, [&](auto d, int64_t j) MANTISSA_VECTOR_BODY {
       const auto v = LoadF32<Format>(d, x + k * stride + j);
-      auto m = hn::LoadU(d, max + j);
-      hn::StoreU(hn::IfThenElse(hn::Gt(v, m), v, m), d, max + j);
+      hn::StoreU(MaxVectors<decltype(d)>(hn::LoadU(d, max + j), v), d, max + j);
       const auto flag = hn::IfThenElse(hn::IsNaN(v), hn::Set(d, 1.0f), hn::LoadU(d, nan + j));
       hn::StoreU(flag, d, nan + j);
     });
