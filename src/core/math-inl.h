@@ -55,15 +55,12 @@ HWY_INLINE hn::Vec<D> ScaleExp(D d, hn::Vec<D> x, hn::Vec<D> y, hn::Vec<hn::Rebi
   return hn::IfThenElse(hn::IsNaN(x), hn::BitCast(d, hn::Set(di, kCanonicalNaN)), result);
 }
 
-// exp(x), max error 0.99 ulp (docs/math.md). exp(-inf) = +0, exp(+inf) = +inf, NaN -> canonical
-// NaN; results below half the smallest subnormal round to +0, above FLT_MAX to +inf; subnormal
-// results are rounded once.
-//
-// K vectors in place, each step applied to all K before the next (as Exp64 below): the chain of
-// some 25 dependent operations of one vector would otherwise keep the core waiting on its
-// latency. Every lane goes through the same operations whatever K is, so K never changes a bit.
-template <size_t K, class D>
-HWY_INLINE void Exp(D d, hn::Vec<D> (&x)[K]) {
+// exp(x) for K vectors in place, the steps of Exp below. kInRange: the caller has checked that
+// every lane has |x| < 86, where the clamp changes nothing and y * 2^n is normal (ScaleExp's fast
+// path), so neither is computed; otherwise the clamp and ScaleExp's own check. The same bits
+// either way.
+template <bool kInRange, size_t K, class D>
+HWY_INLINE void ExpSteps(D d, hn::Vec<D> (&x)[K]) {
   const hn::RebindToSigned<D> di;
   // exp(-104) is below half the smallest subnormal and exp(89) above FLT_MAX, so clamping
   // changes no finite result and maps -inf to 0 and +inf to inf. (NaN is replaced at the end.)
@@ -79,7 +76,7 @@ HWY_INLINE void Exp(D d, hn::Vec<D> (&x)[K]) {
   hn::Vec<D> shifted[K], r[K], p[K];
 #pragma GCC unroll 8
   for (size_t k = 0; k < K; ++k) {
-    const auto xc = hn::Min(hn::Max(x[k], lo), hi);
+    const auto xc = kInRange ? x[k] : hn::Min(hn::Max(x[k], lo), hi);
     shifted[k] = hn::Add(hn::Mul(xc, log2e), magic);
     const auto n = hn::Sub(shifted[k], magic);
     r[k] = hn::Sub(hn::Sub(xc, hn::Mul(n, ln2_hi)), hn::Mul(n, ln2_lo));
@@ -103,9 +100,36 @@ HWY_INLINE void Exp(D d, hn::Vec<D> (&x)[K]) {
     // the difference of the two bit patterns is n (one subtraction; the conversion instruction
     // needs a fix-up for out-of-range lanes on x86).
     const auto ni = hn::Sub(hn::BitCast(di, shifted[k]), hn::BitCast(di, magic));
-    // |x| < 86: |n| <= 124 and y in [0.7, 1.42], so y * 2^n is normal. n in [-151, 129]
-    // otherwise, where both factors of the two-product scaling are normal powers of two.
-    x[k] = ScaleExp(d, x[k], y, ni, 86.0f);
+    // |x| < 86: |n| <= 124 and y in [0.7, 1.42], so y * 2^n is normal: n added to y's exponent
+    // field (ScaleExp's fast path, whose check the caller made). n in [-151, 129] otherwise,
+    // where both factors of the two-product scaling are normal powers of two.
+    if constexpr (kInRange) {
+      x[k] = hn::BitCast(d, hn::Add(hn::BitCast(di, y), hn::ShiftLeft<23>(ni)));
+    } else {
+      x[k] = ScaleExp(d, x[k], y, ni, 86.0f);
+    }
+  }
+}
+
+// exp(x), max error 0.99 ulp (docs/math.md). exp(-inf) = +0, exp(+inf) = +inf, NaN -> canonical
+// NaN; results below half the smallest subnormal round to +0, above FLT_MAX to +inf; subnormal
+// results are rounded once.
+//
+// K vectors in place, each step applied to all K before the next (as Exp64 below): the chain of
+// some 25 dependent operations of one vector would otherwise keep the core waiting on its
+// latency. Every lane goes through the same operations whatever K is, so K never changes a bit.
+// One range check for all K vectors picks the steps without the clamp and the scaling's check
+// (every lane |x| < 86: softmax's x - max of any realistic row) or with them.
+template <size_t K, class D>
+HWY_INLINE void Exp(D d, hn::Vec<D> (&x)[K]) {
+  const auto bound = hn::Set(d, 86.0f);
+  auto in_range = hn::Lt(hn::Abs(x[0]), bound);  // false for NaN
+#pragma GCC unroll 8
+  for (size_t k = 1; k < K; ++k) in_range = hn::And(in_range, hn::Lt(hn::Abs(x[k]), bound));
+  if (HWY_LIKELY(hn::AllTrue(d, in_range))) {
+    ExpSteps<true>(d, x);
+  } else {
+    ExpSteps<false>(d, x);
   }
 }
 
@@ -164,9 +188,10 @@ HWY_INLINE hn::Vec<D> Exp2ThirtySeconds(D d, hn::Vec<hn::RebindToSigned<D>> j) {
 // K vectors in place, each step applied to all K before the next: the Horner chain is a run of
 // dependent operations, and K independent chains in one stretch of code keep the multipliers
 // busy where one chain would wait on its own latency. Every lane goes through the same
-// operations whatever K is, so K never changes a bit.
-template <size_t K, class D>
-HWY_INLINE void Exp64(D d, hn::Vec<D> (&x)[K]) {
+// operations whatever K is, so K never changes a bit. One range check for all K vectors, as in
+// Exp: every lane |x| < 700 skips the clamp and the scaling's check (the same bits).
+template <bool kInRange, size_t K, class D>
+HWY_INLINE void Exp64Steps(D d, hn::Vec<D> (&x)[K]) {
   const hn::RebindToSigned<D> di;
   // exp(-746) is below half the smallest subnormal and exp(710) above DBL_MAX.
   const auto lo = hn::Set(d, -746.0), hi = hn::Set(d, 710.0);
@@ -180,7 +205,7 @@ HWY_INLINE void Exp64(D d, hn::Vec<D> (&x)[K]) {
   hn::Vec<D> shifted[K], r[K], q[K];
 #pragma GCC unroll 8
   for (size_t k = 0; k < K; ++k) {
-    const auto xc = hn::Min(hn::Max(x[k], lo), hi);
+    const auto xc = kInRange ? x[k] : hn::Min(hn::Max(x[k], lo), hi);
     shifted[k] = hn::Add(hn::Mul(xc, log2e_32), magic);
     const auto kf = hn::Sub(shifted[k], magic);
     r[k] = hn::Sub(hn::Sub(xc, hn::Mul(kf, l_hi)), hn::Mul(kf, l_lo));
@@ -207,8 +232,25 @@ HWY_INLINE void Exp64(D d, hn::Vec<D> (&x)[K]) {
     const auto t = Exp2ThirtySeconds(d, hn::And(ki, hn::Set(di, 31)));
     const auto y = hn::Add(t, hn::Mul(t, em1));
     const auto n = hn::ShiftRight<5>(ki);  // arithmetic shift: floor(k / 32)
-    // |x| < 700: y * 2^n is normal.
-    x[k] = ScaleExp(d, x[k], y, n, 700.0);
+    // |x| < 700: y * 2^n is normal: n added to y's exponent field (ScaleExp's fast path).
+    if constexpr (kInRange) {
+      x[k] = hn::BitCast(d, hn::Add(hn::BitCast(di, y), hn::ShiftLeft<52>(n)));
+    } else {
+      x[k] = ScaleExp(d, x[k], y, n, 700.0);
+    }
+  }
+}
+
+template <size_t K, class D>
+HWY_INLINE void Exp64(D d, hn::Vec<D> (&x)[K]) {
+  const auto bound = hn::Set(d, 700.0);
+  auto in_range = hn::Lt(hn::Abs(x[0]), bound);  // false for NaN
+#pragma GCC unroll 8
+  for (size_t k = 1; k < K; ++k) in_range = hn::And(in_range, hn::Lt(hn::Abs(x[k]), bound));
+  if (HWY_LIKELY(hn::AllTrue(d, in_range))) {
+    Exp64Steps<true>(d, x);
+  } else {
+    Exp64Steps<false>(d, x);
   }
 }
 
