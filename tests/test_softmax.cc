@@ -181,6 +181,7 @@ TEST(Softmax, SpecialRows) { special_rows<SoftmaxOp>(); }
 // SSE4), their lanes combined across the batch's rows: special rows at a batch's first and last
 // row, inside one and in the rows after the last whole batch, for row lengths around the
 // vector widths and the 32 reduction lanes up to the longest batched row (256) and one more;
+// and rows of 2000, which go two at a time (first and second of a pair, the last row alone);
 // every dtype, every target and thread count, bitwise against golden32.
 template <class Op>
 void special_rows_in_batches() {
@@ -188,7 +189,7 @@ void special_rows_in_batches() {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const int64_t rows = 41;  // two batches of 16 and nine rows after them
   for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
-    for (int64_t len : {1, 5, 31, 64, 100, 256, 257}) {
+    for (int64_t len : {1, 5, 31, 64, 100, 256, 257, 2000}) {
       SCOPED_TRACE("len " + std::to_string(len));
       std::vector<uint8_t> x = random_buffer(dtype, rows * len, -6, 6, static_cast<uint32_t>(len));
       const std::size_t size = dtype_size(dtype);

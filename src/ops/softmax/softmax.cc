@@ -113,8 +113,8 @@ void LastAxisRows(const detail::SoftmaxKernelArgs& a, int64_t begin, int64_t end
   const S* const x_all = static_cast<const S*>(a.x);
   S* const y_all = static_cast<S*>(a.y);
   // Softmax over rows of one reduction block keeps the exponentials its sum computed and divides
-  // them (the same values: Exp gives each lane's bits whatever the vector).
-  HWY_ALIGN float exps[detail::kReduceBlock];
+  // them (the same values: Exp gives each lane's bits whatever the vector); two such rows at once.
+  HWY_ALIGN float exps[2 * detail::kReduceBlock];
   // Only a bf16 softmax multiplies by the reciprocal of the sum (StoreQuotient); the others divide.
   constexpr bool kReciprocal = !kLog && kIsBf16<Format>;
   // The outputs of row r from its statistics (sum_or_log = SumOrLog(sum), reciprocal = 1 / sum
@@ -178,6 +178,30 @@ void LastAxisRows(const detail::SoftmaxKernelArgs& a, int64_t begin, int64_t end
       RowsStats<Format, kR>(x_all + r * n, n, kept, stats);
       for (int64_t k = 0; k < kR; ++k) {
         finish_row_from(r + k, stats[k], kLog ? nullptr : kept + k * n, r + kR + k);
+      }
+    }
+  }
+  // Rows of one reduction block too long for the above, two at a time: each row's max and
+  // exponentials as RowStats computes them, then both rows' Kahan sums in one loop (BlockSums:
+  // the same sums as ReduceRow's), whose dependent chains (four operations per lane vector and
+  // element) would otherwise bound the pass.
+  if (n <= detail::kReduceBlock) {
+    for (; r + 2 <= end; r += 2) {
+      float max[2], sum[2];
+      for (int64_t k = 0; k < 2; ++k) {
+        const S* const x = x_all + (r + k) * n;
+        max[k] = MaxRow(MaxTerm<Format, false>{x}, n, -std::numeric_limits<float>::infinity());
+        StoreExpShifted<Format>(x, n, max[k], exps + k * n);
+      }
+      const float* const kept = exps;
+      BlockSums<kSoftmaxSumMethod, float, 2>(
+          [kept, n](size_t k, auto d, int64_t i) {
+            return hn::LoadU(d, kept + static_cast<int64_t>(k) * n + i);
+          },
+          n, sum);
+      for (int64_t k = 0; k < 2; ++k) {
+        finish_row_from(r + k, SoftmaxRowStats{max[k], sum[k]}, kLog ? nullptr : exps + k * n,
+                        r + 2 + k);
       }
     }
   }
