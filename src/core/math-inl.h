@@ -27,6 +27,25 @@ HWY_BEFORE_NAMESPACE();
 namespace mantissa::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// y * 2^n where that product is a normal number: n added to y's exponent field (exact).
+template <class D>
+HWY_INLINE hn::Vec<D> AddToExponent(D d, hn::Vec<D> y, hn::Vec<hn::RebindToSigned<D>> n) {
+  constexpr int kMantissaBits = sizeof(hn::TFromD<D>) == 4 ? 23 : 52;
+  const hn::RebindToSigned<D> di;
+  return hn::BitCast(d, hn::Add(hn::BitCast(di, y), hn::ShiftLeft<kMantissaBits>(n)));
+}
+
+// Whether every lane of the K vectors has |x| < bound (false where a lane is NaN): one branch
+// for the vectors Exp and Exp64 evaluate together.
+template <size_t K, class D>
+HWY_INLINE bool AllBelow(D d, const hn::Vec<D> (&x)[K], hn::TFromD<D> bound) {
+  const auto b = hn::Set(d, bound);
+  auto below = hn::Lt(hn::Abs(x[0]), b);
+#pragma GCC unroll 8
+  for (size_t k = 1; k < K; ++k) below = hn::And(below, hn::Lt(hn::Abs(x[k]), b));
+  return hn::AllTrue(d, below);
+}
+
 // The last step of Exp and Exp64: y * 2^n, y in [0.7, 1.42] and n an integer (lanes of y's width),
 // for the exponential of x. Where every lane has |x| < fast_bound (false for NaN) the caller
 // guarantees y * 2^n is a normal number: both products below are then exact and equal to y with n
@@ -44,7 +63,7 @@ HWY_INLINE hn::Vec<D> ScaleExp(D d, hn::Vec<D> x, hn::Vec<D> y, hn::Vec<hn::Rebi
   constexpr I kCanonicalNaN = sizeof(T) == 4 ? I{0x7FC00000} : static_cast<I>(0x7FF8000000000000LL);
   const hn::RebindToSigned<D> di;
   if (HWY_LIKELY(hn::AllTrue(d, hn::Lt(hn::Abs(x), hn::Set(d, fast_bound))))) {
-    return hn::BitCast(d, hn::Add(hn::BitCast(di, y), hn::ShiftLeft<kMantissaBits>(n)));
+    return AddToExponent(d, y, n);
   }
   const auto n1 = hn::ShiftRight<1>(n);  // arithmetic shift: floor
   const auto n2 = hn::Sub(n, n1);
@@ -104,7 +123,7 @@ HWY_INLINE void ExpSteps(D d, hn::Vec<D> (&x)[K]) {
     // field (ScaleExp's fast path, whose check the caller made). n in [-151, 129] otherwise,
     // where both factors of the two-product scaling are normal powers of two.
     if constexpr (kInRange) {
-      x[k] = hn::BitCast(d, hn::Add(hn::BitCast(di, y), hn::ShiftLeft<23>(ni)));
+      x[k] = AddToExponent(d, y, ni);
     } else {
       x[k] = ScaleExp(d, x[k], y, ni, 86.0f);
     }
@@ -122,11 +141,7 @@ HWY_INLINE void ExpSteps(D d, hn::Vec<D> (&x)[K]) {
 // (every lane |x| < 86: softmax's x - max of any realistic row) or with them.
 template <size_t K, class D>
 HWY_INLINE void Exp(D d, hn::Vec<D> (&x)[K]) {
-  const auto bound = hn::Set(d, 86.0f);
-  auto in_range = hn::Lt(hn::Abs(x[0]), bound);  // false for NaN
-#pragma GCC unroll 8
-  for (size_t k = 1; k < K; ++k) in_range = hn::And(in_range, hn::Lt(hn::Abs(x[k]), bound));
-  if (HWY_LIKELY(hn::AllTrue(d, in_range))) {
+  if (HWY_LIKELY(AllBelow(d, x, 86.0f))) {
     ExpSteps<true>(d, x);
   } else {
     ExpSteps<false>(d, x);
@@ -234,7 +249,7 @@ HWY_INLINE void Exp64Steps(D d, hn::Vec<D> (&x)[K]) {
     const auto n = hn::ShiftRight<5>(ki);  // arithmetic shift: floor(k / 32)
     // |x| < 700: y * 2^n is normal: n added to y's exponent field (ScaleExp's fast path).
     if constexpr (kInRange) {
-      x[k] = hn::BitCast(d, hn::Add(hn::BitCast(di, y), hn::ShiftLeft<52>(n)));
+      x[k] = AddToExponent(d, y, n);
     } else {
       x[k] = ScaleExp(d, x[k], y, n, 700.0);
     }
@@ -243,11 +258,7 @@ HWY_INLINE void Exp64Steps(D d, hn::Vec<D> (&x)[K]) {
 
 template <size_t K, class D>
 HWY_INLINE void Exp64(D d, hn::Vec<D> (&x)[K]) {
-  const auto bound = hn::Set(d, 700.0);
-  auto in_range = hn::Lt(hn::Abs(x[0]), bound);  // false for NaN
-#pragma GCC unroll 8
-  for (size_t k = 1; k < K; ++k) in_range = hn::And(in_range, hn::Lt(hn::Abs(x[k]), bound));
-  if (HWY_LIKELY(hn::AllTrue(d, in_range))) {
+  if (HWY_LIKELY(AllBelow(d, x, 700.0))) {
     Exp64Steps<true>(d, x);
   } else {
     Exp64Steps<false>(d, x);
