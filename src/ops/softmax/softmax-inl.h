@@ -33,6 +33,19 @@ struct ExpShiftedTerm {
   HWY_INLINE hn::Vec<D> operator()(D d, int64_t i) const {
     return Exp(d, hn::Sub(LoadF32<Format>(d, x + i), hn::Set(d, max)));
   }
+  // Elements [i, i + 2 Lanes(d)) as two vectors, their exponentials evaluated together (Exp's
+  // chains interleaved; the same values): the sum of a row whose exponentials are not kept
+  // takes its terms in pairs (core/reduce-inl.h).
+  template <class D>
+  HWY_INLINE void Pair(D d, int64_t i, hn::Vec<D>& lo, hn::Vec<D>& hi) const {
+    const auto m = hn::Set(d, max);
+    const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+    hn::Vec<D> v[2] = {hn::Sub(LoadF32<Format>(d, x + i), m),
+                       hn::Sub(LoadF32<Format>(d, x + i + lanes), m)};
+    Exp(d, v);
+    lo = v[0];
+    hi = v[1];
+  }
 };
 
 // exps[0, n) = exp(x - max) of a contiguous row, four vectors at a time (Exp's chains
