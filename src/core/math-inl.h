@@ -62,9 +62,8 @@ HWY_INLINE hn::Vec<D> ScaleExp(D d, hn::Vec<D> x, hn::Vec<D> y, hn::Vec<hn::Rebi
   constexpr I kBias = sizeof(T) == 4 ? 127 : 1023;
   constexpr I kCanonicalNaN = sizeof(T) == 4 ? I{0x7FC00000} : static_cast<I>(0x7FF8000000000000LL);
   const hn::RebindToSigned<D> di;
-  if (HWY_LIKELY(hn::AllTrue(d, hn::Lt(hn::Abs(x), hn::Set(d, fast_bound))))) {
-    return AddToExponent(d, y, n);
-  }
+  const hn::Vec<D> xs[1] = {x};
+  if (HWY_LIKELY(AllBelow(d, xs, fast_bound))) return AddToExponent(d, y, n);
   const auto n1 = hn::ShiftRight<1>(n);  // arithmetic shift: floor
   const auto n2 = hn::Sub(n, n1);
   const auto bias = hn::Set(di, kBias);

@@ -78,11 +78,17 @@ struct SoftmaxRowStats {
   float max, sum;  // max(x) (NaN if any element is), sum of exp(x - max)
 };
 
+// max(x) of a contiguous row (NaN if any element is).
+template <class Format>
+HWY_INLINE float RowMax(const typename Format::Storage* x, int64_t n) {
+  return MaxRow(MaxTerm<Format, false>{x}, n, -std::numeric_limits<float>::infinity());
+}
+
 // exps: null, or room for n floats that receive exp(x - max) (the same values the sum adds).
 template <class Format>
 HWY_INLINE SoftmaxRowStats RowStats(const typename Format::Storage* x, int64_t n,
                                     float* exps = nullptr) {
-  const float max = MaxRow(MaxTerm<Format, false>{x}, n, -std::numeric_limits<float>::infinity());
+  const float max = RowMax<Format>(x, n);
   if (exps != nullptr) {
     StoreExpShifted<Format>(x, n, max, exps);
     const float* const kept = exps;

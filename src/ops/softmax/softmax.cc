@@ -190,7 +190,7 @@ void LastAxisRows(const detail::SoftmaxKernelArgs& a, int64_t begin, int64_t end
       float max[2], sum[2];
       for (int64_t k = 0; k < 2; ++k) {
         const S* const x = x_all + (r + k) * n;
-        max[k] = MaxRow(MaxTerm<Format, false>{x}, n, -std::numeric_limits<float>::infinity());
+        max[k] = RowMax<Format>(x, n);
         StoreExpShifted<Format>(x, n, max[k], exps + k * n);
       }
       const float* const kept = exps;
