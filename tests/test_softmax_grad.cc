@@ -351,6 +351,66 @@ void special_rows() {
 TEST(SoftmaxGrad, SpecialRows) { special_rows<SoftmaxGradOp>(); }
 TEST(LogSoftmaxGrad, SpecialRows) { special_rows<LogSoftmaxGradOp>(); }
 
+// Rows of 64 and 200 (full vector groups): a row with a finite sum stores its results without
+// the NaN step, which must still make canonical every NaN that can arise there: log-softmax's
+// exp(NaN) and inf * 0 (y = 800 with dy summing to 0), beside rows whose sum is infinite or
+// NaN and rows with an out-of-range but harmless y (-800).
+template <class Op>
+void nan_steps_on_long_rows() {
+  constexpr bool kLog = kIsLog<Op>;
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t c : {64, 200}) {
+    const int64_t r = 7;
+    std::vector<float> y(r * c), dy(r * c);
+    for (int64_t i = 0; i < r; ++i) {
+      for (int64_t j = 0; j < c; ++j) {
+        const float p = static_cast<float>(j % 7 + 1) / static_cast<float>(4 * c);
+        y[i * c + j] = kLog ? std::log(p) : p;
+        dy[i * c + j] = (j % 2 == 0 ? 1.0f : -1.0f) * static_cast<float>(1 + j % 3);
+      }
+    }
+    // Row 0 stays ordinary. dy of rows 2 and 3 sums to exactly 0.
+    y[1 * c + 37] = nan;
+    for (int64_t j = 0; j < c; ++j) dy[2 * c + j] = dy[3 * c + j] = j % 2 == 0 ? 1.0f : -1.0f;
+    y[2 * c + 5] = 800.0f;
+    y[3 * c + c - 1] = inf;
+    y[4 * c + 10] = -800.0f;
+    dy[5 * c + 20] = inf;
+    dy[6 * c + 9] = nan;
+    auto bytes = [](const std::vector<float>& v, DType dt) {
+      Bytes b(v.size() * dtype_size(dt));
+      for (size_t i = 0; i < v.size(); ++i) {
+        const uint32_t bits = dt == DType::kFloat32 ? std::bit_cast<uint32_t>(v[i])
+                                                    : precision::narrow_result(v[i], dt);
+        std::memcpy(b.data() + i * dtype_size(dt), &bits, dtype_size(dt));
+      }
+      return b;
+    };
+    for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+      expect_bitwise<Op>(dt, {r, c}, -1, bytes(dy, dt), bytes(y, dt), {1, 2});
+    }
+    std::vector<float> out(r * c);
+    ASSERT_TRUE(
+        Op::run(tensors(DType::kFloat32, {r, c}, dy.data(), y.data(), out.data()), {}).ok());
+    auto bits = [&](int64_t i) { return std::bit_cast<uint32_t>(out[i]); };
+    for (int64_t j = 0; j < c; ++j) EXPECT_TRUE(std::isfinite(out[j]));
+    if (kLog) {
+      EXPECT_EQ(bits(1 * c + 37), 0x7FC00000u);     // exp(NaN)
+      EXPECT_EQ(bits(2 * c + 5), 0x7FC00000u);      // dy - inf * 0
+      EXPECT_EQ(bits(3 * c + c - 1), 0x7FC00000u);  // dy - inf * 0
+      EXPECT_EQ(out[4 * c + 10], dy[4 * c + 10]);   // exp(-800) = 0
+    } else {
+      EXPECT_EQ(bits(1 * c + 3), 0x7FC00000u);  // a NaN y makes the sum NaN
+      EXPECT_EQ(out[3 * c], inf);               // y = inf at dy = -1: s = -inf
+    }
+    EXPECT_EQ(bits(6 * c), 0x7FC00000u);  // a NaN gradient makes the sum NaN
+  }
+}
+
+TEST(SoftmaxGrad, NaNStepsOnLongRows) { nan_steps_on_long_rows<SoftmaxGradOp>(); }
+TEST(LogSoftmaxGrad, NaNStepsOnLongRows) { nan_steps_on_long_rows<LogSoftmaxGradOp>(); }
+
 // A uniform softmax row with a constant gradient: dx = y * (c - c * sum(y)) exactly as the
 // fp64 steps give it (0 when sum(y) is exactly 1, as for 1/4).
 TEST(SoftmaxGrad, EqualRows) {

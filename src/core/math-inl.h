@@ -255,13 +255,16 @@ HWY_INLINE void Exp64Steps(D d, hn::Vec<D> (&x)[K]) {
   }
 }
 
+// Returns whether every lane had |x| < 700, so that every result is finite and positive (a
+// caller that has to make NaN results canonical may skip that step then).
 template <size_t K, class D>
-HWY_INLINE void Exp64(D d, hn::Vec<D> (&x)[K]) {
+HWY_INLINE bool Exp64(D d, hn::Vec<D> (&x)[K]) {
   if (HWY_LIKELY(AllBelow(d, x, 700.0))) {
     Exp64Steps<true>(d, x);
-  } else {
-    Exp64Steps<false>(d, x);
+    return true;
   }
+  Exp64Steps<false>(d, x);
+  return false;
 }
 
 // One vector.

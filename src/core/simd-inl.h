@@ -337,8 +337,14 @@ HWY_INLINE void StoreF32(D d, hn::Vec<D> v, typename Format::Storage* HWY_RESTRI
   }
 }
 
+// Whether a result may hold a NaN lane. A kernel that has proven a stretch of results free of
+// NaN (from finite row statistics, say) stores them with kNoNaN: the same bits without the
+// canonicalising step.
+enum class NaNLanes { kPossible, kNone };
+inline constexpr NaNLanes kNoNaN = NaNLanes::kNone;
+
 // Stores an operator result: NaN made canonical, then rounded once to the storage format.
-template <class Format, class D>
+template <class Format, NaNLanes kNaN = NaNLanes::kPossible, class D>
 HWY_INLINE void StoreResult(D d, hn::Vec<D> v, typename Format::Storage* HWY_RESTRICT p) {
 #if MANTISSA_HAVE_BF16_HW
   if constexpr (std::is_same_v<Format, Bf16Hw>) {
@@ -353,7 +359,7 @@ HWY_INLINE void StoreResult(D d, hn::Vec<D> v, typename Format::Storage* HWY_RES
     return;
   }
 #endif
-  const auto canonical = CanonicalNaN(d, v);
+  const auto canonical = kNaN == NaNLanes::kNone ? v : CanonicalNaN(d, v);
   if constexpr (std::is_same_v<Format, Bf16>) {
     hn::StoreU(CanonicalF32ToBf16(d, canonical), U16For<D>(), p);
   } else {
@@ -365,20 +371,20 @@ HWY_INLINE void StoreResult(D d, hn::Vec<D> v, typename Format::Storage* HWY_RES
 // rounded to fp32 and stored as StoreResult does. A 16-bit format narrows them as one fp32
 // vector: one conversion, and on AVX3_BF16 one lane test, per pair instead of per vector. Lanes
 // only move, so the bits are those of a StoreResult per vector.
-template <class Format, class DD>
+template <class Format, NaNLanes kNaN = NaNLanes::kPossible, class DD>
 HWY_INLINE void StoreResultPair(DD dd, hn::Vec<DD> lo, hn::Vec<DD> hi,
                                 typename Format::Storage* HWY_RESTRICT p) {
   const hn::Rebind<float, DD> dh;
 #if HWY_TARGET != HWY_SCALAR
   if constexpr (!std::is_same_v<Format, Fp32>) {
     const hn::Repartition<float, DD> df;
-    StoreResult<Format>(df, hn::Combine(df, DemoteF64ToF32(dh, dd, hi), DemoteF64ToF32(dh, dd, lo)),
-                        p);
+    StoreResult<Format, kNaN>(
+        df, hn::Combine(df, DemoteF64ToF32(dh, dd, hi), DemoteF64ToF32(dh, dd, lo)), p);
     return;
   }
 #endif
-  StoreResult<Format>(dh, DemoteF64ToF32(dh, dd, lo), p);
-  StoreResult<Format>(dh, DemoteF64ToF32(dh, dd, hi), p + hn::Lanes(dd));
+  StoreResult<Format, kNaN>(dh, DemoteF64ToF32(dh, dd, lo), p);
+  StoreResult<Format, kNaN>(dh, DemoteF64ToF32(dh, dd, hi), p + hn::Lanes(dd));
 }
 
 // Lanes of fp32 v whose bit pattern lies within kBf16MidpointWindow patterns of a bf16 rounding

@@ -151,7 +151,8 @@ const double* Exp64Table() {
 }
 
 // exp(y) for K consecutive vectors of y (fp64 lanes): Exp64 for fp32, the table for fp16 and
-// bf16 (one table per format: both bf16 narrowings widen alike).
+// bf16 (one table per format: both bf16 narrowings widen alike). Returns true where every
+// exponential is known to be finite and positive (Exp64's |y| < 700; never for the table).
 template <class Format, bool kLog>
 struct ExpOfOutput {
   static constexpr bool kTable = kLog && !std::is_same_v<Format, Fp32>;
@@ -162,7 +163,7 @@ struct ExpOfOutput {
   }();
 
   template <size_t K, class DD>
-  HWY_INLINE void operator()(DD dd, const typename Format::Storage* y, hn::Vec<DD> (&v)[K]) const {
+  HWY_INLINE bool operator()(DD dd, const typename Format::Storage* y, hn::Vec<DD> (&v)[K]) const {
     const size_t lanes = hn::Lanes(dd);
     if constexpr (kTable) {
       const hn::Rebind<uint16_t, DD> d16;
@@ -174,10 +175,11 @@ struct ExpOfOutput {
         const auto index = hn::PromoteTo(d64, hn::PromoteTo(d32, hn::LoadU(d16, y + k * lanes)));
         v[k] = hn::GatherIndex(dd, table, hn::BitCast(di, index));
       }
+      return false;
     } else {
 #pragma GCC unroll 8
       for (size_t k = 0; k < K; ++k) v[k] = LoadAcc<Format>(dd, y + k * lanes);
-      Exp64(dd, v);
+      return Exp64(dd, v);
     }
   }
 };
@@ -187,17 +189,45 @@ struct ExpOfOutput {
 // (StoreResultPair).
 inline constexpr size_t kGradGroup(bool log) { return log ? 4 : 2; }
 
+// Results v[0..K) rounded to fp32 and stored (canonical NaN unless kNaN says there is none, one
+// rounding to the storage format), two vectors at a time where K is even.
+template <class Format, NaNLanes kNaN, size_t K, class DD>
+HWY_INLINE void StoreGradResults(DD dd, const hn::Vec<DD> (&v)[K], typename Format::Storage* out) {
+  const size_t lanes = hn::Lanes(dd);
+  if constexpr (K % 2 == 0) {
+#pragma GCC unroll 8
+    for (size_t k = 0; k < K; k += 2) {
+      StoreResultPair<Format, kNaN>(dd, v[k], v[k + 1], out + k * lanes);
+    }
+  } else {
+    const hn::Rebind<float, DD> df;
+#pragma GCC unroll 8
+    for (size_t k = 0; k < K; ++k) {
+      StoreResult<Format, kNaN>(df, DemoteF64ToF32(df, dd, v[k]), out + k * lanes);
+    }
+  }
+}
+
 // out for the K consecutive vectors of elements at dy, y (lanes of dd): y * (dy - s), or
-// dy - Exp64(y) * s, with s of vector k from sum_of(k); rounded to fp32 and stored (canonical
-// NaN, one rounding to the storage format), two vectors at a time where K is even.
-template <class Format, bool kLog, size_t K, class DD, class SumOf>
+// dy - Exp64(y) * s, with s of vector k from sum_of(k); rounded and stored (StoreGradResults).
+//
+// kFiniteSum: the caller knows every s here is finite. No result can be NaN then, for softmax
+// always, for log-softmax where every exp(y) is finite and positive, so the NaN step is skipped
+// (the same bits). Why: the terms of a finite fp64 sum are finite (|dy * y| < 2^256, the sum of
+// fewer than 2^63 of them cannot overflow; an infinite or NaN term makes the sum so), and a
+// finite product of exact factors (dy * y exact in fp64, or in fp32 when no lane over- or
+// underflowed) has finite factors, as does a finite dy. So y * (dy - s) is finite, and
+// dy - e * s with e finite and positive is finite or +-inf.
+template <class Format, bool kLog, size_t K, bool kFiniteSum = false, class DD, class SumOf>
 HWY_INLINE void StoreGrad(DD dd, const typename Format::Storage* dy,
                           const typename Format::Storage* y, const SumOf& sum_of,
                           const ExpOfOutput<Format, kLog>& exp_of, typename Format::Storage* out) {
   const size_t lanes = hn::Lanes(dd);
   hn::Vec<DD> v[K];
+  bool no_nan = kFiniteSum;
   if constexpr (kLog) {
-    exp_of(dd, y, v);
+    const bool finite_exp = exp_of(dd, y, v);
+    no_nan = no_nan && finite_exp;
 #pragma GCC unroll 8
     for (size_t k = 0; k < K; ++k) {
       v[k] = hn::Sub(LoadAcc<Format>(dd, dy + k * lanes), hn::Mul(v[k], sum_of(k)));
@@ -209,17 +239,10 @@ HWY_INLINE void StoreGrad(DD dd, const typename Format::Storage* dy,
                      hn::Sub(LoadAcc<Format>(dd, dy + k * lanes), sum_of(k)));
     }
   }
-  if constexpr (K % 2 == 0) {
-#pragma GCC unroll 8
-    for (size_t k = 0; k < K; k += 2) {
-      StoreResultPair<Format>(dd, v[k], v[k + 1], out + k * lanes);
-    }
+  if (no_nan) {
+    StoreGradResults<Format, kNoNaN>(dd, v, out);
   } else {
-    const hn::Rebind<float, DD> df;
-#pragma GCC unroll 8
-    for (size_t k = 0; k < K; ++k) {
-      StoreResult<Format>(df, DemoteF64ToF32(df, dd, v[k]), out + k * lanes);
-    }
+    StoreGradResults<Format, NaNLanes::kPossible>(dd, v, out);
   }
 }
 
@@ -308,15 +331,22 @@ void LastAxisRows(const detail::SoftmaxGradKernelArgs& a, const ExpOfOutput<Form
         hwy::Prefetch(y_next + i);
       }
     };
-    // The fp64 pass over [from, to).
+    // The fp64 pass over [from, to); a finite row sum lets StoreGrad skip the NaN step.
     const auto fp64_pass = [&](int64_t from, int64_t to) MANTISSA_VECTOR_BODY {
-      ForEachDoubleVectorGroup<kGradGroup(kLog)>(
-          from, to, [&](auto dd, int64_t i, auto count) MANTISSA_VECTOR_BODY {
-            if (decltype(count)::value == kGradGroup(kLog)) fetch(i);
-            const auto row_sum = hn::Set(dd, s);
-            StoreGrad<Format, kLog, decltype(count)::value>(
-                dd, dy + i, y + i, [&](size_t) { return row_sum; }, exp_of, out + i);
-          });
+      const auto pass = [&](auto finite_sum) MANTISSA_VECTOR_BODY {
+        ForEachDoubleVectorGroup<kGradGroup(kLog)>(
+            from, to, [&](auto dd, int64_t i, auto count) MANTISSA_VECTOR_BODY {
+              if (decltype(count)::value == kGradGroup(kLog)) fetch(i);
+              const auto row_sum = hn::Set(dd, s);
+              StoreGrad<Format, kLog, decltype(count)::value, decltype(finite_sum)::value>(
+                  dd, dy + i, y + i, [&](size_t) { return row_sum; }, exp_of, out + i);
+            });
+      };
+      if (std::isfinite(s)) {
+        pass(std::true_type{});
+      } else {
+        pass(std::false_type{});
+      }
     };
     int64_t i = 0;
     if constexpr (kFp32Pass<Format, kLog>) {
