@@ -238,6 +238,135 @@ TEST(LayerNorm, NonFiniteRowsGiveCanonicalNaNOnEveryTarget) {
   }
 }
 
+// Finite rows whose results can still be NaN: a NaN (with a payload) or infinite weight or bias,
+// and constant rows with eps = 0 (rstd = inf, 0 * inf). Rows with finite statistics and
+// parameters skip the NaN step; these must not. Rows of 64 and 300 (groups, single rows, tails),
+// every dtype combination, target and thread count, against golden32.
+TEST(LayerNorm, NonFiniteParametersAndZeroEpsGiveCanonicalNaN) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float qnan_payload = std::bit_cast<float>(0x7FC12345u);
+  for (int64_t n : {64, 300}) {
+    for (auto [xd, gd] :
+         std::vector<std::pair<DType, DType>>{{DType::kFloat32, DType::kFloat32},
+                                              {DType::kFloat16, DType::kFloat32},
+                                              {DType::kBFloat16, DType::kBFloat16}}) {
+      for (double eps : {1e-5, 0.0}) {
+        for (bool bad_params : {false, true}) {
+          if (eps != 0.0 && !bad_params) continue;
+          const int64_t rows = 19;
+          const Problem pr{xd, gd, DType::kFloat32, {rows, n}, {n}};
+          SCOPED_TRACE(describe(pr) + " eps " + std::to_string(eps) +
+                       (bad_params ? " non-finite weight and bias" : ""));
+          const mantissa::LayerNormParams p{.normalized_shape = Dims(pr.ns), .eps = eps};
+          auto prepare = [&](Tensors& t) {
+            if (bad_params) {
+              mantissa::store_from_float(gd, t.w.data(), 7, std::nanf(""));
+              mantissa::store_from_float(gd, t.w.data(), 9, inf);
+              mantissa::store_from_float(gd, t.b.data(), 11, -inf);
+              mantissa::store_from_float(gd, t.b.data(), 13, qnan_payload);
+            }
+            for (int64_t r : {2, 5, 6, 18}) {  // constant rows
+              for (int64_t i = 0; i < n; ++i) {
+                mantissa::store_from_float(xd, t.x.data(), static_cast<std::size_t>(r * n + i),
+                                           1.5f);
+              }
+            }
+          };
+          Tensors ref(pr, true);
+          prepare(ref);
+          mt::apply_golden32<LayerNormOp>(ref.forward(pr), p);
+          mt::for_each_target_and_thread_count([&](const std::string&, int) {
+            Tensors got(pr, true);
+            prepare(got);
+            ASSERT_TRUE(mantissa::layer_norm(got.forward(pr), p).ok());
+            expect_same_bits(got.out, ref.out, "out");
+            // A NaN where a constant row meets rstd = inf, or a NaN parameter; the canonical NaN.
+            const uint32_t want = xd == DType::kFloat32   ? 0x7FC00000u
+                                  : xd == DType::kFloat16 ? 0x7E00u
+                                                          : 0x7FC0u;
+            auto bits = [&](int64_t i) {
+              uint32_t b = 0;
+              std::memcpy(&b,
+                          &got.out.bytes[static_cast<std::size_t>(i) * mantissa::dtype_size(xd)],
+                          mantissa::dtype_size(xd));
+              return b;
+            };
+            if (eps == 0.0) {
+              EXPECT_EQ(bits(5 * n + 20), want);
+            }
+            if (bad_params) {
+              EXPECT_EQ(bits(1 * n + 7), want);
+              EXPECT_EQ(bits(1 * n + 13), want);
+            }
+          });
+        }
+      }
+    }
+  }
+}
+
+// The backward pass on rows with non-finite values: a NaN (with a payload) or infinite dy or x,
+// infinite, zero and NaN statistics, dy = 0 beside an infinite x. Rows whose
+// sums and rstd are finite skip the NaN step; every other row must still store canonical NaNs.
+// dx alone (row by row) and with the column sums, every target and thread count, against golden32.
+TEST(LayerNormGrad, NonFiniteRowsGiveTheGoldenBits) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float qnan_payload = std::bit_cast<float>(0x7FC12345u);
+  for (int64_t n : {64, 300}) {
+    for (auto [xd, gd] :
+         std::vector<std::pair<DType, DType>>{{DType::kFloat32, DType::kFloat32},
+                                              {DType::kFloat16, DType::kFloat32},
+                                              {DType::kBFloat16, DType::kBFloat16}}) {
+      const int64_t rows = 23;
+      const Problem pr{xd, gd, DType::kFloat32, {rows, n}, {n}};
+      SCOPED_TRACE(describe(pr));
+      const mantissa::LayerNormParams p{.normalized_shape = Dims(pr.ns), .eps = 1e-5};
+      auto prepare = [&](Tensors& t) {
+        auto put = [](HostTensor& h, int64_t i, float v) {
+          mantissa::store_from_float(h.dtype, h.data(), static_cast<std::size_t>(i), v);
+        };
+        put(t.dy, 1 * n + 3, qnan_payload);
+        put(t.dy, 2 * n + 40, inf);
+        put(t.x, 4 * n + 5, -inf);
+        put(t.x, 6 * n + 7, qnan_payload);
+        put(t.x, 8 * n + 9, inf);
+        put(t.dy, 8 * n + 9, 0.0f);  // 0 * inf in dy * xhat
+        put(t.mean, 10, inf);
+        put(t.rstd, 12, inf);
+        put(t.rstd, 14, 0.0f);
+        put(t.rstd, 16, std::nanf(""));
+      };
+      Tensors ref(pr, true);
+      mt::apply_golden32<LayerNormOp>(ref.forward(pr), p);
+      prepare(ref);
+      for (bool column_sums : {true, false}) {
+        SCOPED_TRACE(column_sums ? "with dweight and dbias" : "dx only");
+        mantissa::LayerNormGradParams gp{.normalized_shape = Dims(pr.ns)};
+        if (!column_sums) gp.output_mask = {true, false, false};
+        Tensors want = ref;
+        mantissa::LayerNormGradTensors wt = want.backward(pr, want.mean, want.rstd);
+        mt::apply_golden32<LayerNormGradOp>(wt, gp);
+        mt::for_each_target_and_thread_count([&](const std::string&, int) {
+          Tensors got = ref;
+          mantissa::LayerNormGradTensors t = got.backward(pr, got.mean, got.rstd);
+          got.dx = sentinel(xd, pr.shape);
+          t.dx = view(got.dx);
+          ASSERT_TRUE(mantissa::layer_norm_grad(t, gp).ok());
+          expect_same_bits(got.dx, want.dx, "dx");
+          const uint32_t nan_bits = xd == DType::kFloat32   ? 0x7FC00000u
+                                    : xd == DType::kFloat16 ? 0x7E00u
+                                                            : 0x7FC0u;
+          uint32_t b = 0;
+          std::memcpy(&b, &got.dx.bytes[static_cast<std::size_t>(1 * n) * mantissa::dtype_size(xd)],
+                      mantissa::dtype_size(xd));
+          EXPECT_EQ(b, nan_bits);  // a NaN gradient: the row's sums are NaN
+          EXPECT_TRUE(std::isfinite(got.dx.value(0)));
+        });
+      }
+    }
+  }
+}
+
 // Rows of 1e4 + N(0, 1): the centred variance keeps every output within 2 ulp of the long double
 // result (E[x^2] - E[x]^2 in fp32 would lose all of it); constant rows give out = bias exactly.
 TEST(LayerNorm, LargeMeanAndConstantRowsAreAccurate) {

@@ -601,6 +601,16 @@ HWY_INLINE void ForEachVector(int64_t begin, int64_t end, Body&& body) {
   for (; i < end; ++i) body(d1, i);
 }
 
+// Whether all n elements at p (widened to fp32) are finite.
+template <class Format>
+bool AllFinite(const typename Format::Storage* HWY_RESTRICT p, int64_t n) {
+  bool finite = true;
+  ForEachVector(0, n, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
+    finite = finite && hn::AllTrue(d, hn::IsFinite(LoadF32<Format>(d, p + i)));
+  });
+  return finite;
+}
+
 // Calls body(dd, j, count) for kGroup consecutive full fp64 vectors at a time over [begin, end)
 // (count is std::integral_constant<size_t, kGroup>), then for single full vectors, then with a
 // one-lane descriptor for the tail (count 1): the same lane operations, so every element has the

@@ -204,6 +204,7 @@ class LayerNormRows {
       }
       widened_ = true;
     }
+    params_finite_ = (!kWeight || AllFinite<PF>(w_, n_)) && (!kBias || AllFinite<PF>(b_, n_));
     const detail::Rows rows{a_.rows, n_, 1};
     detail::for_each_row_block(rows, [this](int64_t begin, int64_t end) { Block(begin, end); });
   }
@@ -353,17 +354,32 @@ class LayerNormRows {
     // Two fp64 vectors per store (StoreResultPair). The prefetch of the next row (rows up to
     // kPrefetchedRowBytes) costs one instruction per 2 * Lanes(dd) elements (a line holds 16 to
     // 32 of them).
+    //
+    // No result can be NaN where mean and rstd are finite and so are weight and bias: a finite
+    // mean means a finite sum, so every x is finite; x - mean (below 2^129) times rstd (below
+    // 2^538) times a finite weight is finite in fp64, plus a finite bias. Such rows skip the NaN
+    // step (the same bits).
     const XS* const next = detail::row_to_fetch(x_, n, r + ahead, a_.rows);
-    const hn::ScalableTag<double> dd;
-    const int64_t step = static_cast<int64_t>(hn::Lanes(dd));
-    int64_t i = 0;
-    for (; i + 2 * step <= n; i += 2 * step) {
-      if (next != nullptr) hwy::Prefetch(next + i);
-      StoreResultPair<XF>(dd, affine(dd, i), affine(dd, i + step), out + i);
+    const auto pass = [&](auto nan_lanes) MANTISSA_VECTOR_BODY {
+      constexpr NaNLanes kNaN = decltype(nan_lanes)::value;
+      const hn::ScalableTag<double> dd;
+      const int64_t step = static_cast<int64_t>(hn::Lanes(dd));
+      int64_t i = 0;
+      for (; i + 2 * step <= n; i += 2 * step) {
+        if (next != nullptr) hwy::Prefetch(next + i);
+        StoreResultPair<XF, kNaN>(dd, affine(dd, i), affine(dd, i + step), out + i);
+      }
+      const hn::CappedTag<double, 1> d1;
+      const hn::Rebind<float, decltype(d1)> df1;
+      for (; i < n; ++i) {
+        StoreResult<XF, kNaN>(df1, DemoteF64ToF32(df1, d1, affine(d1, i)), out + i);
+      }
+    };
+    if (params_finite_ && std::isfinite(mean) && std::isfinite(rstd)) {
+      pass(std::integral_constant<NaNLanes, kNoNaN>());
+    } else {
+      pass(std::integral_constant<NaNLanes, NaNLanes::kPossible>());
     }
-    const hn::CappedTag<double, 1> d1;
-    const hn::Rebind<float, decltype(d1)> df1;
-    for (; i < n; ++i) StoreResult<XF>(df1, DemoteF64ToF32(df1, d1, affine(d1, i)), out + i);
   }
 
   const detail::LayerNormKernelArgs& a_;
@@ -374,6 +390,7 @@ class LayerNormRows {
   const int64_t n_;
   std::unique_ptr<double[]> params_;  // weight then bias in fp64, or null
   bool widened_ = false;              // rows are widened to fp64 before their passes
+  bool params_finite_ = false;        // weight and bias (where given) are finite
 };
 
 template <class XF, class PF>

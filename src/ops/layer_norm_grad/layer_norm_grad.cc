@@ -80,9 +80,15 @@ struct GXhatTerm {
   }
 };
 
-// The dx terms of a row: m1 = s1 / n, m2 = s2 / n.
+// The dx terms of a row: m1 = s1 / n, m2 = s2 / n; no_nan where the row's dx cannot be NaN.
+//
+// Why: s1 and s2 finite mean every g and every g * xhat is finite (an infinite or NaN term makes
+// an fp64 sum so, and these cannot overflow it), so every g and xhat is finite; with rstd finite,
+// g - (m1 + xhat * m2) is finite or +-inf (the product may overflow only for a large xhat, whose
+// rstd is then not 0), and so is its product with rstd. Such rows skip the NaN step (same bits).
 struct RowTerms {
   double m1, m2;
+  bool no_nan;
 };
 template <class XF, class PF, bool kWeight>
 RowTerms RowTermsOf(const typename XF::Storage* dy, const typename XF::Storage* x,
@@ -104,7 +110,7 @@ RowTerms RowTermsOf(const typename XF::Storage* dy, const typename XF::Storage* 
     s2 = ReduceRow<detail::ReduceMethod::kNaive, double>(gxhat_term, n);
   }
   const auto nd = static_cast<double>(n);
-  return {s1 / nd, s2 / nd};
+  return {s1 / nd, s2 / nd, std::isfinite(s1) && std::isfinite(s2) && std::isfinite(st.rstd)};
 }
 
 // dx of one vector of row elements from its g and xhat.
@@ -113,8 +119,12 @@ HWY_INLINE void StoreDx(DD dd, hn::Vec<DD> g, hn::Vec<DD> xhat, RowTerms t, doub
                         typename XF::Storage* dx) {
   const hn::Rebind<float, DD> df;
   const auto inner = hn::Add(hn::Set(dd, t.m1), hn::Mul(xhat, hn::Set(dd, t.m2)));
-  const auto v = hn::Mul(hn::Sub(g, inner), hn::Set(dd, rstd));
-  StoreResult<XF>(df, DemoteF64ToF32(df, dd, v), dx);
+  const auto v = DemoteF64ToF32(df, dd, hn::Mul(hn::Sub(g, inner), hn::Set(dd, rstd)));
+  if (t.no_nan) {
+    StoreResult<XF, kNoNaN>(df, v, dx);
+  } else {
+    StoreResult<XF>(df, v, dx);
+  }
 }
 
 // Columns [c0, c1) of row block b: the block's partial sums of dy * xhat (into pw) and of dy
