@@ -113,18 +113,14 @@ RowTerms RowTermsOf(const typename XF::Storage* dy, const typename XF::Storage* 
   return {s1 / nd, s2 / nd, std::isfinite(s1) && std::isfinite(s2) && std::isfinite(st.rstd)};
 }
 
-// dx of one vector of row elements from its g and xhat.
-template <class XF, class DD>
+// dx of one vector of row elements from its g and xhat (kNaN: kNoNaN where t.no_nan).
+template <class XF, NaNLanes kNaN, class DD>
 HWY_INLINE void StoreDx(DD dd, hn::Vec<DD> g, hn::Vec<DD> xhat, RowTerms t, double rstd,
                         typename XF::Storage* dx) {
   const hn::Rebind<float, DD> df;
   const auto inner = hn::Add(hn::Set(dd, t.m1), hn::Mul(xhat, hn::Set(dd, t.m2)));
-  const auto v = DemoteF64ToF32(df, dd, hn::Mul(hn::Sub(g, inner), hn::Set(dd, rstd)));
-  if (t.no_nan) {
-    StoreResult<XF, kNoNaN>(df, v, dx);
-  } else {
-    StoreResult<XF>(df, v, dx);
-  }
+  const auto v = hn::Mul(hn::Sub(g, inner), hn::Set(dd, rstd));
+  StoreResult<XF, kNaN>(df, DemoteF64ToF32(df, dd, v), dx);
 }
 
 // Columns [c0, c1) of row block b: the block's partial sums of dy * xhat (into pw) and of dy
@@ -173,7 +169,8 @@ void ColumnBlock(const detail::LayerNormGradKernelArgs& a, int64_t b, int64_t c0
             sb[k] = pb != nullptr && q0 != r0 ? hn::LoadU(dd, pb + b * n + col) : hn::Set(dd, -0.0);
             if constexpr (kDx && kWeight) wk[k] = LoadAcc<PF>(dd, w + col);
           }
-          for (int64_t row = q0; row < q1; ++row) {
+          // One row's vectors; the row's NaN case chosen once per row, not per vector.
+          const auto one_row = [&](int64_t row, auto nan_lanes) MANTISSA_VECTOR_BODY {
 #pragma GCC unroll 4
             for (size_t k = 0; k < K; ++k) {
               const int64_t col = j + static_cast<int64_t>(k) * lanes;
@@ -183,11 +180,19 @@ void ColumnBlock(const detail::LayerNormGradKernelArgs& a, int64_t b, int64_t c0
                 const auto xhat = LoadXhat<XF>(dd, x_all + row * n, st, col);
                 if constexpr (kDx) {
                   const auto g = kWeight ? hn::Mul(dy, wk[k]) : dy;
-                  StoreDx<XF>(dd, g, xhat, terms[row - q0], st.rstd, dx_all + row * n + col);
+                  StoreDx<XF, decltype(nan_lanes)::value>(dd, g, xhat, terms[row - q0], st.rstd,
+                                                          dx_all + row * n + col);
                 }
                 if (pw != nullptr) sw[k] = hn::Add(sw[k], hn::Mul(dy, xhat));
               }
               sb[k] = hn::Add(sb[k], dy);
+            }
+          };
+          for (int64_t row = q0; row < q1; ++row) {
+            if (!kDx || terms[row - q0].no_nan) {
+              one_row(row, std::integral_constant<NaNLanes, kNoNaN>());
+            } else {
+              one_row(row, std::integral_constant<NaNLanes, NaNLanes::kPossible>());
             }
           }
           for (size_t k = 0; k < K; ++k) {
@@ -229,10 +234,17 @@ void LayerNormGradDx(const detail::LayerNormGradKernelArgs& a) {
       XS* dx = dx_all + row * n;
       const RowStats st = LoadStats(a, row);
       const RowTerms t = RowTermsOf<XF, PF, kWeight>(dy, x, w, st, n);
-      ForEachDoubleVector(0, n, [&](auto dd, int64_t i) MANTISSA_VECTOR_BODY {
-        StoreDx<XF>(dd, LoadG<XF, PF, kWeight>(dd, dy, w, i), LoadXhat<XF>(dd, x, st, i), t,
-                    st.rstd, dx + i);
-      });
+      const auto pass = [&](auto nan_lanes) MANTISSA_VECTOR_BODY {
+        ForEachDoubleVector(0, n, [&](auto dd, int64_t i) MANTISSA_VECTOR_BODY {
+          StoreDx<XF, decltype(nan_lanes)::value>(dd, LoadG<XF, PF, kWeight>(dd, dy, w, i),
+                                                  LoadXhat<XF>(dd, x, st, i), t, st.rstd, dx + i);
+        });
+      };
+      if (t.no_nan) {
+        pass(std::integral_constant<NaNLanes, kNoNaN>());
+      } else {
+        pass(std::integral_constant<NaNLanes, NaNLanes::kPossible>());
+      }
     }
   });
 }
