@@ -170,6 +170,17 @@ TEST(LayerNorm, BitExactOnEveryTargetAndThreadCount) {
   }
 }
 
+// Whether element i of t is the canonical quiet NaN of its dtype: 0x7FC00000 (fp32), 0x7E00
+// (fp16), 0x7FC0 (bf16).
+bool is_canonical_nan(const HostTensor& t, int64_t i) {
+  const std::size_t b = mantissa::dtype_size(t.dtype);
+  uint32_t bits = 0;
+  std::memcpy(&bits, &t.bytes[static_cast<std::size_t>(i) * b], b);
+  return bits == (t.dtype == DType::kFloat32   ? 0x7FC00000u
+                  : t.dtype == DType::kFloat16 ? 0x7E00u
+                                               : 0x7FC0u);
+}
+
 // Rows holding NaN (a payload), +inf, -inf or both infinities, in every part of a long call:
 // batches of rows whose statistics are computed together, single groups, the last rows. Their
 // outputs and rstd are the canonical quiet NaN in every dtype (statistics in fp32 and in x's
@@ -203,15 +214,6 @@ TEST(LayerNorm, NonFiniteRowsGiveCanonicalNaNOnEveryTarget) {
       Tensors ref(fp32_stats, true);
       put_specials(ref.x);
       mt::apply_golden32<LayerNormOp>(ref.forward(fp32_stats), p);
-      // The canonical quiet NaN of each dtype: 0x7FC00000 (fp32), 0x7E00 (fp16), 0x7FC0 (bf16).
-      auto is_canonical_nan = [](const HostTensor& t, int64_t i) {
-        const std::size_t b = mantissa::dtype_size(t.dtype);
-        uint32_t bits = 0;
-        std::memcpy(&bits, &t.bytes[static_cast<std::size_t>(i) * b], b);
-        return bits == (t.dtype == DType::kFloat32   ? 0x7FC00000u
-                        : t.dtype == DType::kFloat16 ? 0x7E00u
-                                                     : 0x7FC0u);
-      };
       mt::for_each_target_and_thread_count([&](const std::string&, int) {
         Tensors got(pr, true);
         put_specials(got.x);
@@ -281,22 +283,12 @@ TEST(LayerNorm, NonFiniteParametersAndZeroEpsGiveCanonicalNaN) {
             ASSERT_TRUE(mantissa::layer_norm(got.forward(pr), p).ok());
             expect_same_bits(got.out, ref.out, "out");
             // A NaN where a constant row meets rstd = inf, or a NaN parameter; the canonical NaN.
-            const uint32_t want = xd == DType::kFloat32   ? 0x7FC00000u
-                                  : xd == DType::kFloat16 ? 0x7E00u
-                                                          : 0x7FC0u;
-            auto bits = [&](int64_t i) {
-              uint32_t b = 0;
-              std::memcpy(&b,
-                          &got.out.bytes[static_cast<std::size_t>(i) * mantissa::dtype_size(xd)],
-                          mantissa::dtype_size(xd));
-              return b;
-            };
             if (eps == 0.0) {
-              EXPECT_EQ(bits(5 * n + 20), want);
+              EXPECT_TRUE(is_canonical_nan(got.out, 5 * n + 20));
             }
             if (bad_params) {
-              EXPECT_EQ(bits(1 * n + 7), want);
-              EXPECT_EQ(bits(1 * n + 13), want);
+              EXPECT_TRUE(is_canonical_nan(got.out, 1 * n + 7));
+              EXPECT_TRUE(is_canonical_nan(got.out, 1 * n + 13));
             }
           });
         }
@@ -353,13 +345,7 @@ TEST(LayerNormGrad, NonFiniteRowsGiveTheGoldenBits) {
           t.dx = view(got.dx);
           ASSERT_TRUE(mantissa::layer_norm_grad(t, gp).ok());
           expect_same_bits(got.dx, want.dx, "dx");
-          const uint32_t nan_bits = xd == DType::kFloat32   ? 0x7FC00000u
-                                    : xd == DType::kFloat16 ? 0x7E00u
-                                                            : 0x7FC0u;
-          uint32_t b = 0;
-          std::memcpy(&b, &got.dx.bytes[static_cast<std::size_t>(1 * n) * mantissa::dtype_size(xd)],
-                      mantissa::dtype_size(xd));
-          EXPECT_EQ(b, nan_bits);  // a NaN gradient: the row's sums are NaN
+          EXPECT_TRUE(is_canonical_nan(got.dx, 1 * n));  // a NaN gradient: the sums are NaN
           EXPECT_TRUE(std::isfinite(got.dx.value(0)));
         });
       }
