@@ -170,6 +170,13 @@ TEST(LayerNorm, BitExactOnEveryTargetAndThreadCount) {
   }
 }
 
+// x and parameter dtypes of the special-value tests of rows of 64 and 300: fp32, 16-bit x with
+// fp32 parameters, all bf16.
+const std::vector<std::pair<DType, DType>> kSpecialValueDtypes{
+    {DType::kFloat32, DType::kFloat32},
+    {DType::kFloat16, DType::kFloat32},
+    {DType::kBFloat16, DType::kBFloat16}};
+
 // Whether element i of t is the canonical quiet NaN of its dtype: 0x7FC00000 (fp32), 0x7E00
 // (fp16), 0x7FC0 (bf16).
 bool is_canonical_nan(const HostTensor& t, int64_t i) {
@@ -248,10 +255,7 @@ TEST(LayerNorm, NonFiniteParametersAndZeroEpsGiveCanonicalNaN) {
   const float inf = std::numeric_limits<float>::infinity();
   const float qnan_payload = std::bit_cast<float>(0x7FC12345u);
   for (int64_t n : {64, 300}) {
-    for (auto [xd, gd] :
-         std::vector<std::pair<DType, DType>>{{DType::kFloat32, DType::kFloat32},
-                                              {DType::kFloat16, DType::kFloat32},
-                                              {DType::kBFloat16, DType::kBFloat16}}) {
+    for (auto [xd, gd] : kSpecialValueDtypes) {
       for (double eps : {1e-5, 0.0}) {
         for (bool bad_params : {false, true}) {
           if (eps != 0.0 && !bad_params) continue;
@@ -305,10 +309,7 @@ TEST(LayerNormGrad, NonFiniteRowsGiveTheGoldenBits) {
   const float inf = std::numeric_limits<float>::infinity();
   const float qnan_payload = std::bit_cast<float>(0x7FC12345u);
   for (int64_t n : {64, 300}) {
-    for (auto [xd, gd] :
-         std::vector<std::pair<DType, DType>>{{DType::kFloat32, DType::kFloat32},
-                                              {DType::kFloat16, DType::kFloat32},
-                                              {DType::kBFloat16, DType::kBFloat16}}) {
+    for (auto [xd, gd] : kSpecialValueDtypes) {
       const int64_t rows = 23;
       const Problem pr{xd, gd, DType::kFloat32, {rows, n}, {n}};
       SCOPED_TRACE(describe(pr));
