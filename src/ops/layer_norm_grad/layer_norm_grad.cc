@@ -113,14 +113,19 @@ RowTerms RowTermsOf(const typename XF::Storage* dy, const typename XF::Storage* 
   return {s1 / nd, s2 / nd, std::isfinite(s1) && std::isfinite(s2) && std::isfinite(st.rstd)};
 }
 
-// dx of one vector of row elements from its g and xhat (kNaN: kNoNaN where t.no_nan).
+// dx of one vector of row elements from its g and xhat, in fp64 (before the rounding to fp32).
+template <class DD>
+HWY_INLINE hn::Vec<DD> DxOf(DD dd, hn::Vec<DD> g, hn::Vec<DD> xhat, RowTerms t, double rstd) {
+  const auto inner = hn::Add(hn::Set(dd, t.m1), hn::Mul(xhat, hn::Set(dd, t.m2)));
+  return hn::Mul(hn::Sub(g, inner), hn::Set(dd, rstd));
+}
+
+// dx of one vector stored (kNaN: kNoNaN where t.no_nan).
 template <class XF, NaNLanes kNaN, class DD>
 HWY_INLINE void StoreDx(DD dd, hn::Vec<DD> g, hn::Vec<DD> xhat, RowTerms t, double rstd,
                         typename XF::Storage* dx) {
   const hn::Rebind<float, DD> df;
-  const auto inner = hn::Add(hn::Set(dd, t.m1), hn::Mul(xhat, hn::Set(dd, t.m2)));
-  const auto v = hn::Mul(hn::Sub(g, inner), hn::Set(dd, rstd));
-  StoreResult<XF, kNaN>(df, DemoteF64ToF32(df, dd, v), dx);
+  StoreResult<XF, kNaN>(df, DemoteF64ToF32(df, dd, DxOf(dd, g, xhat, t, rstd)), dx);
 }
 
 // Columns [c0, c1) of row block b: the block's partial sums of dy * xhat (into pw) and of dy
@@ -169,8 +174,11 @@ void ColumnBlock(const detail::LayerNormGradKernelArgs& a, int64_t b, int64_t c0
             sb[k] = pb != nullptr && q0 != r0 ? hn::LoadU(dd, pb + b * n + col) : hn::Set(dd, -0.0);
             if constexpr (kDx && kWeight) wk[k] = LoadAcc<PF>(dd, w + col);
           }
-          // One row's vectors; the row's NaN case chosen once per row, not per vector.
+          // One row's vectors; the row's NaN case chosen once per row, not per vector. An even
+          // group stores its dx two vectors at a time (StoreResultPair: one narrowing per pair).
           const auto one_row = [&](int64_t row, auto nan_lanes) MANTISSA_VECTOR_BODY {
+            constexpr NaNLanes kNaN = decltype(nan_lanes)::value;
+            V dxk[K];
 #pragma GCC unroll 4
             for (size_t k = 0; k < K; ++k) {
               const int64_t col = j + static_cast<int64_t>(k) * lanes;
@@ -180,12 +188,26 @@ void ColumnBlock(const detail::LayerNormGradKernelArgs& a, int64_t b, int64_t c0
                 const auto xhat = LoadXhat<XF>(dd, x_all + row * n, st, col);
                 if constexpr (kDx) {
                   const auto g = kWeight ? hn::Mul(dy, wk[k]) : dy;
-                  StoreDx<XF, decltype(nan_lanes)::value>(dd, g, xhat, terms[row - q0], st.rstd,
-                                                          dx_all + row * n + col);
+                  dxk[k] = DxOf(dd, g, xhat, terms[row - q0], st.rstd);
                 }
                 if (pw != nullptr) sw[k] = hn::Add(sw[k], hn::Mul(dy, xhat));
               }
               sb[k] = hn::Add(sb[k], dy);
+            }
+            if constexpr (kDx) {
+              XS* const dx = dx_all + row * n + j;
+              if constexpr (K % 2 == 0) {
+#pragma GCC unroll 4
+                for (size_t k = 0; k < K; k += 2) {
+                  StoreResultPair<XF, kNaN>(dd, dxk[k], dxk[k + 1], dx + k * lanes);
+                }
+              } else {
+                const hn::Rebind<float, decltype(dd)> df;
+#pragma GCC unroll 4
+                for (size_t k = 0; k < K; ++k) {
+                  StoreResult<XF, kNaN>(df, DemoteF64ToF32(df, dd, dxk[k]), dx + k * lanes);
+                }
+              }
             }
           };
           for (int64_t row = q0; row < q1; ++row) {
