@@ -120,14 +120,6 @@ HWY_INLINE hn::Vec<DD> DxOf(DD dd, hn::Vec<DD> g, hn::Vec<DD> xhat, RowTerms t, 
   return hn::Mul(hn::Sub(g, inner), hn::Set(dd, rstd));
 }
 
-// dx of one vector stored (kNaN: kNoNaN where t.no_nan).
-template <class XF, NaNLanes kNaN, class DD>
-HWY_INLINE void StoreDx(DD dd, hn::Vec<DD> g, hn::Vec<DD> xhat, RowTerms t, double rstd,
-                        typename XF::Storage* dx) {
-  const hn::Rebind<float, DD> df;
-  StoreResult<XF, kNaN>(df, DemoteF64ToF32(df, dd, DxOf(dd, g, xhat, t, rstd)), dx);
-}
-
 // Columns [c0, c1) of row block b: the block's partial sums of dy * xhat (into pw) and of dy
 // (into pb), rows in order, fp64. Each column's sum is independent of the vector width. With
 // kDx (whole rows only: c0 = 0, c1 = n), also dx of the block's rows, in the same pass over x
@@ -256,10 +248,21 @@ void LayerNormGradDx(const detail::LayerNormGradKernelArgs& a) {
       XS* dx = dx_all + row * n;
       const RowStats st = LoadStats(a, row);
       const RowTerms t = RowTermsOf<XF, PF, kWeight>(dy, x, w, st, n);
+      // Two fp64 vectors per store where they fit (StoreResultPair), as in ColumnBlock.
       const auto pass = [&](auto nan_lanes) MANTISSA_VECTOR_BODY {
-        ForEachDoubleVector(0, n, [&](auto dd, int64_t i) MANTISSA_VECTOR_BODY {
-          StoreDx<XF, decltype(nan_lanes)::value>(dd, LoadG<XF, PF, kWeight>(dd, dy, w, i),
-                                                  LoadXhat<XF>(dd, x, st, i), t, st.rstd, dx + i);
+        constexpr NaNLanes kNaN = decltype(nan_lanes)::value;
+        ForEachDoubleVectorGroup<2>(0, n, [&](auto dd, int64_t i, auto count) MANTISSA_VECTOR_BODY {
+          const auto dx_at = [&](int64_t at) {
+            return DxOf(dd, LoadG<XF, PF, kWeight>(dd, dy, w, at), LoadXhat<XF>(dd, x, st, at), t,
+                        st.rstd);
+          };
+          if constexpr (decltype(count)::value == 2) {
+            const auto step = static_cast<int64_t>(hn::Lanes(dd));
+            StoreResultPair<XF, kNaN>(dd, dx_at(i), dx_at(i + step), dx + i);
+          } else {
+            const hn::Rebind<float, decltype(dd)> df;
+            StoreResult<XF, kNaN>(df, DemoteF64ToF32(df, dd, dx_at(i)), dx + i);
+          }
         });
       };
       if (t.no_nan) {
