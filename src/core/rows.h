@@ -154,13 +154,14 @@ void for_each_column_piece(const ColumnSumPlan& plan, int64_t n, Fn&& fn) {
 }
 
 // The second half: for every column j, adds partials[b * n + j] over the blocks along the
-// pairwise tree (PairwiseStack, in block order) and calls store(j, sum), in parallel over column
-// tiles. The tree runs over whole rows of a tile's partials: a merge adds one block's row into
-// the other's in place (the partials are workspace), column by column, so every column gets
-// the additions (and the bits) it would get alone, and the partials are read row by row
-// (contiguous) rather than one double per block and column. add_rows(u, v, count) sets
-// u[k] = u[k] + v[k] for k in [0, count): the caller's vector code (each sum is one IEEE
-// addition, the same bits at any width; this header is compiled for no particular target).
+// pairwise tree (PairwiseStack, in block order), in parallel over column tiles, and calls
+// store(c0, sums, count) once per tile: sums[k] is column c0 + k's, k in [0, count). The tree runs
+// over whole rows of a tile's partials: a merge adds one block's row into the other's in place (the
+// partials are workspace), column by column, so every column gets the additions (and the bits) it
+// would get alone, and the partials are read row by row (contiguous) rather than one double per
+// block and column. add_rows(u, v, count) sets u[k] = u[k] + v[k] for k in [0, count): the caller's
+// vector code (each sum is one IEEE addition, the same bits at any width; this header is compiled
+// for no particular target).
 template <class AddRows, class Store>
 void combine_column_partials(const ColumnSumPlan& plan, int64_t n, double* partials,
                              AddRows&& add_rows, Store&& store) {
@@ -179,7 +180,7 @@ void combine_column_partials(const ColumnSumPlan& plan, int64_t n, double* parti
       stack.push(partials + c0, add);  // block 0 (plan.blocks >= 1)
       for (int64_t b = 1; b < plan.blocks; ++b) stack.push(partials + b * n + c0, add);
       const double* const sum = stack.collapse(add);
-      for (int64_t k = 0; k < width; ++k) store(c0 + k, sum[k]);
+      store(c0, sum, width);
     }
   };
   parallel_for(tiles, 1, combine);

@@ -387,6 +387,24 @@ HWY_INLINE void StoreResultPair(DD dd, hn::Vec<DD> lo, hn::Vec<DD> hi,
   StoreResult<Format, kNaN>(dh, DemoteF64ToF32(dh, dd, hi), p + hn::Lanes(dd));
 }
 
+// count fp64 results at from, each rounded to fp32 and stored as StoreResult does (two vectors
+// per narrowing where they fit, then single vectors and lanes).
+template <class Format>
+HWY_INLINE void StoreResultsFromF64(const double* HWY_RESTRICT from, int64_t count,
+                                    typename Format::Storage* HWY_RESTRICT to) {
+  const hn::ScalableTag<double> dd;
+  const int64_t step = static_cast<int64_t>(hn::Lanes(dd));
+  int64_t i = 0;
+  for (; i + 2 * step <= count; i += 2 * step) {
+    StoreResultPair<Format>(dd, hn::LoadU(dd, from + i), hn::LoadU(dd, from + i + step), to + i);
+  }
+  const hn::CappedTag<double, 1> d1;
+  const hn::Rebind<float, decltype(d1)> df1;
+  for (; i < count; ++i) {
+    StoreResult<Format>(df1, DemoteF64ToF32(df1, d1, hn::LoadU(d1, from + i)), to + i);
+  }
+}
+
 // Lanes of fp32 v whose bit pattern lies within kBf16MidpointWindow patterns of a bf16 rounding
 // midpoint (low 16 bits 0x8000), as a mask over v's lanes read as int32. fp32 -> bf16 rounding is
 // monotonic in the pattern, so a value computed within a few fp32 steps of an exactly rounded

@@ -302,11 +302,14 @@ void LayerNormGradColumns(const detail::LayerNormGradKernelArgs& a, bool partial
     double* const partials = partials_out.first;
     void* const out = partials_out.second;
     if (partials == nullptr) continue;
-    detail::combine_column_partials(a.plan, n, partials, AddRowInPlace, [&](int64_t j, double sum) {
-      float v = static_cast<float>(sum);
-      if (std::isnan(v)) v = std::numeric_limits<float>::quiet_NaN();
-      store_from_float(a.param_dtype, out, static_cast<std::size_t>(j), v);
-    });
+    detail::combine_column_partials(
+        a.plan, n, partials, AddRowInPlace, [&](int64_t c0, const double* sums, int64_t count) {
+          const auto store = [&](auto format) {
+            using PS = typename decltype(format)::Storage;
+            StoreResultsFromF64<decltype(format)>(sums, count, static_cast<PS*>(out) + c0);
+          };
+          a.param_dtype == DType::kFloat32 ? store(Fp32{}) : store(XF{});
+        });
   }
 }
 

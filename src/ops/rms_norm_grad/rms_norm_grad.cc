@@ -122,11 +122,10 @@ void RmsNormGradDgamma(const detail::RmsNormGradKernelArgs& a, bool partials_don
     detail::for_each_column_piece(
         a.plan, a.n, [&](int64_t b, int64_t c0, int64_t c1) { DgammaBlock<XF>(a, b, c0, c1); });
   }
-  detail::combine_column_partials(
-      a.plan, a.n, a.partials, AddRowInPlace, [&](int64_t j, double sum) {
-        const float v = static_cast<float>(sum);
-        a.dgamma[j] = std::isnan(v) ? std::numeric_limits<float>::quiet_NaN() : v;
-      });
+  detail::combine_column_partials(a.plan, a.n, a.partials, AddRowInPlace,
+                                  [&](int64_t c0, const double* sums, int64_t count) {
+                                    StoreResultsFromF64<Fp32>(sums, count, a.dgamma + c0);
+                                  });
 }
 
 template <class XF>
