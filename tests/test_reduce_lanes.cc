@@ -3,7 +3,8 @@
 // target: lane vectors of values spread over 25 binades, so that any other order of the
 // additions gives other bits (checked below for the naive sum), for the naive, Kahan and
 // Neumaier merges in fp32 and fp64, and the max with ties between +0 and -0; and the sums of whole
-// rows (BlockSumsAcrossLanes) against BlockSums row by row; bit for bit. Also the max of two lane
+// rows (BlockSumsAcrossLanes) against BlockSums row by row, and of several terms over long rows
+// (ReduceRows) against ReduceRow term by term; bit for bit. Also the max of two lane
 // vectors (MaxVectors, every max pass's step) against its definition on special values.
 // clang-format off (foreach_target.h must come first: it re-includes this file once per target)
 #undef HWY_TARGET_INCLUDE
@@ -170,6 +171,34 @@ void CheckBlockSums(std::mt19937& rng, int64_t len, testing::LaneTreeCounts& cou
   }
 }
 
+// ReduceRows of two terms at once against ReduceRow term by term, over rows of `len` values
+// spread over the binades (rows longer than a block: each block's partials along each term's
+// tree), one term with an infinity in one block and a NaN in another (the compensated methods'
+// naive fallback, block by block).
+template <detail::ReduceMethod M, class A>
+void CheckReduceRows(std::mt19937& rng, int64_t len, testing::LaneTreeCounts& counts) {
+  constexpr size_t kR = 2;
+  const auto n = static_cast<size_t>(len);
+  std::vector<A> x(kR * n);
+  for (A& v : x) v = SpreadValue<A>(rng);
+  std::uniform_int_distribution<size_t> where(0, n - 1);
+  if (len > detail::kReduceBlock) {
+    x[n + where(rng) % static_cast<size_t>(detail::kReduceBlock)] =
+        std::numeric_limits<A>::infinity();
+    x[2 * n - 1] = std::numeric_limits<A>::quiet_NaN();
+  }
+  const auto term = [&](size_t k, auto d, int64_t i) {
+    return hn::LoadU(d, x.data() + k * n + static_cast<size_t>(i));
+  };
+  A both[kR];
+  ReduceRows<M, A, kR>(term, len, both);
+  for (size_t k = 0; k < kR; ++k) {
+    const A one = ReduceRow<M, A>([&](auto d, int64_t i) { return term(k, d, i); }, len);
+    ++counts.rows;
+    if (!SameBits(one, both[k])) ++counts.mismatches;
+  }
+}
+
 }  // namespace
 
 testing::LaneTreeCounts CheckLaneTrees(uint32_t seed) {
@@ -191,6 +220,17 @@ testing::LaneTreeCounts CheckLaneTrees(uint32_t seed) {
       CheckBlockSums<detail::ReduceMethod::kNeumaier, float>(rng, len, counts);
       CheckBlockSums<detail::ReduceMethod::kNaive, double>(rng, len, counts);
       CheckBlockSums<detail::ReduceMethod::kKahan, double>(rng, len, counts);
+    }
+  }
+  const int64_t block = detail::kReduceBlock;
+  for (int64_t len : {int64_t{1}, int64_t{100}, block, block + 1, 3 * block + 5, 9 * block + 1}) {
+    for (int batch = 0; batch < 2; ++batch) {
+      CheckReduceRows<detail::ReduceMethod::kNaive, float>(rng, len, counts);
+      CheckReduceRows<detail::ReduceMethod::kKahan, float>(rng, len, counts);
+      CheckReduceRows<detail::ReduceMethod::kNeumaier, float>(rng, len, counts);
+      CheckReduceRows<detail::ReduceMethod::kNaive, double>(rng, len, counts);
+      CheckReduceRows<detail::ReduceMethod::kKahan, double>(rng, len, counts);
+      CheckReduceRows<detail::ReduceMethod::kNeumaier, double>(rng, len, counts);
     }
   }
   return counts;

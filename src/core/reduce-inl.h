@@ -562,6 +562,42 @@ HWY_NOINLINE A ReduceRow(const Term& term, int64_t n) {
   return detail::finish<M>(stack.collapse(merge));
 }
 
+// ReduceRow<M> of R terms over the same range [0, n) at once, M naive, Kahan or Neumaier:
+// sums[k] gets exactly ReduceRow's value for term(k, da, i). Each block's R sums are taken in one
+// pass over the block (BlockPartials), so a row longer than a block is read once, not R times;
+// the block partials of each term go along their own pairwise tree, as ReduceRow's do.
+template <detail::ReduceMethod M, class A, size_t R, class Term>
+HWY_INLINE void ReduceRows(const Term& term, int64_t n, A (&sums)[R]) {
+  static_assert(M != detail::ReduceMethod::kPairwise, "BlockPartials has no pairwise blocks");
+  if (n <= 0) {
+    for (size_t k = 0; k < R; ++k) sums[k] = A(0);
+    return;
+  }
+  if (n <= detail::kReduceBlock) return BlockSums<M, A, R>(term, n, sums);
+  detail::LockstepPairwiseStacks<detail::Partial<A>, static_cast<int>(R), 64> stacks;
+  const auto merge = [](const detail::Partial<A>& a, const detail::Partial<A>& b) {
+    return detail::merge<M>(a, b);
+  };
+  for (int64_t b = 0; b < n; b += detail::kReduceBlock) {
+    const int64_t len = std::min(detail::kReduceBlock, n - b);
+    detail::Partial<A> p[R];
+    BlockPartials<M, A, R>(term, b, len, p);
+    for (size_t k = 0; k < R; ++k) {
+      if constexpr (detail::is_compensated(M)) {
+        // inf, NaN or overflow: the plain sum instead, as ReduceBlock does
+        if (!std::isfinite(p[k].sum) || !std::isfinite(p[k].comp)) {
+          p[k] = LanesBlock<detail::ReduceMethod::kNaive, A>(
+              [&](auto d, int64_t i) { return term(k, d, i); }, b, len);
+        }
+      }
+    }
+    stacks.push(p, static_cast<int>(R), merge);
+  }
+  detail::Partial<A> total[R];
+  stacks.collapse(total, static_cast<int>(R), merge);
+  for (size_t k = 0; k < R; ++k) sums[k] = detail::finish<M>(total[k]);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Max: exact, so only the NaN and tie rules need care (see core/reduce.h).
 

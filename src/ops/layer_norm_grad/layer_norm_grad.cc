@@ -96,11 +96,11 @@ RowTerms RowTermsOf(const typename XF::Storage* dy, const typename XF::Storage* 
   const GTerm<XF, PF, kWeight> g_term{dy, w};
   const GXhatTerm<XF, PF, kWeight> gxhat_term{dy, x, w, st};
   double s1, s2;
-  if (kRowsAtOnce<detail::ReduceMethod::kNaive, double> >= 2 && n <= detail::kReduceBlock) {
-    // Rows of one block: both sums at once, their accumulation chains interleaved (the same
+  if (kRowsAtOnce<detail::ReduceMethod::kNaive, double> >= 2) {
+    // Both sums in one pass over the row, their accumulation chains interleaved (the same
     // additions as ReduceRow's).
     double sums[2];
-    BlockSums<detail::ReduceMethod::kNaive, double, 2>(
+    ReduceRows<detail::ReduceMethod::kNaive, double, 2>(
         [&](size_t k, auto da, int64_t i) { return k == 0 ? g_term(da, i) : gxhat_term(da, i); }, n,
         sums);
     s1 = sums[0];
