@@ -387,6 +387,26 @@ HWY_INLINE void StoreResultPair(DD dd, hn::Vec<DD> lo, hn::Vec<DD> hi,
   StoreResult<Format, kNaN>(dh, DemoteF64ToF32(dh, dd, hi), p + hn::Lanes(dd));
 }
 
+// K consecutive fp64 vectors of results v[0..K) (K * Lanes(dd) elements at p), rounded to fp32
+// and stored as StoreResult does, two vectors at a time (StoreResultPair) where K is even.
+template <class Format, NaNLanes kNaN = NaNLanes::kPossible, size_t K, class DD>
+HWY_INLINE void StoreResults(DD dd, const hn::Vec<DD> (&v)[K],
+                             typename Format::Storage* HWY_RESTRICT p) {
+  const size_t lanes = hn::Lanes(dd);
+  if constexpr (K % 2 == 0) {
+#pragma GCC unroll 8
+    for (size_t k = 0; k < K; k += 2) {
+      StoreResultPair<Format, kNaN>(dd, v[k], v[k + 1], p + k * lanes);
+    }
+  } else {
+    const hn::Rebind<float, DD> df;
+#pragma GCC unroll 8
+    for (size_t k = 0; k < K; ++k) {
+      StoreResult<Format, kNaN>(df, DemoteF64ToF32(df, dd, v[k]), p + k * lanes);
+    }
+  }
+}
+
 // count fp64 results at from, each rounded to fp32 and stored as StoreResult does (two vectors
 // per narrowing where they fit, then single vectors and lanes).
 template <class Format>

@@ -167,7 +167,7 @@ void ColumnBlock(const detail::LayerNormGradKernelArgs& a, int64_t b, int64_t c0
             if constexpr (kDx && kWeight) wk[k] = LoadAcc<PF>(dd, w + col);
           }
           // One row's vectors; the row's NaN case chosen once per row, not per vector. An even
-          // group stores its dx two vectors at a time (StoreResultPair: one narrowing per pair).
+          // group stores its dx two vectors at a time (StoreResults: one narrowing per pair).
           const auto one_row = [&](int64_t row, auto nan_lanes) MANTISSA_VECTOR_BODY {
             constexpr NaNLanes kNaN = decltype(nan_lanes)::value;
             V dxk[K];
@@ -186,21 +186,7 @@ void ColumnBlock(const detail::LayerNormGradKernelArgs& a, int64_t b, int64_t c0
               }
               sb[k] = hn::Add(sb[k], dy);
             }
-            if constexpr (kDx) {
-              XS* const dx = dx_all + row * n + j;
-              if constexpr (K % 2 == 0) {
-#pragma GCC unroll 4
-                for (size_t k = 0; k < K; k += 2) {
-                  StoreResultPair<XF, kNaN>(dd, dxk[k], dxk[k + 1], dx + k * lanes);
-                }
-              } else {
-                const hn::Rebind<float, decltype(dd)> df;
-#pragma GCC unroll 4
-                for (size_t k = 0; k < K; ++k) {
-                  StoreResult<XF, kNaN>(df, DemoteF64ToF32(df, dd, dxk[k]), dx + k * lanes);
-                }
-              }
-            }
+            if constexpr (kDx) StoreResults<XF, kNaN>(dd, dxk, dx_all + row * n + j);
           };
           for (int64_t row = q0; row < q1; ++row) {
             if (!kDx || terms[row - q0].no_nan) {
@@ -248,21 +234,19 @@ void LayerNormGradDx(const detail::LayerNormGradKernelArgs& a) {
       XS* dx = dx_all + row * n;
       const RowStats st = LoadStats(a, row);
       const RowTerms t = RowTermsOf<XF, PF, kWeight>(dy, x, w, st, n);
-      // Two fp64 vectors per store where they fit (StoreResultPair), as in ColumnBlock.
+      // Two fp64 vectors per store where they fit (StoreResults), as in ColumnBlock.
       const auto pass = [&](auto nan_lanes) MANTISSA_VECTOR_BODY {
         constexpr NaNLanes kNaN = decltype(nan_lanes)::value;
         ForEachDoubleVectorGroup<2>(0, n, [&](auto dd, int64_t i, auto count) MANTISSA_VECTOR_BODY {
-          const auto dx_at = [&](int64_t at) {
-            return DxOf(dd, LoadG<XF, PF, kWeight>(dd, dy, w, at), LoadXhat<XF>(dd, x, st, at), t,
+          constexpr size_t K = decltype(count)::value;
+          const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
+          hn::Vec<decltype(dd)> v[K];
+          for (size_t k = 0; k < K; ++k) {
+            const int64_t at = i + static_cast<int64_t>(k) * lanes;
+            v[k] = DxOf(dd, LoadG<XF, PF, kWeight>(dd, dy, w, at), LoadXhat<XF>(dd, x, st, at), t,
                         st.rstd);
-          };
-          if constexpr (decltype(count)::value == 2) {
-            const auto step = static_cast<int64_t>(hn::Lanes(dd));
-            StoreResultPair<XF, kNaN>(dd, dx_at(i), dx_at(i + step), dx + i);
-          } else {
-            const hn::Rebind<float, decltype(dd)> df;
-            StoreResult<XF, kNaN>(df, DemoteF64ToF32(df, dd, dx_at(i)), dx + i);
           }
+          StoreResults<XF, kNaN>(dd, v, dx + i);
         });
       };
       if (t.no_nan) {

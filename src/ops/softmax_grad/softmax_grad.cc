@@ -189,27 +189,8 @@ struct ExpOfOutput {
 // (StoreResultPair).
 inline constexpr size_t kGradGroup(bool log) { return log ? 4 : 2; }
 
-// Results v[0..K) rounded to fp32 and stored (canonical NaN unless kNaN says there is none, one
-// rounding to the storage format), two vectors at a time where K is even.
-template <class Format, NaNLanes kNaN, size_t K, class DD>
-HWY_INLINE void StoreGradResults(DD dd, const hn::Vec<DD> (&v)[K], typename Format::Storage* out) {
-  const size_t lanes = hn::Lanes(dd);
-  if constexpr (K % 2 == 0) {
-#pragma GCC unroll 8
-    for (size_t k = 0; k < K; k += 2) {
-      StoreResultPair<Format, kNaN>(dd, v[k], v[k + 1], out + k * lanes);
-    }
-  } else {
-    const hn::Rebind<float, DD> df;
-#pragma GCC unroll 8
-    for (size_t k = 0; k < K; ++k) {
-      StoreResult<Format, kNaN>(df, DemoteF64ToF32(df, dd, v[k]), out + k * lanes);
-    }
-  }
-}
-
 // out for the K consecutive vectors of elements at dy, y (lanes of dd): y * (dy - s), or
-// dy - Exp64(y) * s, with s of vector k from sum_of(k); rounded and stored (StoreGradResults).
+// dy - Exp64(y) * s, with s of vector k from sum_of(k); rounded and stored (StoreResults).
 //
 // kFiniteSum: the caller knows every s here is finite. No result can be NaN then, for softmax
 // always, for log-softmax where every exp(y) is finite and positive, so the NaN step is skipped
@@ -240,9 +221,9 @@ HWY_INLINE void StoreGrad(DD dd, const typename Format::Storage* dy,
     }
   }
   if (no_nan) {
-    StoreGradResults<Format, kNoNaN>(dd, v, out);
+    StoreResults<Format, kNoNaN>(dd, v, out);
   } else {
-    StoreGradResults<Format, NaNLanes::kPossible>(dd, v, out);
+    StoreResults<Format, NaNLanes::kPossible>(dd, v, out);
   }
 }
 
