@@ -199,38 +199,40 @@ void CheckReduceRows(std::mt19937& rng, int64_t len, testing::LaneTreeCounts& co
   }
 }
 
+// Calls check.template operator()<M, A>() for each summation method, in fp32 and in fp64.
+template <class Check>
+void ForEachMethodAndAccumulator(Check&& check) {
+  using detail::ReduceMethod;
+  check.template operator()<ReduceMethod::kNaive, float>();
+  check.template operator()<ReduceMethod::kKahan, float>();
+  check.template operator()<ReduceMethod::kNeumaier, float>();
+  check.template operator()<ReduceMethod::kNaive, double>();
+  check.template operator()<ReduceMethod::kKahan, double>();
+  check.template operator()<ReduceMethod::kNeumaier, double>();
+}
+
 }  // namespace
 
 testing::LaneTreeCounts CheckLaneTrees(uint32_t seed) {
   std::mt19937 rng(seed);
   testing::LaneTreeCounts counts;
   for (int batch = 0; batch < 64; ++batch) {
-    CheckSums<detail::ReduceMethod::kNaive, float>(rng, counts);
-    CheckSums<detail::ReduceMethod::kKahan, float>(rng, counts);
-    CheckSums<detail::ReduceMethod::kNeumaier, float>(rng, counts);
-    CheckSums<detail::ReduceMethod::kNaive, double>(rng, counts);
-    CheckSums<detail::ReduceMethod::kKahan, double>(rng, counts);
+    ForEachMethodAndAccumulator(
+        [&]<detail::ReduceMethod M, class A>() { CheckSums<M, A>(rng, counts); });
     CheckMax(rng, counts);
   }
   CheckMaxVectors(counts);
   for (int64_t len : {1, 5, 32, 64, 100}) {
     for (int batch = 0; batch < 8; ++batch) {
-      CheckBlockSums<detail::ReduceMethod::kNaive, float>(rng, len, counts);
-      CheckBlockSums<detail::ReduceMethod::kKahan, float>(rng, len, counts);
-      CheckBlockSums<detail::ReduceMethod::kNeumaier, float>(rng, len, counts);
-      CheckBlockSums<detail::ReduceMethod::kNaive, double>(rng, len, counts);
-      CheckBlockSums<detail::ReduceMethod::kKahan, double>(rng, len, counts);
+      ForEachMethodAndAccumulator(
+          [&]<detail::ReduceMethod M, class A>() { CheckBlockSums<M, A>(rng, len, counts); });
     }
   }
   const int64_t block = detail::kReduceBlock;
   for (int64_t len : {int64_t{1}, int64_t{100}, block, block + 1, 3 * block + 5, 9 * block + 1}) {
     for (int batch = 0; batch < 2; ++batch) {
-      CheckReduceRows<detail::ReduceMethod::kNaive, float>(rng, len, counts);
-      CheckReduceRows<detail::ReduceMethod::kKahan, float>(rng, len, counts);
-      CheckReduceRows<detail::ReduceMethod::kNeumaier, float>(rng, len, counts);
-      CheckReduceRows<detail::ReduceMethod::kNaive, double>(rng, len, counts);
-      CheckReduceRows<detail::ReduceMethod::kKahan, double>(rng, len, counts);
-      CheckReduceRows<detail::ReduceMethod::kNeumaier, double>(rng, len, counts);
+      ForEachMethodAndAccumulator(
+          [&]<detail::ReduceMethod M, class A>() { CheckReduceRows<M, A>(rng, len, counts); });
     }
   }
   return counts;
