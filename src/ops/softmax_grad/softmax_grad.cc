@@ -295,6 +295,14 @@ void LastAxisRows(const detail::SoftmaxGradKernelArgs& a, const ExpOfOutput<Form
   const S* const dy_all = static_cast<const S*>(a.dy);
   const S* const y_all = static_cast<const S*>(a.y);
   S* const out_all = static_cast<S*>(a.out);
+  // Short rows (one reduction block), several at once: the same sums as ReduceRow's. Softmax's
+  // elementwise pass is a few operations per element and waits on the cache it reads its rows
+  // back from: it groups rows only while a group's dy and y fit in kGroupedRowBytes (L1, beside
+  // the outputs). Log-softmax's pass, an exponential per element, was no faster either way.
+  constexpr int64_t kR = static_cast<int64_t>(kRowsAtOnce<kSumMethod, double>);
+  constexpr int64_t kGroupedRowBytes = 32 * 1024;
+  const bool grouped = kR > 1 && n <= detail::kReduceBlock &&
+                       (kLog || kR * n * 2 * int64_t{sizeof(S)} <= kGroupedRowBytes);
   // Row r's elementwise pass with row sum s, fetching row `next` (if in [begin, end)).
   // In place (out is dy) is safe: element i is read before it is written, and never again.
   // Inlined into both loops below: a call per row cost a tenth of the time on rows of 64.
@@ -306,10 +314,16 @@ void LastAxisRows(const detail::SoftmaxGradKernelArgs& a, const ExpOfOutput<Form
     S* const out = out_all + r * len;
     const S* const dy_next = detail::row_to_fetch(dy_all, len, next, end);
     const S* const y_next = detail::row_to_fetch(y_all, len, next, end);
+    const S* const out_next = detail::row_to_fetch<const S>(out_all, len, next, end);
     const auto fetch = [&](int64_t i) MANTISSA_VECTOR_BODY {
       if (dy_next != nullptr) {
         hwy::Prefetch(dy_next + i);
         hwy::Prefetch(y_next + i);
+        // Softmax's rows taken one at a time also have their stores' lines fetched (grouped
+        // rows and log-softmax's were no faster so).
+        if constexpr (!kLog) {
+          if (!grouped) hwy::Prefetch(out_next + i);
+        }
       }
     };
     // The fp64 pass over [from, to); a finite row sum lets StoreGrad skip the NaN step.
@@ -343,9 +357,7 @@ void LastAxisRows(const detail::SoftmaxGradKernelArgs& a, const ExpOfOutput<Form
     fp64_pass(i, len);
   };
   int64_t r = begin;
-  // Short rows (one reduction block), several at once: the same sums as ReduceRow's.
-  constexpr int64_t kR = static_cast<int64_t>(kRowsAtOnce<kSumMethod, double>);
-  if (kR > 1 && n <= detail::kReduceBlock) {
+  if (grouped) {
     for (; r + kR <= end; r += kR) {
       double s[kR];
       BlockSums<kSumMethod, double, kR>(
