@@ -101,10 +101,11 @@ void expect_bitwise(DType dtype, const std::vector<int64_t>& shape, int64_t dim,
 template <class Op>
 void sweep_shapes() {
   for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
-    // Row lengths around the vector widths, the 32 reduction lanes and a 4096 block.
+    // Row lengths around the vector widths, the 32 reduction lanes and a 4096 block; five rows:
+    // short ones take four at once and one alone.
     for (int64_t len : {1, 3, 16, 31, 33, 100, 4095, 4097, 9000}) {
-      const std::vector<int64_t> shape{3, len};
-      expect_bitwise<Op>(dtype, shape, -1, random_buffer(dtype, 3 * len, -3, 3, len),
+      const std::vector<int64_t> shape{5, len};
+      expect_bitwise<Op>(dtype, shape, -1, random_buffer(dtype, 5 * len, -3, 3, len),
                          forward_output<Op>(dtype, shape, -1, len + 1), {1, 3});
     }
     // Every dim of a rank-4 tensor (tiles of 64 with a partial one: inner 70 or 7*70).
