@@ -185,8 +185,8 @@ struct ExpOfOutput {
 };
 
 // Vectors per StoreGrad: the log-softmax pass takes four at once so that their exponentials
-// overlap (Exp64); the softmax pass has two operations per element and takes two, stored as one
-// (StoreResultPair).
+// overlap (Exp64); the softmax pass has two operations per element and takes two, stored with
+// one narrowing (StoreResults).
 inline constexpr size_t kGradGroup(bool log) { return log ? 4 : 2; }
 
 // out for the K consecutive vectors of elements at dy, y (lanes of dd): y * (dy - s), or
