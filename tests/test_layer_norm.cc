@@ -64,7 +64,7 @@ std::vector<Problem> problems() {
     // 2050 one row at a time with weight and bias read as they are (fp32 rows: a group at a time,
     // as they are), 1500 one row at a time with fp64 copies of weight and bias, the others a
     // group of rows at a time (five rows: one group and one row).
-    for (int64_t n : {1, 7, 16, 33, 129, 1500, 2050, 4100}) {
+    for (int64_t n : {1, 7, 16, 32, 33, 64, 128, 129, 1500, 2050, 4100}) {
       p.push_back({x, g, DType::kFloat32, {5, n}, {n}});
     }
     p.push_back({x, g, x, {3, 4, 24}, {4, 24}, 0.5, 2.0});  // two normalised dims, x's stats
@@ -72,6 +72,11 @@ std::vector<Problem> problems() {
     p.push_back({x, g, DType::kFloat32, {300, 130}, {130}});
     p.push_back({x, g, DType::kFloat32, {6, 40}, {40}, 0.0, 1.0, false, false});
     p.push_back({x, g, DType::kFloat32, {6, 40}, {40}, 0.0, 1.0, true, false});
+    // LayerNormGrad's rows of one and two lane groups (read once, in pairs) and of four: an odd
+    // count, many column blocks, no weight.
+    p.push_back({x, g, DType::kFloat32, {301, 64}, {64}});
+    p.push_back({x, g, DType::kFloat32, {6, 32}, {32}, 0.0, 1.0, false, false});
+    p.push_back({x, g, DType::kFloat32, {7, 128}, {128}, 0.0, 1.0, false, true});
   }
   // 11 column-sum blocks of 7 rows (an uneven pairwise tree), columns in 5 tiles, the last of 4.
   for (DType x : {DType::kFloat32, DType::kBFloat16}) {
@@ -348,6 +353,62 @@ TEST(LayerNormGrad, NonFiniteRowsGiveTheGoldenBits) {
           expect_same_bits(got.dx, want.dx, "dx");
           EXPECT_TRUE(is_canonical_nan(got.dx, 1 * n));  // a NaN gradient: the sums are NaN
           EXPECT_TRUE(std::isfinite(got.dx.value(0)));
+        });
+      }
+    }
+  }
+}
+
+// Rows whose two sums depend on their order at every precision: each row's dy holds +big and
+// -big at two elements of equal x among values near 1, so that both g and g * xhat cancel
+// exactly, and the small terms that remain are those not absorbed before the cancellation, which
+// depends on the order. dx, dweight and dbias have golden32's bits (core/reduce.h's order) on
+// every target and thread count, for the rows read once (one and two lane groups) and rows of
+// other lengths.
+TEST(LayerNormGrad, RowSumsFollowTheDocumentedOrder) {
+  for (int64_t n : {32, 64, 96, 128, 200}) {
+    for (DType xd : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+      const int64_t rows = 9;
+      // No weight: g = dy, so that the large terms cancel in g too.
+      const Problem pr{xd, xd, DType::kFloat32, {rows, n}, {n}, 0.0, 1.0, false, false};
+      SCOPED_TRACE(describe(pr));
+      const mantissa::LayerNormParams p{.normalized_shape = Dims(pr.ns), .eps = 1e-5};
+      Tensors ref(pr, true);
+      const auto at = [&](int64_t r, int64_t i) { return static_cast<std::size_t>(r * n + i); };
+      // Pairs at distances that put them in the same or different lanes, vectors and lane groups
+      // from row to row.
+      const int64_t distance[rows] = {n / 2 + 3, 32, 64, 8, 16, 1, 40, 96, 24};
+      const auto first = [&](int64_t r) { return (5 * r + 1) % n; };
+      const auto second = [&](int64_t r) {
+        const int64_t b = (first(r) + distance[r]) % n;
+        return b != first(r) ? b : (b + 1) % n;
+      };
+      for (int64_t r = 0; r < rows; ++r) {
+        mantissa::store_from_float(xd, ref.x.data(), at(r, second(r)),
+                                   static_cast<float>(ref.x.value(at(r, first(r)))));
+      }
+      mt::apply_golden32<LayerNormOp>(ref.forward(pr), p);
+      // 2^60, or fp16's largest power of two: far above the other terms' precision.
+      const float big = std::ldexp(1.0f, xd == DType::kFloat16 ? 15 : 60);
+      for (int64_t r = 0; r < rows; ++r) {
+        mantissa::store_from_float(xd, ref.dy.data(), at(r, first(r)), big);
+        mantissa::store_from_float(xd, ref.dy.data(), at(r, second(r)), -big);
+      }
+      for (bool column_sums : {true, false}) {
+        SCOPED_TRACE(column_sums ? "with dweight and dbias" : "dx only");
+        mantissa::LayerNormGradParams gp{.normalized_shape = Dims(pr.ns)};
+        if (!column_sums) gp.output_mask = {true, false, false};
+        Tensors want = ref;
+        mt::apply_golden32<LayerNormGradOp>(want.backward(pr, want.mean, want.rstd), gp);
+        mt::for_each_target_and_thread_count([&](const std::string&, int) {
+          Tensors got = ref;
+          got.dx = sentinel(xd, pr.shape);
+          ASSERT_TRUE(mantissa::layer_norm_grad(got.backward(pr, got.mean, got.rstd), gp).ok());
+          expect_same_bits(got.dx, want.dx, "dx");
+          if (column_sums) {
+            expect_same_bits(got.dw, want.dw, "dweight");
+            expect_same_bits(got.db, want.db, "dbias");
+          }
         });
       }
     }

@@ -204,6 +204,124 @@ void ColumnBlock(const detail::LayerNormGradKernelArgs& a, int64_t b, int64_t c0
   }
 }
 
+// Rows of kVectors fp64 vectors (one or two of the kReduceLanes-lane groups of core/reduce.h), rows
+// [r0, r1) of the block whose column partials are pw and pb (rows of n doubles; null when not
+// wanted): each row read once. Its vectors of g and xhat are kept while its two sums are taken from
+// them in core/reduce.h's order (the lane vectors, their merges and the halving inside the last
+// one: ReduceRow's additions, as RowTermsOf takes them), then dx comes from the same vectors. The
+// rows are software-pipelined: the next row is read and summed before this row's dx is stored, so
+// that the latency of one row's sums (a chain of dependent additions ending in the division)
+// overlaps the other row's work. The column partials grow row by row, rows in order, as
+// ColumnBlock's do.
+template <class XF, class PF, bool kWeight, size_t kVectors>
+void ShortRows(const detail::LayerNormGradKernelArgs& a, int64_t r0, int64_t r1, double* pw,
+               double* pb) {
+  using XS = typename XF::Storage;
+  using PS = typename PF::Storage;
+  constexpr detail::ReduceMethod kM = detail::ReduceMethod::kNaive;
+  const AccTag<double> dd;
+  using V = hn::Vec<AccTag<double>>;
+  constexpr size_t kV = kAccVectors<AccTag<double>>;  // vectors of one group of lanes
+  static_assert(kVectors % kV == 0);
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
+  const int64_t n = a.n;
+  // n is a power of two (kReduceLanes or twice that): s * (1 / n) is s / n, the same rounding of
+  // the same real number.
+  static_assert((detail::kReduceLanes & (detail::kReduceLanes - 1)) == 0);
+  const double inv_n = 1.0 / static_cast<double>(n);
+  const PS* const w = static_cast<const PS*>(a.weight);
+  if (r0 >= r1) return;
+  for (int64_t j = 0; j < n; j += lanes) {  // -0 is the identity of addition
+    if (pw != nullptr) hn::StoreU(hn::Set(dd, -0.0), dd, pw + j);
+    if (pb != nullptr) hn::StoreU(hn::Set(dd, -0.0), dd, pb + j);
+  }
+  struct Row {
+    V g[kVectors], xhat[kVectors];
+    RowTerms t{};
+    double rstd = 0.0;
+  };
+  // Reads the row: g, xhat, its column terms and its sums.
+  const auto read = [&](int64_t row, Row& r) MANTISSA_VECTOR_BODY {
+    const XS* const dy = static_cast<const XS*>(a.dy) + row * n;
+    const XS* const x = static_cast<const XS*>(a.x) + row * n;
+    const RowStats st = LoadStats(a, row);
+    V s1[kV], s2[kV], c[kV];
+    HWY_UNROLL(32)
+    for (size_t v = 0; v < kV; ++v) s1[v] = s2[v] = c[v] = hn::Set(dd, -0.0);
+#pragma GCC unroll 64
+    for (size_t v = 0; v < kVectors; ++v) {
+      const int64_t at = static_cast<int64_t>(v) * lanes;
+      const V dyv = LoadAcc<XF>(dd, dy + at);
+      r.xhat[v] = LoadXhat<XF>(dd, x, st, at);
+      if (pw != nullptr) {
+        hn::StoreU(hn::Add(hn::LoadU(dd, pw + at), hn::Mul(dyv, r.xhat[v])), dd, pw + at);
+      }
+      if (pb != nullptr) hn::StoreU(hn::Add(hn::LoadU(dd, pb + at), dyv), dd, pb + at);
+      r.g[v] = kWeight ? hn::Mul(dyv, LoadAcc<PF>(dd, w + at)) : dyv;
+      Accumulate<kM>(dd, s1[v % kV], c[v % kV], r.g[v]);
+      Accumulate<kM>(dd, s2[v % kV], c[v % kV], hn::Mul(r.g[v], r.xhat[v]));
+    }
+    HWY_UNROLL(32)
+    for (size_t half = kV / 2; half >= 1; half /= 2) {  // lane distances 16 .. Lanes(dd)
+      HWY_UNROLL(32)
+      for (size_t v = 0; v < half; ++v) {
+        MergeVectors<kM>(dd, s1[v], c[v], s1[v + half], c[v + half]);
+        MergeVectors<kM>(dd, s2[v], c[v], s2[v + half], c[v + half]);
+      }
+    }
+    const double sum1 = detail::finish<kM>(MergeLanesByHalving<kM>(dd, s1[0], c[0]));
+    const double sum2 = detail::finish<kM>(MergeLanesByHalving<kM>(dd, s2[0], c[0]));
+    r.t = {sum1 * inv_n, sum2 * inv_n,
+           std::isfinite(sum1) && std::isfinite(sum2) && std::isfinite(st.rstd)};
+    r.rstd = st.rstd;
+  };
+  // Stores the row's dx, two vectors per narrowing.
+  const auto write = [&](int64_t row, const Row& r) MANTISSA_VECTOR_BODY {
+    XS* const dx = static_cast<XS*>(a.dx) + row * n;
+    const auto pass = [&](auto nan_lanes) MANTISSA_VECTOR_BODY {
+      constexpr NaNLanes kNaN = decltype(nan_lanes)::value;
+#pragma GCC unroll 32
+      for (size_t v = 0; v < kVectors; v += 2) {
+        const V pair[2] = {DxOf(dd, r.g[v], r.xhat[v], r.t, r.rstd),
+                           DxOf(dd, r.g[v + 1], r.xhat[v + 1], r.t, r.rstd)};
+        StoreResults<XF, kNaN>(dd, pair, dx + static_cast<int64_t>(v) * lanes);
+      }
+    };
+    if (r.t.no_nan) {
+      pass(std::integral_constant<NaNLanes, kNoNaN>());
+    } else {
+      pass(std::integral_constant<NaNLanes, NaNLanes::kPossible>());
+    }
+  };
+  Row even{}, odd{};
+  read(r0, even);
+  for (int64_t row = r0; row < r1; row += 2) {
+    if (row + 1 < r1) read(row + 1, odd);
+    write(row, even);
+    if (row + 1 >= r1) break;
+    if (row + 2 < r1) read(row + 2, even);
+    write(row + 1, odd);
+  }
+}
+
+// Calls body(kVectors) where rows of n elements are ShortRows' and returns true; false otherwise.
+// ShortRows takes rows of one or two of core/reduce.h's lane groups on targets of at least four
+// fp64 lanes (AVX2, AVX-512: at most 16 vectors per row, a pair of rows held in registers or
+// close to them); elsewhere, and for other lengths, the two-pass kernels below.
+template <class Body>
+bool WithShortRowVectors(int64_t n, Body&& body) {
+  constexpr size_t kV = kAccVectors<AccTag<double>>;
+  if constexpr (hn::MaxLanes(AccTag<double>()) < 4) {
+    (void)n, (void)body;
+    return false;
+  } else {
+    constexpr int64_t kGroup = detail::kReduceLanes;
+    if (n == kGroup) return body(std::integral_constant<size_t, kV>()), true;
+    if (n == 2 * kGroup) return body(std::integral_constant<size_t, 2 * kV>()), true;
+    return false;
+  }
+}
+
 // The column partials of dweight and dbias (null when that output is not wanted).
 struct ColumnPartials {
   double* weight;
@@ -228,6 +346,10 @@ void LayerNormGradDx(const detail::LayerNormGradKernelArgs& a) {
   const int64_t n = a.n;
   const detail::Rows rows{a.rows, n, 1};
   detail::for_each_row_block(rows, [&](int64_t begin, int64_t end) {
+    const bool short_rows = WithShortRowVectors(n, [&](auto vectors) {
+      ShortRows<XF, PF, kWeight, decltype(vectors)::value>(a, begin, end, nullptr, nullptr);
+    });
+    if (short_rows) return;
     for (int64_t row = begin; row < end; ++row) {
       const XS* dy = dy_all + row * n;
       const XS* x = x_all + row * n;
@@ -264,7 +386,15 @@ void LayerNormGradDxAndPartials(const detail::LayerNormGradKernelArgs& a) {
   const ColumnPartials p = column_partials(a);
   auto blocks = [&](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) {
-      ColumnBlock<XF, PF, kWeight, true>(a, b, 0, a.n, p.weight, p.bias);
+      const int64_t r0 = b * a.plan.rows_per_block;
+      const int64_t r1 = std::min(a.rows, r0 + a.plan.rows_per_block);
+      const auto at = [&](double* partials) {
+        return partials != nullptr ? partials + b * a.n : nullptr;
+      };
+      const bool short_rows = WithShortRowVectors(a.n, [&](auto vectors) {
+        ShortRows<XF, PF, kWeight, decltype(vectors)::value>(a, r0, r1, at(p.weight), at(p.bias));
+      });
+      if (!short_rows) ColumnBlock<XF, PF, kWeight, true>(a, b, 0, a.n, p.weight, p.bias);
     }
   };
   detail::parallel_for(a.plan.blocks, 1, blocks);
