@@ -310,11 +310,11 @@ void ShortRows(const detail::LayerNormGradKernelArgs& a, int64_t r0, int64_t r1,
 // close to them); elsewhere, and for other lengths, the two-pass kernels below.
 template <class Body>
 bool WithShortRowVectors(int64_t n, Body&& body) {
-  constexpr size_t kV = kAccVectors<AccTag<double>>;
   if constexpr (hn::MaxLanes(AccTag<double>()) < 4) {
     (void)n, (void)body;
     return false;
   } else {
+    constexpr size_t kV = kAccVectors<AccTag<double>>;
     constexpr int64_t kGroup = detail::kReduceLanes;
     if (n == kGroup) return body(std::integral_constant<size_t, kV>()), true;
     if (n == 2 * kGroup) return body(std::integral_constant<size_t, 2 * kV>()), true;
