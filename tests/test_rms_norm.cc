@@ -63,11 +63,12 @@ std::vector<Problem> problems() {
                                                     {DType::kBFloat16, DType::kBFloat16},
                                                     {DType::kBFloat16, DType::kFloat32}};
   for (auto [x, g] : combos) {
-    for (int64_t n : {1, 7, 16, 33, 129, 4100}) {
+    for (int64_t n : {1, 7, 16, 32, 33, 64, 129, 4100}) {
       p.push_back({x, g, {5, n}, {n}, 0.0, 1.0, false});
     }
     p.push_back({x, g, {3, 4, 24}, {4, 24}, 0.5, 2.0, true});  // two normalised dims, rstd [3]
     p.push_back({x, g, {300, 130}, {130}, 0.0, 1.0, false});   // several dgamma row blocks
+    p.push_back({x, g, {301, 64}, {64}, 0.0, 1.0, false});     // odd rows, several blocks
   }
   // Large mean, small spread; constant rows (fp32: 1e4 + N(0, 1) exactly representable grid).
   // 11 dgamma blocks of 7 rows (an uneven pairwise tree), columns in 5 tiles, the last of 4.
@@ -132,6 +133,58 @@ TEST(RmsNorm, BitExactOnEveryTargetAndThreadCount) {
               .ok());
       expect_same_bits(dg2, dg_ref, "dgamma (lent workspace)");
     });
+  }
+}
+
+// Rows with +-2^60 (fp16: 2^15) in dy at two elements of equal x, gamma 1: their terms of the
+// row sum cancel exactly, so which of the small terms survive next to them, and so every dx of
+// the row, depends on the order of the additions. Every target and thread count must take
+// core/reduce.h's order, as golden32 does (ordinary data round to the same output in any order).
+TEST(RmsNormGrad, RowSumsFollowTheDocumentedOrder) {
+  for (int64_t n : {32, 64, 96, 128, 200}) {
+    for (DType xd : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+      const int64_t rows = 9;
+      SCOPED_TRACE(std::string(mantissa::dtype_name(xd)) + " n " + std::to_string(n));
+      HostTensor x = filled(xd, {rows, n}, 0.0, 1.0, 31);
+      HostTensor g = filled(xd, {n}, 1.0, 0.0, 32);
+      HostTensor dy = filled(xd, {rows, n}, 0.0, 1.0, 33);
+      HostTensor rstd = filled(DType::kFloat32, {rows, 1}, 1.25, 0.0, 34);
+      const auto at = [&](int64_t r, int64_t i) { return static_cast<std::size_t>(r * n + i); };
+      // Pairs at distances that put them in the same or different lanes, vectors and lane groups
+      // from row to row.
+      const int64_t distance[rows] = {n / 2 + 3, 32, 64, 8, 16, 1, 40, 96, 24};
+      const float big = std::ldexp(1.0f, xd == DType::kFloat16 ? 15 : 60);
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t first = (5 * r + 1) % n;
+        int64_t second = (first + distance[r]) % n;
+        if (second == first) second = (second + 1) % n;
+        mantissa::store_from_float(xd, x.data(), at(r, second),
+                                   static_cast<float>(x.value(at(r, first))));
+        mantissa::store_from_float(xd, dy.data(), at(r, first), big);
+        mantissa::store_from_float(xd, dy.data(), at(r, second), -big);
+      }
+      HostTensor dx_ref = sentinel(xd, {rows, n}), dg_ref = sentinel(DType::kFloat32, {n});
+      mt::apply_golden32<RmsNormGradOp>({.dy = view(dy),
+                                         .x = view(x),
+                                         .rstd = view(rstd),
+                                         .gamma = view(g),
+                                         .dx = view(dx_ref),
+                                         .dgamma = view(dg_ref)},
+                                        {});
+      mt::for_each_target_and_thread_count([&](const std::string&, int) {
+        HostTensor dx = sentinel(xd, {rows, n}), dg = sentinel(DType::kFloat32, {n});
+        ASSERT_TRUE(mantissa::rms_norm_grad({.dy = view(dy),
+                                             .x = view(x),
+                                             .rstd = view(rstd),
+                                             .gamma = view(g),
+                                             .dx = view(dx),
+                                             .dgamma = view(dg)},
+                                            {})
+                        .ok());
+        expect_same_bits(dx, dx_ref, "dx");
+        expect_same_bits(dg, dg_ref, "dgamma");
+      });
+    }
   }
 }
 

@@ -76,6 +76,123 @@ void DgammaBlock(const detail::RmsNormGradKernelArgs& a, int64_t b, int64_t c0, 
       });
 }
 
+// Rows of kVectors fp64 vectors (one or two of the kReduceLanes-lane groups of core/reduce.h),
+// rows [r0, r1), each read once: the row's vectors of dy * g and x are kept while its sum is taken
+// from them in core/reduce.h's order (the lane vectors, their merges and the halving inside the
+// last one: ReduceRow's additions), then dx comes from the same vectors. With pg (the row block's
+// dgamma partials, rows [r0, r1) being the whole block), the partials grow row by row, rows in
+// order, as DgammaBlock's do. The rows are software-pipelined: the next row is read and summed
+// before this row's dx is stored, so that one row's chain of dependent additions, ending in the
+// division, overlaps the other row's work (as in LayerNormGrad's ShortRows).
+template <class XF, class GF, size_t kVectors>
+void ShortRows(const detail::RmsNormGradKernelArgs& a, int64_t r0, int64_t r1, double* pg) {
+  using XS = typename XF::Storage;
+  using GS = typename GF::Storage;
+  constexpr detail::ReduceMethod kM = detail::ReduceMethod::kNaive;
+  const AccTag<double> dd;
+  using V = hn::Vec<AccTag<double>>;
+  constexpr size_t kV = kAccVectors<AccTag<double>>;  // vectors of one group of lanes
+  static_assert(kVectors % kV == 0 && kVectors % 2 == 0);
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
+  const int64_t n = a.n;
+  // n is a power of two (kReduceLanes or twice that): s * (1 / n) is s / n, the same rounding of
+  // the same real number.
+  static_assert((detail::kReduceLanes & (detail::kReduceLanes - 1)) == 0);
+  const double inv_n = 1.0 / static_cast<double>(n);
+  const GS* const gamma = static_cast<const GS*>(a.gamma);
+  if (r0 >= r1) return;
+  if (pg != nullptr) {  // -0 is the identity of addition
+    for (int64_t j = 0; j < n; j += lanes) hn::StoreU(hn::Set(dd, -0.0), dd, pg + j);
+  }
+  struct Row {
+    V dyg[kVectors], x[kVectors];
+    double m = 0.0, r = 0.0;
+    bool no_nan = false;
+  };
+  // Reads the row: dy * g, x, its dgamma terms and its sum.
+  const auto read = [&](int64_t row, Row& w) MANTISSA_VECTOR_BODY {
+    const XS* const dy = static_cast<const XS*>(a.dy) + row * n;
+    const XS* const x = static_cast<const XS*>(a.x) + row * n;
+    const double r = static_cast<double>(a.rstd[row]);
+    const V vr = hn::Set(dd, r);
+    V s[kV], c[kV];
+    HWY_UNROLL(32)
+    for (size_t v = 0; v < kV; ++v) s[v] = c[v] = hn::Set(dd, -0.0);
+#pragma GCC unroll 64
+    for (size_t v = 0; v < kVectors; ++v) {
+      const int64_t at = static_cast<int64_t>(v) * lanes;
+      const V dyv = LoadAcc<XF>(dd, dy + at);
+      w.x[v] = LoadAcc<XF>(dd, x + at);
+      if (pg != nullptr) {
+        const V term = hn::Mul(hn::Mul(w.x[v], vr), dyv);
+        hn::StoreU(hn::Add(hn::LoadU(dd, pg + at), term), dd, pg + at);
+      }
+      w.dyg[v] = hn::Mul(dyv, LoadAcc<GF>(dd, gamma + at));
+      Accumulate<kM>(dd, s[v % kV], c[v % kV], hn::Mul(hn::Mul(w.dyg[v], w.x[v]), vr));
+    }
+    HWY_UNROLL(32)
+    for (size_t half = kV / 2; half >= 1; half /= 2) {  // lane distances 16 .. Lanes(dd)
+      HWY_UNROLL(32)
+      for (size_t v = 0; v < half; ++v) MergeVectors<kM>(dd, s[v], c[v], s[v + half], c[v + half]);
+    }
+    const double sum = detail::finish<kM>(MergeLanesByHalving<kM>(dd, s[0], c[0]));
+    w.m = sum * inv_n;
+    w.r = r;
+    // A finite sum means every term is finite, so every x and dy * g is; with r finite too, x * r
+    // is finite, and where (x * r) * m overflows r is not 0: no result is NaN. Such rows skip the
+    // NaN step (the same bits).
+    w.no_nan = std::isfinite(sum) && std::isfinite(r);
+  };
+  // Stores the row's dx, two vectors per narrowing.
+  const auto write = [&](int64_t row, const Row& w) MANTISSA_VECTOR_BODY {
+    XS* const dx = static_cast<XS*>(a.dx) + row * n;
+    const V vr = hn::Set(dd, w.r);
+    const V vm = hn::Set(dd, w.m);
+    const auto dx_of = [&](size_t v) MANTISSA_VECTOR_BODY {
+      return hn::Mul(hn::Sub(w.dyg[v], hn::Mul(hn::Mul(w.x[v], vr), vm)), vr);
+    };
+    const auto pass = [&](auto nan_lanes) MANTISSA_VECTOR_BODY {
+      constexpr NaNLanes kNaN = decltype(nan_lanes)::value;
+#pragma GCC unroll 32
+      for (size_t v = 0; v < kVectors; v += 2) {
+        const V pair[2] = {dx_of(v), dx_of(v + 1)};
+        StoreResults<XF, kNaN>(dd, pair, dx + static_cast<int64_t>(v) * lanes);
+      }
+    };
+    if (w.no_nan) {
+      pass(std::integral_constant<NaNLanes, kNoNaN>());
+    } else {
+      pass(std::integral_constant<NaNLanes, NaNLanes::kPossible>());
+    }
+  };
+  Row even{}, odd{};
+  read(r0, even);
+  for (int64_t row = r0; row < r1; row += 2) {
+    if (row + 1 < r1) read(row + 1, odd);
+    write(row, even);
+    if (row + 1 >= r1) break;
+    if (row + 2 < r1) read(row + 2, even);
+    write(row + 1, odd);
+  }
+}
+
+// Calls body(kVectors) where rows of n elements are ShortRows' and returns true; false otherwise.
+// ShortRows takes rows of one or two of core/reduce.h's lane groups on targets of at least four
+// fp64 lanes (AVX2, AVX-512); elsewhere, and for other lengths, the two-pass kernels below.
+template <class Body>
+bool WithShortRowVectors(int64_t n, Body&& body) {
+  if constexpr (hn::MaxLanes(AccTag<double>()) < 4) {
+    (void)n, (void)body;
+    return false;
+  } else {
+    constexpr size_t kV = kAccVectors<AccTag<double>>;
+    constexpr int64_t kGroup = detail::kReduceLanes;
+    if (n == kGroup) return body(std::integral_constant<size_t, kV>()), true;
+    if (n == 2 * kGroup) return body(std::integral_constant<size_t, 2 * kV>()), true;
+    return false;
+  }
+}
+
 // dx row by row; with fuse_dgamma, each row block's dgamma partials right after its rows, while
 // they are in cache (the blocks of the column plan are then the row blocks).
 template <class XF, class GF>
@@ -89,6 +206,11 @@ void RmsNormGradDx(const detail::RmsNormGradKernelArgs& a, bool fuse_dgamma) {
   const int64_t n = a.n;
   const detail::Rows rows{a.rows, n, 1};
   detail::for_each_row_block(rows, [&](int64_t begin, int64_t end) {
+    // With fuse_dgamma, [begin, end) is the column plan's block begin / rows_per_block.
+    double* const pg = fuse_dgamma ? a.partials + (begin / a.plan.rows_per_block) * n : nullptr;
+    const bool short_rows = WithShortRowVectors(
+        n, [&](auto vectors) { ShortRows<XF, GF, decltype(vectors)::value>(a, begin, end, pg); });
+    if (short_rows) return;
     // A local, kept in a register across the stores (as in ops/sgd/sgd.cc).
     const GS* const gamma = g;
     for (int64_t row = begin; row < end; ++row) {
