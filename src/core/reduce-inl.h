@@ -407,6 +407,50 @@ HWY_INLINE void BlockSums(const Term& term, int64_t len, A (&sums)[R]) {
   }
 }
 
+// BlockSums' naive sums of R rows of kVectors whole vectors each (whole lane groups, at most one
+// reduction block), their terms given a vector at a time: terms(v, t) sets t[k] to row k's terms
+// for the row's elements [v * Lanes, (v + 1) * Lanes). It is called once per vector, in order of
+// v, so a caller can compute the terms from vectors it loads there and keeps (a row read once for
+// its sums and its elementwise pass). Vector v goes to accumulator v % kAccVectors, the
+// accumulators merge at lane distances 16 .. Lanes, then halve inside the last one: the same
+// additions in the same order as BlockLaneVectors and BlockPartials.
+template <class A, size_t R, size_t kVectors, class Terms>
+HWY_INLINE void NaiveSumsOfVectors(const Terms& terms, A (&sums)[R]) {
+  constexpr detail::ReduceMethod kM = detail::ReduceMethod::kNaive;
+  using V = hn::Vec<AccTag<A>>;
+  const AccTag<A> da;
+  constexpr size_t kV = kAccVectors<AccTag<A>>;
+  static_assert(kVectors % kV == 0);
+  static_assert(kVectors / kV * detail::kReduceLanes <= detail::kReduceBlock);
+  V s[R][kV], c[R][kV];
+  HWY_UNROLL(32)
+  for (size_t k = 0; k < R; ++k) {
+    HWY_UNROLL(32)
+    for (size_t v = 0; v < kV; ++v) s[k][v] = c[k][v] = hn::Set(da, A(-0.0));  // -0: the identity
+  }
+#pragma GCC unroll 64
+  for (size_t v = 0; v < kVectors; ++v) {
+    V t[R];
+    terms(v, t);
+    HWY_UNROLL(32)
+    for (size_t k = 0; k < R; ++k) Accumulate<kM>(da, s[k][v % kV], c[k][v % kV], t[k]);
+  }
+  HWY_UNROLL(32)
+  for (size_t w = kV / 2; w >= 1; w /= 2) {  // lane distances 16 .. Lanes(da)
+    HWY_UNROLL(32)
+    for (size_t k = 0; k < R; ++k) {
+      HWY_UNROLL(32)
+      for (size_t v = 0; v < w; ++v) {
+        MergeVectors<kM>(da, s[k][v], c[k][v], s[k][v + w], c[k][v + w]);
+      }
+    }
+  }
+  HWY_UNROLL(32)
+  for (size_t k = 0; k < R; ++k) {
+    sums[k] = detail::finish<kM>(MergeLanesByHalving<kM>(da, s[k][0], c[k][0]));
+  }
+}
+
 // Rows [first, first + R) of a term of rows, as rows [0, R) (with its pairs where it gives them).
 template <class Term>
 struct RowsFrom {

@@ -207,22 +207,18 @@ void ColumnBlock(const detail::LayerNormGradKernelArgs& a, int64_t b, int64_t c0
 // Rows of kVectors fp64 vectors (one or two of the kReduceLanes-lane groups of core/reduce.h), rows
 // [r0, r1) of the block whose column partials are pw and pb (rows of n doubles; null when not
 // wanted): each row read once. Its vectors of g and xhat are kept while its two sums are taken from
-// them in core/reduce.h's order (the lane vectors, their merges and the halving inside the last
-// one: ReduceRow's additions, as RowTermsOf takes them), then dx comes from the same vectors. The
-// rows are software-pipelined: the next row is read and summed before this row's dx is stored, so
-// that the latency of one row's sums (a chain of dependent additions ending in the division)
-// overlaps the other row's work. The column partials grow row by row, rows in order, as
-// ColumnBlock's do.
+// them in core/reduce.h's order (NaiveSumsOfVectors: ReduceRow's additions, as RowTermsOf takes
+// them), then dx comes from the same vectors. The rows are software-pipelined: the next row is
+// read and summed before this row's dx is stored, so that the latency of one row's sums (a chain
+// of dependent additions ending in the division) overlaps the other row's work. The column
+// partials grow row by row, rows in order, as ColumnBlock's do.
 template <class XF, class PF, bool kWeight, size_t kVectors>
 void ShortRows(const detail::LayerNormGradKernelArgs& a, int64_t r0, int64_t r1, double* pw,
                double* pb) {
   using XS = typename XF::Storage;
   using PS = typename PF::Storage;
-  constexpr detail::ReduceMethod kM = detail::ReduceMethod::kNaive;
   const AccTag<double> dd;
   using V = hn::Vec<AccTag<double>>;
-  constexpr size_t kV = kAccVectors<AccTag<double>>;  // vectors of one group of lanes
-  static_assert(kVectors % kV == 0);
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
   const int64_t n = a.n;
   // n is a power of two (kReduceLanes or twice that): s * (1 / n) is s / n, the same rounding of
@@ -245,34 +241,23 @@ void ShortRows(const detail::LayerNormGradKernelArgs& a, int64_t r0, int64_t r1,
     const XS* const dy = static_cast<const XS*>(a.dy) + row * n;
     const XS* const x = static_cast<const XS*>(a.x) + row * n;
     const RowStats st = LoadStats(a, row);
-    V s1[kV], s2[kV], c[kV];
-    HWY_UNROLL(32)
-    for (size_t v = 0; v < kV; ++v) s1[v] = s2[v] = c[v] = hn::Set(dd, -0.0);
-#pragma GCC unroll 64
-    for (size_t v = 0; v < kVectors; ++v) {
-      const int64_t at = static_cast<int64_t>(v) * lanes;
-      const V dyv = LoadAcc<XF>(dd, dy + at);
-      r.xhat[v] = LoadXhat<XF>(dd, x, st, at);
-      if (pw != nullptr) {
-        hn::StoreU(hn::Add(hn::LoadU(dd, pw + at), hn::Mul(dyv, r.xhat[v])), dd, pw + at);
-      }
-      if (pb != nullptr) hn::StoreU(hn::Add(hn::LoadU(dd, pb + at), dyv), dd, pb + at);
-      r.g[v] = kWeight ? hn::Mul(dyv, LoadAcc<PF>(dd, w + at)) : dyv;
-      Accumulate<kM>(dd, s1[v % kV], c[v % kV], r.g[v]);
-      Accumulate<kM>(dd, s2[v % kV], c[v % kV], hn::Mul(r.g[v], r.xhat[v]));
-    }
-    HWY_UNROLL(32)
-    for (size_t half = kV / 2; half >= 1; half /= 2) {  // lane distances 16 .. Lanes(dd)
-      HWY_UNROLL(32)
-      for (size_t v = 0; v < half; ++v) {
-        MergeVectors<kM>(dd, s1[v], c[v], s1[v + half], c[v + half]);
-        MergeVectors<kM>(dd, s2[v], c[v], s2[v + half], c[v + half]);
-      }
-    }
-    const double sum1 = detail::finish<kM>(MergeLanesByHalving<kM>(dd, s1[0], c[0]));
-    const double sum2 = detail::finish<kM>(MergeLanesByHalving<kM>(dd, s2[0], c[0]));
-    r.t = {sum1 * inv_n, sum2 * inv_n,
-           std::isfinite(sum1) && std::isfinite(sum2) && std::isfinite(st.rstd)};
+    double sums[2];
+    NaiveSumsOfVectors<double, 2, kVectors>(
+        [&](size_t v, V(&terms)[2]) MANTISSA_VECTOR_BODY {
+          const int64_t at = static_cast<int64_t>(v) * lanes;
+          const V dyv = LoadAcc<XF>(dd, dy + at);
+          r.xhat[v] = LoadXhat<XF>(dd, x, st, at);
+          if (pw != nullptr) {
+            hn::StoreU(hn::Add(hn::LoadU(dd, pw + at), hn::Mul(dyv, r.xhat[v])), dd, pw + at);
+          }
+          if (pb != nullptr) hn::StoreU(hn::Add(hn::LoadU(dd, pb + at), dyv), dd, pb + at);
+          r.g[v] = kWeight ? hn::Mul(dyv, LoadAcc<PF>(dd, w + at)) : dyv;
+          terms[0] = r.g[v];
+          terms[1] = hn::Mul(r.g[v], r.xhat[v]);
+        },
+        sums);
+    r.t = {sums[0] * inv_n, sums[1] * inv_n,
+           std::isfinite(sums[0]) && std::isfinite(sums[1]) && std::isfinite(st.rstd)};
     r.rstd = st.rstd;
   };
   // Stores the row's dx, two vectors per narrowing.

@@ -78,8 +78,8 @@ void DgammaBlock(const detail::RmsNormGradKernelArgs& a, int64_t b, int64_t c0, 
 
 // Rows of kVectors fp64 vectors (one or two of the kReduceLanes-lane groups of core/reduce.h),
 // rows [r0, r1), each read once: the row's vectors of dy * g and x are kept while its sum is taken
-// from them in core/reduce.h's order (the lane vectors, their merges and the halving inside the
-// last one: ReduceRow's additions), then dx comes from the same vectors. With pg (the row block's
+// from them in core/reduce.h's order (NaiveSumsOfVectors: ReduceRow's additions), then dx comes
+// from the same vectors. With pg (the row block's
 // dgamma partials, rows [r0, r1) being the whole block), the partials grow row by row, rows in
 // order, as DgammaBlock's do. The rows are software-pipelined: the next row is read and summed
 // before this row's dx is stored, so that one row's chain of dependent additions, ending in the
@@ -88,11 +88,9 @@ template <class XF, class GF, size_t kVectors>
 void ShortRows(const detail::RmsNormGradKernelArgs& a, int64_t r0, int64_t r1, double* pg) {
   using XS = typename XF::Storage;
   using GS = typename GF::Storage;
-  constexpr detail::ReduceMethod kM = detail::ReduceMethod::kNaive;
   const AccTag<double> dd;
   using V = hn::Vec<AccTag<double>>;
-  constexpr size_t kV = kAccVectors<AccTag<double>>;  // vectors of one group of lanes
-  static_assert(kVectors % kV == 0 && kVectors % 2 == 0);
+  static_assert(kVectors % 2 == 0);  // dx is stored two vectors at a time
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
   const int64_t n = a.n;
   // n is a power of two (kReduceLanes or twice that): s * (1 / n) is s / n, the same rounding of
@@ -115,33 +113,26 @@ void ShortRows(const detail::RmsNormGradKernelArgs& a, int64_t r0, int64_t r1, d
     const XS* const x = static_cast<const XS*>(a.x) + row * n;
     const double r = static_cast<double>(a.rstd[row]);
     const V vr = hn::Set(dd, r);
-    V s[kV], c[kV];
-    HWY_UNROLL(32)
-    for (size_t v = 0; v < kV; ++v) s[v] = c[v] = hn::Set(dd, -0.0);
-#pragma GCC unroll 64
-    for (size_t v = 0; v < kVectors; ++v) {
-      const int64_t at = static_cast<int64_t>(v) * lanes;
-      const V dyv = LoadAcc<XF>(dd, dy + at);
-      w.x[v] = LoadAcc<XF>(dd, x + at);
-      if (pg != nullptr) {
-        const V term = hn::Mul(hn::Mul(w.x[v], vr), dyv);
-        hn::StoreU(hn::Add(hn::LoadU(dd, pg + at), term), dd, pg + at);
-      }
-      w.dyg[v] = hn::Mul(dyv, LoadAcc<GF>(dd, gamma + at));
-      Accumulate<kM>(dd, s[v % kV], c[v % kV], hn::Mul(hn::Mul(w.dyg[v], w.x[v]), vr));
-    }
-    HWY_UNROLL(32)
-    for (size_t half = kV / 2; half >= 1; half /= 2) {  // lane distances 16 .. Lanes(dd)
-      HWY_UNROLL(32)
-      for (size_t v = 0; v < half; ++v) MergeVectors<kM>(dd, s[v], c[v], s[v + half], c[v + half]);
-    }
-    const double sum = detail::finish<kM>(MergeLanesByHalving<kM>(dd, s[0], c[0]));
-    w.m = sum * inv_n;
+    double sum[1];
+    NaiveSumsOfVectors<double, 1, kVectors>(
+        [&](size_t v, V(&terms)[1]) MANTISSA_VECTOR_BODY {
+          const int64_t at = static_cast<int64_t>(v) * lanes;
+          const V dyv = LoadAcc<XF>(dd, dy + at);
+          w.x[v] = LoadAcc<XF>(dd, x + at);
+          if (pg != nullptr) {
+            const V term = hn::Mul(hn::Mul(w.x[v], vr), dyv);
+            hn::StoreU(hn::Add(hn::LoadU(dd, pg + at), term), dd, pg + at);
+          }
+          w.dyg[v] = hn::Mul(dyv, LoadAcc<GF>(dd, gamma + at));
+          terms[0] = hn::Mul(hn::Mul(w.dyg[v], w.x[v]), vr);
+        },
+        sum);
+    w.m = sum[0] * inv_n;
     w.r = r;
     // A finite sum means every term is finite, so every x and dy * g is; with r finite too, x * r
     // is finite, and where (x * r) * m overflows r is not 0: no result is NaN. Such rows skip the
     // NaN step (the same bits).
-    w.no_nan = std::isfinite(sum) && std::isfinite(r);
+    w.no_nan = std::isfinite(sum[0]) && std::isfinite(r);
   };
   // Stores the row's dx, two vectors per narrowing.
   const auto write = [&](int64_t row, const Row& w) MANTISSA_VECTOR_BODY {
