@@ -4,8 +4,9 @@
 // additions gives other bits (checked below for the naive sum), for the naive, Kahan and
 // Neumaier merges in fp32 and fp64, and the max with ties between +0 and -0; and the sums of whole
 // rows (BlockSumsAcrossLanes) against BlockSums row by row, and of several terms over long rows
-// (ReduceRows) against ReduceRow term by term; bit for bit. Also the max of two lane
-// vectors (MaxVectors, every max pass's step) against its definition on special values.
+// (ReduceRows) and of rows whose terms come a vector at a time (NaiveSumsOfVectors) against
+// ReduceRow; bit for bit. Also the max of two lane vectors (MaxVectors, every max pass's step)
+// against its definition on special values.
 // clang-format off (foreach_target.h must come first: it re-includes this file once per target)
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "test_reduce_lanes.cc"
@@ -199,6 +200,30 @@ void CheckReduceRows(std::mt19937& rng, int64_t len, testing::LaneTreeCounts& co
   }
 }
 
+// NaiveSumsOfVectors of two rows of kVectors vectors each, the terms handed over a vector at a
+// time, against ReduceRow row by row, over values spread over the binades.
+template <class A, size_t kVectors>
+void CheckSumsOfVectors(std::mt19937& rng, testing::LaneTreeCounts& counts) {
+  constexpr size_t kR = 2;
+  const AccTag<A> da;
+  const size_t n = kVectors * hn::Lanes(da);
+  std::vector<A> x(kR * n);
+  for (A& v : x) v = SpreadValue<A>(rng);
+  A sums[kR];
+  NaiveSumsOfVectors<A, kR, kVectors>(
+      [&](size_t v, hn::Vec<AccTag<A>>(&t)[kR]) {
+        for (size_t k = 0; k < kR; ++k) t[k] = hn::LoadU(da, x.data() + k * n + v * hn::Lanes(da));
+      },
+      sums);
+  for (size_t k = 0; k < kR; ++k) {
+    const A one = ReduceRow<detail::ReduceMethod::kNaive, A>(
+        [&](auto d, int64_t i) { return hn::LoadU(d, x.data() + k * n + static_cast<size_t>(i)); },
+        static_cast<int64_t>(n));
+    ++counts.rows;
+    if (!SameBits(one, sums[k])) ++counts.mismatches;
+  }
+}
+
 // Calls check.template operator()<M, A>() for each summation method, in fp32 and in fp64.
 template <class Check>
 void ForEachMethodAndAccumulator(Check&& check) {
@@ -227,6 +252,13 @@ testing::LaneTreeCounts CheckLaneTrees(uint32_t seed) {
       ForEachMethodAndAccumulator(
           [&]<detail::ReduceMethod M, class A>() { CheckBlockSums<M, A>(rng, len, counts); });
     }
+  }
+  for (int batch = 0; batch < 8; ++batch) {  // rows of 32, 64 and 128 elements
+    CheckSumsOfVectors<float, kAccVectors<AccTag<float>>>(rng, counts);
+    CheckSumsOfVectors<float, 2 * kAccVectors<AccTag<float>>>(rng, counts);
+    CheckSumsOfVectors<double, kAccVectors<AccTag<double>>>(rng, counts);
+    CheckSumsOfVectors<double, 2 * kAccVectors<AccTag<double>>>(rng, counts);
+    CheckSumsOfVectors<double, 4 * kAccVectors<AccTag<double>>>(rng, counts);
   }
   const int64_t block = detail::kReduceBlock;
   for (int64_t len : {int64_t{1}, int64_t{100}, block, block + 1, 3 * block + 5, 9 * block + 1}) {
