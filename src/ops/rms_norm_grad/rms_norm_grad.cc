@@ -21,6 +21,7 @@
 #include "core/parallel.h"
 #include "core/reduce-inl.h"
 #include "core/rows.h"
+#include "core/short_rows-inl.h"
 #include "core/simd-inl.h"
 #include "hwy/highway.h"
 #include "ops/rms_norm/rms_norm_kernel.h"
@@ -156,32 +157,7 @@ void ShortRows(const detail::RmsNormGradKernelArgs& a, int64_t r0, int64_t r1, d
       pass(std::integral_constant<NaNLanes, NaNLanes::kPossible>());
     }
   };
-  Row even{}, odd{};
-  read(r0, even);
-  for (int64_t row = r0; row < r1; row += 2) {
-    if (row + 1 < r1) read(row + 1, odd);
-    write(row, even);
-    if (row + 1 >= r1) break;
-    if (row + 2 < r1) read(row + 2, even);
-    write(row + 1, odd);
-  }
-}
-
-// Calls body(kVectors) where rows of n elements are ShortRows' and returns true; false otherwise.
-// ShortRows takes rows of one or two of core/reduce.h's lane groups on targets of at least four
-// fp64 lanes (AVX2, AVX-512); elsewhere, and for other lengths, the two-pass kernels below.
-template <class Body>
-bool WithShortRowVectors(int64_t n, Body&& body) {
-  if constexpr (hn::MaxLanes(AccTag<double>()) < 4) {
-    (void)n, (void)body;
-    return false;
-  } else {
-    constexpr size_t kV = kAccVectors<AccTag<double>>;
-    constexpr int64_t kGroup = detail::kReduceLanes;
-    if (n == kGroup) return body(std::integral_constant<size_t, kV>()), true;
-    if (n == 2 * kGroup) return body(std::integral_constant<size_t, 2 * kV>()), true;
-    return false;
-  }
+  ForEachRowTwoInFlight<Row>(r0, r1, read, write);
 }
 
 // dx row by row; with fuse_dgamma, each row block's dgamma partials right after its rows, while
