@@ -209,10 +209,10 @@ void ColumnBlock(const detail::LayerNormGradKernelArgs& a, int64_t b, int64_t c0
 // [r0, r1) of the block whose column partials are pw and pb (rows of n doubles; null when not
 // wanted): each row read once. Its vectors of g and xhat are kept while its two sums are taken from
 // them in core/reduce.h's order (NaiveSumsOfVectors: ReduceRow's additions, as RowTermsOf takes
-// them), then dx comes from the same vectors. The rows are software-pipelined: the next row is
-// read and summed before this row's dx is stored, so that the latency of one row's sums (a chain
-// of dependent additions ending in the division) overlaps the other row's work. The column
-// partials grow row by row, rows in order, as ColumnBlock's do.
+// them), then dx comes from the same vectors. The rows are software-pipelined
+// (ForEachRowTwoInFlight): the next row is read and summed before this row's dx is stored, so that
+// the latency of one row's sums (a chain of dependent additions ending in the division) overlaps
+// the other row's work. The column partials grow row by row, rows in order, as ColumnBlock's do.
 template <class XF, class PF, bool kWeight, size_t kVectors>
 void ShortRows(const detail::LayerNormGradKernelArgs& a, int64_t r0, int64_t r1, double* pw,
                double* pb) {

@@ -80,11 +80,9 @@ void DgammaBlock(const detail::RmsNormGradKernelArgs& a, int64_t b, int64_t c0, 
 // Rows of kVectors fp64 vectors (one or two of the kReduceLanes-lane groups of core/reduce.h),
 // rows [r0, r1), each read once: the row's vectors of dy * g and x are kept while its sum is taken
 // from them in core/reduce.h's order (NaiveSumsOfVectors: ReduceRow's additions), then dx comes
-// from the same vectors. With pg (the row block's
-// dgamma partials, rows [r0, r1) being the whole block), the partials grow row by row, rows in
-// order, as DgammaBlock's do. The rows are software-pipelined: the next row is read and summed
-// before this row's dx is stored, so that one row's chain of dependent additions, ending in the
-// division, overlaps the other row's work (as in LayerNormGrad's ShortRows).
+// from the same vectors. With pg (the row block's dgamma partials, rows [r0, r1) being the whole
+// block), the partials grow row by row, rows in order, as DgammaBlock's do. Two rows are in
+// flight (ForEachRowTwoInFlight), as in LayerNormGrad's ShortRows.
 template <class XF, class GF, size_t kVectors>
 void ShortRows(const detail::RmsNormGradKernelArgs& a, int64_t r0, int64_t r1, double* pg) {
   using XS = typename XF::Storage;
