@@ -136,6 +136,37 @@ TEST(RmsNorm, BitExactOnEveryTargetAndThreadCount) {
   }
 }
 
+// The inputs of one RmsNormGrad call and golden32's dx and dgamma for them.
+struct GradCase {
+  HostTensor dy, x, rstd, gamma;
+  HostTensor dx_ref{}, dg_ref{};  // golden32's, from make_golden()
+  mantissa::RmsNormGradTensors tensors(HostTensor& dx, HostTensor& dg) {
+    return {.dy = view(dy),
+            .x = view(x),
+            .rstd = view(rstd),
+            .gamma = view(gamma),
+            .dx = view(dx),
+            .dgamma = view(dg)};
+  }
+  void make_golden() {
+    dx_ref = sentinel(dy.dtype, dy.shape);
+    dg_ref = sentinel(DType::kFloat32, gamma.shape);
+    mt::apply_golden32<RmsNormGradOp>(tensors(dx_ref, dg_ref), {});
+  }
+  // dx and dgamma on every target at each thread count, bit for bit against golden32's.
+  void expect_golden_bits(const std::vector<int>& threads = mt::sweep_thread_counts()) {
+    mt::for_each_target_and_thread_count(
+        [&](const std::string&, int) {
+          HostTensor dx = sentinel(dy.dtype, dy.shape);
+          HostTensor dg = sentinel(DType::kFloat32, gamma.shape);
+          ASSERT_TRUE(mantissa::rms_norm_grad(tensors(dx, dg), {}).ok());
+          expect_same_bits(dx, dx_ref, "dx");
+          expect_same_bits(dg, dg_ref, "dgamma");
+        },
+        threads);
+  }
+};
+
 // Rows with +-2^60 (fp16: 2^15) in dy at two elements of equal x, gamma 1: their terms of the
 // row sum cancel exactly, so which of the small terms survive next to them, and so every dx of
 // the row, depends on the order of the additions. Every target and thread count must take
@@ -145,10 +176,10 @@ TEST(RmsNormGrad, RowSumsFollowTheDocumentedOrder) {
     for (DType xd : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
       const int64_t rows = 9;
       SCOPED_TRACE(std::string(mantissa::dtype_name(xd)) + " n " + std::to_string(n));
-      HostTensor x = filled(xd, {rows, n}, 0.0, 1.0, 31);
-      HostTensor g = filled(xd, {n}, 1.0, 0.0, 32);
-      HostTensor dy = filled(xd, {rows, n}, 0.0, 1.0, 33);
-      HostTensor rstd = filled(DType::kFloat32, {rows, 1}, 1.25, 0.0, 34);
+      GradCase c{.dy = filled(xd, {rows, n}, 0.0, 1.0, 33),
+                 .x = filled(xd, {rows, n}, 0.0, 1.0, 31),
+                 .rstd = filled(DType::kFloat32, {rows, 1}, 1.25, 0.0, 34),
+                 .gamma = filled(xd, {n}, 1.0, 0.0, 32)};
       const auto at = [&](int64_t r, int64_t i) { return static_cast<std::size_t>(r * n + i); };
       // Pairs at distances that put them in the same or different lanes, vectors and lane groups
       // from row to row.
@@ -158,32 +189,13 @@ TEST(RmsNormGrad, RowSumsFollowTheDocumentedOrder) {
         const int64_t first = (5 * r + 1) % n;
         int64_t second = (first + distance[r]) % n;
         if (second == first) second = (second + 1) % n;
-        mantissa::store_from_float(xd, x.data(), at(r, second),
-                                   static_cast<float>(x.value(at(r, first))));
-        mantissa::store_from_float(xd, dy.data(), at(r, first), big);
-        mantissa::store_from_float(xd, dy.data(), at(r, second), -big);
+        mantissa::store_from_float(xd, c.x.data(), at(r, second),
+                                   static_cast<float>(c.x.value(at(r, first))));
+        mantissa::store_from_float(xd, c.dy.data(), at(r, first), big);
+        mantissa::store_from_float(xd, c.dy.data(), at(r, second), -big);
       }
-      HostTensor dx_ref = sentinel(xd, {rows, n}), dg_ref = sentinel(DType::kFloat32, {n});
-      mt::apply_golden32<RmsNormGradOp>({.dy = view(dy),
-                                         .x = view(x),
-                                         .rstd = view(rstd),
-                                         .gamma = view(g),
-                                         .dx = view(dx_ref),
-                                         .dgamma = view(dg_ref)},
-                                        {});
-      mt::for_each_target_and_thread_count([&](const std::string&, int) {
-        HostTensor dx = sentinel(xd, {rows, n}), dg = sentinel(DType::kFloat32, {n});
-        ASSERT_TRUE(mantissa::rms_norm_grad({.dy = view(dy),
-                                             .x = view(x),
-                                             .rstd = view(rstd),
-                                             .gamma = view(g),
-                                             .dx = view(dx),
-                                             .dgamma = view(dg)},
-                                            {})
-                        .ok());
-        expect_same_bits(dx, dx_ref, "dx");
-        expect_same_bits(dg, dg_ref, "dgamma");
-      });
+      c.make_golden();
+      c.expect_golden_bits();
     }
   }
 }
@@ -191,36 +203,15 @@ TEST(RmsNormGrad, RowSumsFollowTheDocumentedOrder) {
 // dx beyond FLT_MAX rounds to +-inf on every target (the SCALAR and EMU128 fp64 -> fp32
 // conversions clamp to FLT_MAX unless the kernel corrects them), as golden32 says.
 TEST(RmsNormGrad, OverflowingDxIsInfOnEveryTarget) {
-  HostTensor dy = filled(DType::kFloat32, {2, 16}, 0.0, 1e30, 11);
-  HostTensor x = filled(DType::kFloat32, {2, 16}, 0.0, 1.0, 12);
-  HostTensor g = filled(DType::kFloat32, {16}, 1.0, 0.25, 13);
-  HostTensor rstd = filled(DType::kFloat32, {2, 1}, 1e10, 0.0, 14);
-  HostTensor dx_ref = sentinel(DType::kFloat32, {2, 16}), dg_ref = sentinel(DType::kFloat32, {16});
-  mt::apply_golden32<RmsNormGradOp>({.dy = view(dy),
-                                     .x = view(x),
-                                     .rstd = view(rstd),
-                                     .gamma = view(g),
-                                     .dx = view(dx_ref),
-                                     .dgamma = view(dg_ref)},
-                                    {});
+  GradCase c{.dy = filled(DType::kFloat32, {2, 16}, 0.0, 1e30, 11),
+             .x = filled(DType::kFloat32, {2, 16}, 0.0, 1.0, 12),
+             .rstd = filled(DType::kFloat32, {2, 1}, 1e10, 0.0, 14),
+             .gamma = filled(DType::kFloat32, {16}, 1.0, 0.25, 13)};
+  c.make_golden();
   int64_t infinite = 0;
-  for (int64_t i = 0; i < dx_ref.numel(); ++i) infinite += std::isinf(dx_ref.value(i));
+  for (int64_t i = 0; i < c.dx_ref.numel(); ++i) infinite += std::isinf(c.dx_ref.value(i));
   EXPECT_GT(infinite, 0);
-  mt::for_each_target_and_thread_count(
-      [&](const std::string&, int) {
-        HostTensor dx = sentinel(DType::kFloat32, {2, 16}), dg = sentinel(DType::kFloat32, {16});
-        ASSERT_TRUE(mantissa::rms_norm_grad({.dy = view(dy),
-                                             .x = view(x),
-                                             .rstd = view(rstd),
-                                             .gamma = view(g),
-                                             .dx = view(dx),
-                                             .dgamma = view(dg)},
-                                            {})
-                        .ok());
-        expect_same_bits(dx, dx_ref, "dx");
-        expect_same_bits(dg, dg_ref, "dgamma");
-      },
-      {1});
+  c.expect_golden_bits({1});
 }
 
 TEST(RmsNorm, LargeMeanAndConstantRowsAreAccurate) {
