@@ -1,55 +1,100 @@
 #!/usr/bin/env bash
-# The test suite: install what is missing, build with warnings as errors and run every test
-# (the exhaustive sweeps included); then build again with AddressSanitizer and
-# UndefinedBehaviorSanitizer and run every test but the exhaustive sweeps and the mpirun tests
-# (label mpi: Open MPI's own allocations would read as leaks; the data-parallel trainer itself is
-# covered there by test_train_distributed, which needs no MPI); then a lean ThreadSanitizer build
-# of the library and the concurrency stress test (label "stress"); then build the libFuzzer
-# targets with clang and run each for a bounded time (scripts/fuzz.sh).
-#   MANTISSA_SKIP_SANITIZERS=1  leave out the ASan and TSan stages
-#   MANTISSA_FUZZ=0             leave out the fuzzers; MANTISSA_FUZZ_SECONDS: time each (20)
+# The test suite, in stages; with no argument every stage runs, in this order:
+#   release     install what is missing (groups main and test of scripts/install-deps.sh), build
+#               everything with warnings as errors (build-test/) and run every test but the
+#               exhaustive sweeps; every SIMD target's bits are compared there
+#   exhaustive  the exhaustive sweeps (ctest label "exhaustive") whose code has changed since
+#               their recorded pass (scripts/exhaustive.py; tests/exhaustive.json); needs release.
+#               MANTISSA_EXHAUSTIVE=all runs every sweep
+#   asan        AddressSanitizer + UndefinedBehaviorSanitizer build (build-asan/): every test but
+#               the exhaustive sweeps and the mpirun tests (label mpi: Open MPI's own allocations
+#               would read as leaks; the data-parallel trainer is covered by
+#               test_train_distributed, which needs no MPI)
+#   tsan        ThreadSanitizer build of the library and the concurrency stress test (label
+#               "stress")
+#   fuzz        the libFuzzer targets built with clang, each run for MANTISSA_FUZZ_SECONDS (20)
+#   bash scripts/test.sh [STAGE...]
+# At the end, a table of each stage's time.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 jobs="$(nproc)"
+stages=("$@")
+[ ${#stages[@]} -gt 0 ] || stages=(release exhaustive asan tsan fuzz)
 
-bash "$root/scripts/install-deps.sh"
+timings=()
+timed() {  # timed NAME COMMAND...: runs the command and records its wall time
+  local name="$1" t0
+  shift
+  t0=$(date +%s)
+  "$@"
+  timings+=("$(printf '%-34s %6d s' "$name" $(( $(date +%s) - t0 )))")
+}
 
-echo "== Release build, warnings as errors"
-BUILD_DIR="$root/build-test" bash "$root/scripts/build.sh" -DMANTISSA_WERROR=ON
-ctest --test-dir "$root/build-test" --output-on-failure -j "$jobs"
+release() {
+  echo "== Release build, warnings as errors"
+  timed "release: build" env BUILD_DIR="$root/build-test" bash "$root/scripts/build.sh" \
+    -DMANTISSA_WERROR=ON
+  echo "== Release tests (the exhaustive sweeps: next stage)"
+  timed "release: tests" ctest --test-dir "$root/build-test" --output-on-failure -j "$jobs" \
+    -LE exhaustive
+}
 
-if [ "${MANTISSA_SKIP_SANITIZERS:-0}" != "1" ]; then
+exhaustive() {
+  echo "== Exhaustive sweeps whose code changed since their recorded pass"
+  local args=()
+  [ "${MANTISSA_EXHAUSTIVE:-}" != "all" ] || args+=(--all)
+  timed "exhaustive sweeps" python3 "$root/scripts/exhaustive.py" --build "$root/build-test" \
+    "${args[@]}"
+}
+
+asan() {
   echo "== ASan + UBSan build (exhaustive sweeps left out)"
-  # -O1 with line tables: the usual sanitizer setting, and half the compile time of -O2 -g for
-  # the per-target kernel copies. SSSE3 and SSE4 are left out (HWY_DISABLED_TARGETS = their bits,
-  # 1<<12 | 1<<11): the kernels' loads and tails are checked at 1 (SCALAR), 8 (AVX2) and 16 (AVX3)
-  # lanes, and the Release stage compares every target's bits.
-  BUILD_DIR="$root/build-asan" BUILD_TYPE=RelWithDebInfo bash "$root/scripts/build.sh" \
+  # -O1 with line tables: the usual sanitizer setting. SSE4 is left out (SSSE3 is not built by
+  # default): the kernels' loads and tails are checked at 1 (SCALAR), 8 (AVX2) and 16 (AVX3)
+  # lanes, and the Release stage compares the bits of every target. The benchmarks are not
+  # built (the Release stage compiles them).
+  timed "asan: build" env BUILD_DIR="$root/build-asan" BUILD_TYPE=RelWithDebInfo \
+    bash "$root/scripts/build.sh" \
     -DMANTISSA_WERROR=ON -DMANTISSA_SANITIZE=address,undefined -DMANTISSA_BUILD_BENCH=OFF \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG -DHWY_DISABLED_TARGETS=6144" \
+    -DMANTISSA_DISABLED_SIMD_TARGETS="SSSE3;SSE4" \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
     -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
-  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  echo "== ASan + UBSan tests"
+  timed "asan: tests" env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+    UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir "$root/build-asan" --output-on-failure -j "$jobs" -LE "exhaustive|mpi"
-fi
+}
 
-if [ "${MANTISSA_SKIP_SANITIZERS:-0}" != "1" ]; then
+tsan() {
   echo "== ThreadSanitizer build (library and the concurrency stress test)"
   # Lean: -O1, the stress test only, kernels for the baseline SIMD target only (the pool, the
   # registries and the chunking are the same on every target; ASan covers every target).
   # halt_on_error and exitcode: any report fails the stage.
-  BUILD_DIR="$root/build-tsan" BUILD_TYPE=RelWithDebInfo BUILD_TARGETS=test_concurrency \
-    bash "$root/scripts/build.sh" \
+  timed "tsan: build" env BUILD_DIR="$root/build-tsan" BUILD_TYPE=RelWithDebInfo \
+    BUILD_TARGETS=test_concurrency bash "$root/scripts/build.sh" \
     -DMANTISSA_WERROR=ON -DMANTISSA_SANITIZE=thread -DMANTISSA_BUILD_BENCH=OFF \
     -DMANTISSA_BUILD_EXAMPLES=OFF -DMANTISSA_BUILD_PYTHON=OFF \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG -DHWY_COMPILE_ONLY_STATIC=1" \
     -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
-  TSAN_OPTIONS="halt_on_error=1:exitcode=66:second_deadlock_stack=1" \
+  timed "tsan: stress test" env TSAN_OPTIONS="halt_on_error=1:exitcode=66:second_deadlock_stack=1" \
     ctest --test-dir "$root/build-tsan" --output-on-failure -L stress
-fi
+}
 
-# The libFuzzer targets: their own clang build (ASan, UBSan, coverage; the SIMD kernels left
-# uninstrumented, fuzz/kernels.ignorelist), then each target for a bounded time.
-if [ "${MANTISSA_FUZZ:-1}" = "1" ]; then
+fuzz() {
+  # The libFuzzer targets: their own clang build (ASan, UBSan, coverage; the SIMD kernels left
+  # uninstrumented, fuzz/kernels.ignorelist), then each target for a bounded time.
   echo "== libFuzzer targets (clang, ASan + UBSan), ${MANTISSA_FUZZ_SECONDS:-20} s each"
-  bash "$root/scripts/fuzz.sh" "${MANTISSA_FUZZ_SECONDS:-20}"
-fi
+  timed "fuzz: build and run" bash "$root/scripts/fuzz.sh" "${MANTISSA_FUZZ_SECONDS:-20}"
+}
+
+total0=$(date +%s)
+timed "install-deps (main, test)" bash "$root/scripts/install-deps.sh" main test
+for stage in "${stages[@]}"; do
+  case "$stage" in
+    release | exhaustive | asan | tsan | fuzz) "$stage" ;;
+    *) echo "test.sh: unknown stage '$stage' (release, exhaustive, asan, tsan, fuzz)" >&2; exit 2 ;;
+  esac
+done
+echo "== stage times"
+printf '%s\n' "${timings[@]}"
+printf '%-34s %6d s\n' "total" $(( $(date +%s) - total0 ))

@@ -227,8 +227,10 @@ TEST(ParallelFor, AnExceptionOnAWorkerIsRethrownInTheCaller) {
         worker_threw.store(true);
         throw std::runtime_error("chunk failed on a worker");
       }
-      // The caller holds its chunk until a worker has thrown (or a worker never came).
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      // The caller holds its chunk until a worker has thrown. The deadline only bounds a pool
+      // that never starts a worker (a failure below); a loaded machine delays a worker by far
+      // less than a minute.
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
       while (!worker_threw.load() && std::chrono::steady_clock::now() < deadline) {
         std::this_thread::yield();
       }

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -87,8 +88,11 @@ TEST_F(CheckCli, PassingCasesExitZeroWithTheSummaryLine) {
   const ToolRun r = check("--backend all --seed 3 --json " + json.string());
   EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("\n3 passed, 0 failed\n"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("amp_grow"), std::string::npos);
-  EXPECT_NE(r.out.find("max ulp"), std::string::npos);
+  // One line per operator: 1 case, 3 rows (one per backend), 3 passed, 0 failed, bit-exact.
+  EXPECT_TRUE(std::regex_search(
+      r.out, std::regex("\nAmpUpdateScale +1 +3 +3 +0 +\\S+ +bitwise +exact +amp_grow \\(")))
+      << r.out;
+  EXPECT_EQ(r.out.find("max ulp"), std::string::npos) << r.out;  // the rows only with --rows
   EXPECT_EQ(r.out.find("\r"), std::string::npos);  // no progress when stdout is not a terminal
   std::ifstream in(json);
   const nlohmann::json doc = nlohmann::json::parse(in);
@@ -96,6 +100,13 @@ TEST_F(CheckCli, PassingCasesExitZeroWithTheSummaryLine) {
   EXPECT_EQ(doc["seed"], 3);
   EXPECT_EQ(doc["cases"].size(), 3u);
   EXPECT_EQ(doc["cases"][0]["outputs"][0]["name"], "updated_scale");
+  EXPECT_EQ(doc["cases"][0]["limit_used"], 0.0);
+  // --rows: every row, with its errors.
+  const ToolRun rows = check("--backend all --rows");
+  EXPECT_EQ(rows.status, 0) << rows.out;
+  EXPECT_NE(rows.out.find("max ulp"), std::string::npos) << rows.out;
+  EXPECT_TRUE(std::regex_search(rows.out, std::regex("\namp_grow +AmpUpdateScale +\\S+ +aclnn ")))
+      << rows.out;
 }
 
 TEST_F(CheckCli, FailuresAndErrorRowsExitNonZeroWithRepro) {

@@ -215,9 +215,12 @@ inline std::vector<SgdParams> attribute_combinations() {
 }
 
 inline std::string describe(const SgdParams& p) {
-  return std::string("nesterov=") + (p.nesterov ? "1" : "0") +
-         " weight_decay=" + std::to_string(p.weight_decay) +
-         " dampening=" + std::to_string(p.dampening);
+  // Appended in place: a chain of `+` on temporaries trips GCC 12's -Warray-bounds (a false
+  // positive in the inlined moves).
+  std::string s = p.nesterov ? "nesterov=1" : "nesterov=0";
+  s.append(" weight_decay=").append(std::to_string(p.weight_decay));
+  s.append(" dampening=").append(std::to_string(p.dampening));
+  return s;
 }
 
 // Runs `input` through the operator on every available SIMD target and each thread count and

@@ -17,7 +17,7 @@
 namespace mantissa::amp {
 namespace {
 
-constexpr std::string_view kName = "AnomalyDetector";
+constexpr std::string_view kDetectorName = "AnomalyDetector";
 
 // floor(log10(x)) for x >= 1, 0 below (the decades a value exceeds its threshold by).
 int decades(double x) {
@@ -42,27 +42,27 @@ nlohmann::json json_number(double v) {
 
 Status AnomalyDetector::create(const AnomalyThresholds& t, AnomalyDetector* out) {
   using detail::fail;
-  if (out == nullptr) return fail(StatusCode::kParamNullptr, kName, "out is null");
+  if (out == nullptr) return fail(StatusCode::kParamNullptr, kDetectorName, "out is null");
   if (!(t.explosion_norm > 0.0)) {
-    return fail(StatusCode::kParamInvalid, kName, "explosion_norm is {} but must be > 0",
+    return fail(StatusCode::kParamInvalid, kDetectorName, "explosion_norm is {} but must be > 0",
                 t.explosion_norm);
   }
   if (!(t.vanishing_norm >= 0.0) || !(t.vanishing_norm < t.explosion_norm)) {
-    return fail(StatusCode::kParamInvalid, kName,
+    return fail(StatusCode::kParamInvalid, kDetectorName,
                 "vanishing_norm is {} but must lie in [0, explosion_norm = {})", t.vanishing_norm,
                 t.explosion_norm);
   }
   if (t.underflow_count < 0) {
-    return fail(StatusCode::kParamInvalid, kName, "underflow_count is {} but must be >= 0",
+    return fail(StatusCode::kParamInvalid, kDetectorName, "underflow_count is {} but must be >= 0",
                 t.underflow_count);
   }
   if (t.working_dtype != DType::kFloat16 && t.working_dtype != DType::kBFloat16) {
-    return fail(StatusCode::kParamInvalid, kName,
+    return fail(StatusCode::kParamInvalid, kDetectorName,
                 "working_dtype is {} but must be FLOAT16 or BFLOAT16", dtype_name(t.working_dtype));
   }
   if (t.collapse_overflows < 1) {
-    return fail(StatusCode::kParamInvalid, kName, "collapse_overflows is {} but must be >= 1",
-                t.collapse_overflows);
+    return fail(StatusCode::kParamInvalid, kDetectorName,
+                "collapse_overflows is {} but must be >= 1", t.collapse_overflows);
   }
   out->thresholds_ = t;
   return {};
@@ -77,9 +77,9 @@ Status AnomalyDetector::run(TensorList grads, std::span<const std::string> names
                             const InspectContext& ctx, float inv_scale, bool write,
                             AnomalyReport* report) const {
   using detail::fail;
-  if (report == nullptr) return fail(StatusCode::kParamNullptr, kName, "report is null");
+  if (report == nullptr) return fail(StatusCode::kParamNullptr, kDetectorName, "report is null");
   if (!names.empty() && names.size() != grads.size()) {
-    return fail(StatusCode::kParamInvalid, kName, "{} names for {} gradients", names.size(),
+    return fail(StatusCode::kParamInvalid, kDetectorName, "{} names for {} gradients", names.size(),
                 grads.size());
   }
   // The gradients follow ForeachNonFiniteCheckAndUnscale's C++ rules.
@@ -89,7 +89,7 @@ Status AnomalyDetector::run(TensorList grads, std::span<const std::string> names
   rules.found_inf = TensorView(&found, DType::kFloat32, {1});
   rules.inv_scale = TensorView(&inv, DType::kFloat32, {1});
   if (Status st = foreach_non_finite_check_and_unscale_validate(rules); !st.ok()) {
-    return Status(st.code(), fmt::format("{}: {}", kName, st.message()));
+    return Status(st.code(), fmt::format("{}: {}", kDetectorName, st.message()));
   }
 
   detail::GradStatsArgs pass;

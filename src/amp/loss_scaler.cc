@@ -16,38 +16,38 @@
 namespace mantissa::amp {
 namespace {
 
-constexpr std::string_view kName = "DynamicLossScaler";
+constexpr std::string_view kScalerName = "DynamicLossScaler";
 constexpr std::string_view kFormat = "mantissa.dynamic_loss_scaler";
 constexpr int kVersion = 1;
 
 Status check_options(const LossScalerOptions& o) {
   using detail::fail;
   if (!std::isfinite(o.init_scale) || !(o.init_scale > 0.0f)) {
-    return fail(StatusCode::kParamInvalid, kName, "init_scale is {} but must be finite and > 0",
-                o.init_scale);
+    return fail(StatusCode::kParamInvalid, kScalerName,
+                "init_scale is {} but must be finite and > 0", o.init_scale);
   }
   if (!(o.growth_factor > 1.0) || !std::isfinite(o.growth_factor)) {
-    return fail(StatusCode::kParamInvalid, kName, "growth_factor is {} but must be finite and > 1",
-                o.growth_factor);
+    return fail(StatusCode::kParamInvalid, kScalerName,
+                "growth_factor is {} but must be finite and > 1", o.growth_factor);
   }
   if (!(o.backoff_factor > 0.0 && o.backoff_factor < 1.0)) {
-    return fail(StatusCode::kParamInvalid, kName, "backoff_factor is {} but must lie in (0, 1)",
-                o.backoff_factor);
+    return fail(StatusCode::kParamInvalid, kScalerName,
+                "backoff_factor is {} but must lie in (0, 1)", o.backoff_factor);
   }
   if (o.growth_interval < 1 || o.growth_interval > std::numeric_limits<int32_t>::max()) {
-    return fail(StatusCode::kParamInvalid, kName,
+    return fail(StatusCode::kParamInvalid, kScalerName,
                 "growth_interval is {} but must lie in [1, 2147483647]", o.growth_interval);
   }
   if (o.hysteresis < 1) {
-    return fail(StatusCode::kParamInvalid, kName, "hysteresis is {} but must be >= 1",
+    return fail(StatusCode::kParamInvalid, kScalerName, "hysteresis is {} but must be >= 1",
                 o.hysteresis);
   }
   if (!(o.min_scale >= 0.0f) || o.min_scale > o.init_scale) {
-    return fail(StatusCode::kParamInvalid, kName,
+    return fail(StatusCode::kParamInvalid, kScalerName,
                 "min_scale is {} but must lie in [0, init_scale = {}]", o.min_scale, o.init_scale);
   }
   if (o.history_limit < 0) {
-    return fail(StatusCode::kParamInvalid, kName, "history_limit is {} but must be >= 0",
+    return fail(StatusCode::kParamInvalid, kScalerName, "history_limit is {} but must be >= 0",
                 o.history_limit);
   }
   return {};
@@ -59,7 +59,7 @@ TensorView scalar_view(float* p) { return TensorView(p, DType::kFloat32, {1}); }
 
 Status DynamicLossScaler::create(const LossScalerOptions& options, DynamicLossScaler* out) {
   if (out == nullptr) {
-    return detail::fail(StatusCode::kParamNullptr, kName, "out is null");
+    return detail::fail(StatusCode::kParamNullptr, kScalerName, "out is null");
   }
   MANTISSA_RETURN_IF_ERROR(check_options(options));
   DynamicLossScaler s;
@@ -72,7 +72,7 @@ Status DynamicLossScaler::create(const LossScalerOptions& options, DynamicLossSc
 
 Status DynamicLossScaler::unscale_impl(TensorList grads, float inv_scale, Phase next) {
   if (phase_ == Phase::kStepped) {
-    return detail::fail(StatusCode::kParamInvalid, kName,
+    return detail::fail(StatusCode::kParamInvalid, kScalerName,
                         "the gradients of this step were already used by step(); call update() "
                         "before unscaling or checking again");
   }
@@ -102,7 +102,7 @@ Status DynamicLossScaler::unscale_and_inspect(TensorList grads, const AnomalyDet
   ctx.scaler = this;
   if (!options_.enabled) return detector.inspect(grads, names, ctx, report);
   if (phase_ == Phase::kStepped || phase_ == Phase::kChecked) {
-    return detail::fail(StatusCode::kParamInvalid, kName,
+    return detail::fail(StatusCode::kParamInvalid, kScalerName,
                         "unscale_and_inspect() after {} in the same step; call update() first",
                         phase_ == Phase::kStepped ? "step()" : "check()");
   }
@@ -120,17 +120,17 @@ Status DynamicLossScaler::check(TensorList grads) {
 
 Status DynamicLossScaler::step(TensorList grads, const OptimizerStep& optimizer_step) {
   if (!optimizer_step) {
-    return detail::fail(StatusCode::kParamNullptr, kName, "optimizer_step is empty");
+    return detail::fail(StatusCode::kParamNullptr, kScalerName, "optimizer_step is empty");
   }
   if (!options_.enabled) return optimizer_step(StepScaling{});
   if (phase_ == Phase::kChecked) {
-    return detail::fail(StatusCode::kParamInvalid, kName,
+    return detail::fail(StatusCode::kParamInvalid, kScalerName,
                         "check() ran this step, so the gradients are still scaled: use "
                         "step_fused(), or unscale() instead of check()");
   }
   if (phase_ == Phase::kIdle) MANTISSA_RETURN_IF_ERROR(unscale(grads));
   if (phase_ == Phase::kStepped) {
-    return detail::fail(StatusCode::kParamInvalid, kName,
+    return detail::fail(StatusCode::kParamInvalid, kScalerName,
                         "step() already ran since the last update()");
   }
   phase_ = Phase::kStepped;
@@ -140,17 +140,17 @@ Status DynamicLossScaler::step(TensorList grads, const OptimizerStep& optimizer_
 
 Status DynamicLossScaler::step_fused(TensorList grads, const OptimizerStep& optimizer_step) {
   if (!optimizer_step) {
-    return detail::fail(StatusCode::kParamNullptr, kName, "optimizer_step is empty");
+    return detail::fail(StatusCode::kParamNullptr, kScalerName, "optimizer_step is empty");
   }
   if (!options_.enabled) return optimizer_step(StepScaling{});
   if (phase_ == Phase::kUnscaled) {
-    return detail::fail(StatusCode::kParamInvalid, kName,
+    return detail::fail(StatusCode::kParamInvalid, kScalerName,
                         "unscale() ran this step, so the gradients are no longer scaled: use "
                         "step()");
   }
   if (phase_ == Phase::kIdle) MANTISSA_RETURN_IF_ERROR(check(grads));
   if (phase_ == Phase::kStepped) {
-    return detail::fail(StatusCode::kParamInvalid, kName,
+    return detail::fail(StatusCode::kParamInvalid, kScalerName,
                         "step_fused() already ran since the last update()");
   }
   phase_ = Phase::kStepped;
@@ -164,7 +164,7 @@ Status DynamicLossScaler::step_fused(TensorList grads, const OptimizerStep& opti
 Status DynamicLossScaler::update() {
   if (!options_.enabled) return {};
   if (phase_ == Phase::kIdle) {
-    return detail::fail(StatusCode::kParamInvalid, kName,
+    return detail::fail(StatusCode::kParamInvalid, kScalerName,
                         "no gradients were checked since the last update(): call unscale(), "
                         "check(), step() or step_fused() first");
   }
@@ -249,17 +249,17 @@ Status DynamicLossScaler::load_state(std::string_view text) {
   using detail::fail;
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
-    return fail(StatusCode::kParamInvalid, kName, "the state is not a JSON object");
+    return fail(StatusCode::kParamInvalid, kScalerName, "the state is not a JSON object");
   }
   if (!j.contains("format") || !j["format"].is_string() || j["format"] != kFormat) {
-    return fail(StatusCode::kParamInvalid, kName, "the state's format is {}, not \"{}\"",
+    return fail(StatusCode::kParamInvalid, kScalerName, "the state's format is {}, not \"{}\"",
                 j.contains("format") ? j["format"].dump() : std::string("missing"), kFormat);
   }
   if (!j.contains("version") || !j["version"].is_number_integer()) {
-    return fail(StatusCode::kParamInvalid, kName, "the state has no integer version");
+    return fail(StatusCode::kParamInvalid, kScalerName, "the state has no integer version");
   }
   if (j["version"].get<int64_t>() != kVersion) {
-    return fail(StatusCode::kParamInvalid, kName,
+    return fail(StatusCode::kParamInvalid, kScalerName,
                 "the state has version {}; this library reads version {}",
                 j["version"].get<int64_t>(), kVersion);
   }
@@ -303,15 +303,15 @@ Status DynamicLossScaler::load_state(std::string_view text) {
   number(js, "steps_since_overflow", s.stats_.steps_since_overflow);
   number(js, "best_scale", s.stats_.best_scale);
   if (!missing.empty()) {
-    return fail(StatusCode::kParamInvalid, kName, "the state lacks a valid \"{}\"", missing);
+    return fail(StatusCode::kParamInvalid, kScalerName, "the state lacks a valid \"{}\"", missing);
   }
   if (!js.contains("history") || !js["history"].is_array()) {
-    return fail(StatusCode::kParamInvalid, kName, "the state lacks a valid \"history\"");
+    return fail(StatusCode::kParamInvalid, kScalerName, "the state lacks a valid \"history\"");
   }
   for (const auto& c : js["history"]) {
     if (!c.is_array() || c.size() != 2 || !c[0].is_number_integer() || !c[1].is_number()) {
-      return fail(StatusCode::kParamInvalid, kName, "a history entry is {}, not [step, scale]",
-                  c.dump());
+      return fail(StatusCode::kParamInvalid, kScalerName,
+                  "a history entry is {}, not [step, scale]", c.dump());
     }
     s.stats_.history.push_back({c[0].get<int64_t>(), c[1].get<float>()});
   }
@@ -320,7 +320,7 @@ Status DynamicLossScaler::load_state(std::string_view text) {
       s.growth_tracker_ >= o.growth_interval || s.hysteresis_left_ < 1 ||
       s.hysteresis_left_ > o.hysteresis || s.stats_.steps < 0 || s.stats_.skipped_steps < 0 ||
       s.stats_.skipped_steps > s.stats_.steps) {
-    return fail(StatusCode::kParamInvalid, kName,
+    return fail(StatusCode::kParamInvalid, kScalerName,
                 "the state's values are inconsistent (scale {}, growth_tracker {} of interval {}, "
                 "hysteresis_left {} of {}, steps {}, skipped {})",
                 s.scale_, s.growth_tracker_, o.growth_interval, s.hysteresis_left_, o.hysteresis,

@@ -52,7 +52,13 @@ class AclnnPlan {
   static constexpr std::size_t kN = detail::kNumArgs<Op>;
 
   static const std::string& phase_one() {
-    static const std::string name = std::string(Op::kAclnn) + "GetWorkspaceSize";
+    // Appended in place: `std::string(...) + "..."` trips GCC 12's -Warray-bounds (a false
+    // positive in the inlined move of the temporary).
+    static const std::string name = [] {
+      std::string s(Op::kAclnn);
+      s.append("GetWorkspaceSize");
+      return s;
+    }();
     return name;
   }
   static const char* phase_two() { return Op::kAclnn.data(); }

@@ -133,6 +133,7 @@ std::string report_json(const CheckOptions& opt, const CheckReport& report) {
     c["mere"] = number_or_null(r.mere);
     c["mare"] = number_or_null(r.mare);
     c["max_ulp"] = r.max_ulp;
+    c["limit_used"] = number_or_null(r.limit_used);
     c["condition_number"] =
         r.condition_number ? number_or_null(*r.condition_number) : json(nullptr);
     c["golden32_outside_single_bm"] = r.golden32_outside_single_bm;
@@ -161,6 +162,7 @@ std::string report_json(const CheckOptions& opt, const CheckReport& report) {
       j["mere"] = number_or_null(a.mere);
       j["mare"] = number_or_null(a.mare);
       j["max_ulp"] = a.max_ulp;
+      j["limit_used"] = number_or_null(o.limit_used);
       json buckets;
       for (int b = 0; b < 5; ++b) buckets[kBuckets[b]] = a.buckets[b];
       j["error_buckets"] = buckets;

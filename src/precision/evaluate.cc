@@ -11,10 +11,6 @@
 namespace mantissa::precision {
 namespace {
 
-bool is_float(DType d) {
-  return d == DType::kFloat32 || d == DType::kFloat16 || d == DType::kBFloat16;
-}
-
 // Rounds the raw fp64 golden once to each output's dtype.
 std::vector<HostTensor> round_golden(const OpEntry& op, const OpInputs& in,
                                      const std::vector<std::vector<double>>& raw) {
@@ -256,10 +252,16 @@ CaseResult run_case(const CaseSpec& c, const OpEntry& op_in, Backend backend, ui
                         "got 0x{:0{}x}, expected 0x{:0{}x})",
                         out.name, out.bit_mismatches, out.numel, first, a.bits(first), hex_digits,
                         b.bits(first), hex_digits);
+    const double bitwise_used =
+        out.bit_mismatches == 0
+            ? 0.0
+            : 1.0 + static_cast<double>(out.bit_mismatches) / static_cast<double>(out.numel);
+    out.limit_used = bitwise_used;
     if (!is_float(g.dtype)) {
       // Integer outputs are exact under every standard.
       out.pass = out.bit_mismatches == 0 && out.vs_golden.max_abs == 0;
       if (!out.pass) out.reason = bits_text;
+      if (!out.pass) out.limit_used = std::max(out.limit_used, 1.0);
     } else {
       switch (c.standard.kind) {
         case StandardKind::kBitwise:
@@ -276,6 +278,8 @@ CaseResult run_case(const CaseSpec& c, const OpEntry& op_in, Backend backend, ui
             out.pass = out.bit_mismatches == 0;
             if (!out.pass) out.reason = bits_text + " (golden32 itself is outside single_bm)";
           } else {
+            out.limit_used = std::max(out.vs_golden.mere / t, out.vs_golden.mare / (10 * t));
+            if (out.vs_golden.nonfinite_mismatch) out.limit_used = std::max(out.limit_used, 1.0);
             out.pass = passes_single_bm(out.vs_golden, t);
             if (!out.pass) {
               out.reason = out.vs_golden.nonfinite_mismatch
@@ -306,6 +310,9 @@ CaseResult run_case(const CaseSpec& c, const OpEntry& op_in, Backend backend, ui
               a.numel() ? static_cast<double>(ok) / static_cast<double>(a.numel()) : 1.0;
           out.pass = out.vs_golden.nonfinite_mismatch == 0 &&
                      out.mixed_pass_ratio >= c.standard.pass_ratio;
+          const double allowed = 1.0 - c.standard.pass_ratio, outside = 1.0 - out.mixed_pass_ratio;
+          out.limit_used = allowed > 0 ? outside / allowed : (outside > 0 ? 1.0 + outside : 0.0);
+          if (!out.pass) out.limit_used = std::max(out.limit_used, 1.0);
           if (!out.pass) {
             out.reason = fmt::format(
                 "{}: {:.2f}% of elements within atol {} + rtol {} (need "
@@ -341,6 +348,8 @@ CaseResult run_case(const CaseSpec& c, const OpEntry& op_in, Backend backend, ui
       r.mare = std::max(r.mare, out.vs_golden.mare);
       r.max_ulp = std::max(r.max_ulp, out.vs_golden.max_ulp);
     }
+    if (out.zero_trust) out.limit_used = std::max(out.limit_used, 1.0);
+    r.limit_used = std::max(r.limit_used, out.limit_used);
     r.golden32_outside_single_bm = r.golden32_outside_single_bm || out.golden32_outside_single_bm;
     r.zero_trust = r.zero_trust || out.zero_trust;
     r.outputs.push_back(std::move(out));

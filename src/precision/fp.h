@@ -43,6 +43,10 @@ inline uint32_t narrow_float(float f, DType dtype) noexcept {
   return round_to_bits(static_cast<double>(f), dtype);
 }
 
+// fp32, fp16 or bf16: the dtypes the kit judges by error rather than by equality.
+inline bool is_float(DType d) noexcept {
+  return d == DType::kFloat32 || d == DType::kFloat16 || d == DType::kBFloat16;
+}
 bool bits_is_nan(uint32_t bits, DType dtype) noexcept;
 bool bits_is_inf(uint32_t bits, DType dtype) noexcept;
 

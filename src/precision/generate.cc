@@ -61,10 +61,6 @@ class Stream {
   double spare_ = 0.0;
 };
 
-bool is_float(DType d) {
-  return d == DType::kFloat32 || d == DType::kFloat16 || d == DType::kBFloat16;
-}
-
 uint32_t value_bits(const GeneratorSpec::Value& v, DType dtype) {
   if (v.is_name) return *special_value_bits(v.name, dtype);
   return round_to_bits(v.number, dtype);

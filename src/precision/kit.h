@@ -280,6 +280,12 @@ struct OutputResult {
   double mixed_pass_ratio = 1.0;
   bool zero_trust = false;  // kernel output trivially equal to its input or zero
   bool degenerate = false;  // the reference itself is mostly trivial
+  // How much of its standard's limit the output uses, 1 at the limit: single_bm
+  // max(MERE / T, MARE / 10T); mixed, the fraction of elements outside the tolerance over the
+  // fraction allowed; bitwise (and integer outputs), 0 when bit-exact, else 1 + the fraction of
+  // elements that differ. An output judged bitwise because golden32 is outside single_bm counts
+  // as bitwise.
+  double limit_used = 0;
 };
 
 enum class Verdict { kPass, kFail, kError, kNotApplicable };
@@ -293,6 +299,7 @@ struct CaseResult {
   std::vector<OutputResult> outputs;
   double mere = 0, mare = 0;
   uint64_t max_ulp = 0;
+  double limit_used = 0;  // the largest OutputResult::limit_used
   std::optional<double> condition_number;
   bool golden32_outside_single_bm = false;
   bool zero_trust = false;

@@ -11,12 +11,11 @@
 #include <vector>
 
 #include "mantissa/train.h"
+#include "train/common.h"
 #include "train/rng.h"
 
 namespace mantissa::train {
 namespace {
-
-Status invalid(std::string message) { return {StatusCode::kParamInvalid, std::move(message)}; }
 
 // Rows as read: features row-major, raw labels.
 struct RawData {

@@ -27,7 +27,7 @@ namespace mantissa::train {
 
 namespace {
 
-Status invalid(std::string message) {
+Status distributed_invalid(std::string message) {
   return {StatusCode::kParamInvalid, "train (distributed): " + std::move(message)};
 }
 
@@ -262,14 +262,15 @@ Status load_checkpoint(const std::string& dir, const CheckpointHeader& expect,
       std::memcpy(&ranks, head + sizeof(kMagic) + 4, sizeof(ranks));
     }
     if (ranks != 0 && ranks != expect.ranks) {
-      return invalid("checkpoint " + dir + " was written by " + std::to_string(ranks) +
-                     " ranks, this run has " + std::to_string(expect.ranks) + " (no " + path + ")");
+      return distributed_invalid("checkpoint " + dir + " was written by " + std::to_string(ranks) +
+                                 " ranks, this run has " + std::to_string(expect.ranks) + " (no " +
+                                 path + ")");
     }
-    return invalid("checkpoint " + path + " cannot be read");
+    return distributed_invalid("checkpoint " + path + " cannot be read");
   }
   const std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   auto corrupt = [&](const std::string& what) {
-    return invalid("checkpoint " + path + " is corrupt: " + what);
+    return distributed_invalid("checkpoint " + path + " is corrupt: " + what);
   };
   if (s.size() < sizeof(kMagic) + 12 || std::memcmp(s.data(), kMagic, sizeof(kMagic)) != 0) {
     return corrupt("not a mantissa checkpoint");
@@ -288,14 +289,15 @@ Status load_checkpoint(const std::string& dir, const CheckpointHeader& expect,
   }
   if (!r.get(&h)) return corrupt("truncated header");
   if (h.ranks != expect.ranks) {
-    return invalid("checkpoint " + path + " was written by " + std::to_string(h.ranks) +
-                   " ranks, this run has " + std::to_string(expect.ranks));
+    return distributed_invalid("checkpoint " + path + " was written by " + std::to_string(h.ranks) +
+                               " ranks, this run has " + std::to_string(expect.ranks));
   }
   if (h.rank != expect.rank || h.mode != expect.mode || h.optimizer != expect.optimizer ||
       h.zero != expect.zero || h.grad_comm != expect.grad_comm || h.seed != expect.seed) {
-    return invalid("checkpoint " + path +
-                   " was written by another configuration (rank, precision mode, optimizer, "
-                   "--zero, --grad-comm or seed differ)");
+    return distributed_invalid(
+        "checkpoint " + path +
+        " was written by another configuration (rank, precision mode, optimizer, "
+        "--zero, --grad-comm or seed differ)");
   }
   const std::string scaler_state = r.text();
   amp::DynamicLossScaler restored = *scaler;
@@ -355,43 +357,47 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
                          const DistributedOptions& d, const TrainCallbacks& cb, ModeResult* result,
                          DistributedStats* stats) {
   // ---- Validation, before anything runs -------------------------------------------------
-  if (result == nullptr || stats == nullptr) return invalid("result and stats must not be null");
+  if (result == nullptr || stats == nullptr)
+    return distributed_invalid("result and stats must not be null");
   if (data.train_rows() == 0 || data.test_rows() == 0 || data.features <= 0 || data.classes < 2) {
-    return invalid("the data set needs train and test rows, features and 2 classes");
+    return distributed_invalid("the data set needs train and test rows, features and 2 classes");
   }
   if (o.epochs < 0 || o.batch_size <= 0) {
-    return invalid("epochs must be >= 0 and batch_size > 0, got " + std::to_string(o.epochs) +
-                   " and " + std::to_string(o.batch_size));
+    return distributed_invalid("epochs must be >= 0 and batch_size > 0, got " +
+                               std::to_string(o.epochs) + " and " + std::to_string(o.batch_size));
   }
   for (int64_t w : o.hidden) {
-    if (w <= 0 || w > 65536) return invalid("hidden width " + std::to_string(w));
+    if (w <= 0 || w > 65536) return distributed_invalid("hidden width " + std::to_string(w));
   }
-  if (!(o.clip >= 0.0)) return invalid("clip must be >= 0");
+  if (!(o.clip >= 0.0)) return distributed_invalid("clip must be >= 0");
   Communicator* comm = d.comm;
   if (comm != nullptr && (comm->size() < 1 || comm->rank() < 0 || comm->rank() >= comm->size())) {
-    return invalid("communicator rank " + std::to_string(comm->rank()) + " of " +
-                   std::to_string(comm->size()));
+    return distributed_invalid("communicator rank " + std::to_string(comm->rank()) + " of " +
+                               std::to_string(comm->size()));
   }
   if (comm == nullptr && (d.shards < 1 || d.shards > 4096)) {
-    return invalid("shards must be in [1, 4096], got " + std::to_string(d.shards));
+    return distributed_invalid("shards must be in [1, 4096], got " + std::to_string(d.shards));
   }
   if (comm != nullptr && d.shards != 1 && d.shards != comm->size()) {
-    return invalid("shards (" + std::to_string(d.shards) + ") must be 1 or the rank count (" +
-                   std::to_string(comm->size()) + ") in a distributed run");
+    return distributed_invalid("shards (" + std::to_string(d.shards) +
+                               ") must be 1 or the rank count (" + std::to_string(comm->size()) +
+                               ") in a distributed run");
   }
   if (d.zero_stage != 0 && d.zero_stage != 1) {
-    return invalid("zero stage must be 0 or 1, got " + std::to_string(d.zero_stage));
+    return distributed_invalid("zero stage must be 0 or 1, got " + std::to_string(d.zero_stage));
   }
-  if (d.zero_stage == 1 && comm == nullptr) return invalid("zero stage 1 needs a communicator");
+  if (d.zero_stage == 1 && comm == nullptr)
+    return distributed_invalid("zero stage 1 needs a communicator");
   if (d.zero_stage == 1 && mode == Mode::kBf16Sr) {
     // Stochastic rounding keys its bits by the tensor's position in the optimizer's list,
     // which a shard of the tensors changes.
-    return invalid(
+    return distributed_invalid(
         "zero stage 1 does not support bf16-sr (its rounding bits depend on the "
         "tensor's position in the full list)");
   }
   if (d.bucket_bytes < 1024) {
-    return invalid("bucket_bytes must be >= 1024, got " + std::to_string(d.bucket_bytes));
+    return distributed_invalid("bucket_bytes must be >= 1024, got " +
+                               std::to_string(d.bucket_bytes));
   }
   const int ranks = comm != nullptr ? comm->size() : d.shards;
   const int rank = comm != nullptr ? comm->rank() : 0;
@@ -482,7 +488,7 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
     std::vector<unsigned char> mine(local_shards, ok ? 1 : 0), all(ranks, 0);
     MANTISSA_RETURN_IF_ERROR(exchange.gather(mine.data(), 1, all.data()));
     for (unsigned char a : all) {
-      if (a == 0) return invalid("another rank failed (see its message)");
+      if (a == 0) return distributed_invalid("another rank failed (see its message)");
     }
     return {};
   };
@@ -507,8 +513,9 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
     MANTISSA_RETURN_IF_ERROR(st);
     MANTISSA_RETURN_IF_ERROR(everyone);
     if (got.epoch > o.epochs) {
-      return invalid("checkpoint holds " + std::to_string(got.epoch) + " epochs, more than the " +
-                     std::to_string(o.epochs) + " asked for");
+      return distributed_invalid("checkpoint holds " + std::to_string(got.epoch) +
+                                 " epochs, more than the " + std::to_string(o.epochs) +
+                                 " asked for");
     }
     optimizer.set_steps_taken(got.optimizer_steps);
     r.overflow_steps = got.overflow_steps;

@@ -11,15 +11,12 @@
 #include "core/validate.h"
 #include "mantissa/train_policy.h"
 #include "train/analyze.h"
+#include "train/common.h"
 #include "train/model.h"
 
 namespace mantissa::train {
 
 namespace {
-
-Status invalid(std::string message) { return {StatusCode::kParamInvalid, std::move(message)}; }
-
-constexpr DType kF32 = DType::kFloat32, kBf16 = DType::kBFloat16, kF16 = DType::kFloat16;
 
 bool has_parameters(std::string_view layer) {
   return layer.starts_with("linear") || layer.starts_with("layernorm");
@@ -36,7 +33,7 @@ Status apply_fields(const nlohmann::json& j, const std::string& where, bool para
                     LayerPolicy* p, bool* stored_given) {
   if (!j.is_object()) return invalid("policy: " + where + " must be an object, got " + j.dump());
   static const std::map<std::string, DType> kDtypes{
-      {"fp32", kF32}, {"bf16", kBf16}, {"fp16", kF16}};
+      {"fp32", DType::kFloat32}, {"bf16", DType::kBFloat16}, {"fp16", DType::kFloat16}};
   static const std::map<std::string, UpdateForm> kUpdates{{"master", UpdateForm::kMaster},
                                                           {"plain", UpdateForm::kPlain},
                                                           {"kahan", UpdateForm::kKahan},
@@ -70,12 +67,12 @@ Status apply_fields(const nlohmann::json& j, const std::string& where, bool para
 }
 
 Status check_layer(const LayerPolicy& p, const std::string& where) {
-  if (p.compute != kF32 && p.stored == kF32) {
+  if (p.compute != DType::kFloat32 && p.stored == DType::kFloat32) {
     return invalid("policy: " + where + ": stored 'fp32' is wider than compute '" +
                    policy_dtype_name(p.compute) + "' (the layer's input is already " +
                    policy_dtype_name(p.compute) + ")");
   }
-  if (has_parameters(p.layer) && p.update != UpdateForm::kMaster && p.compute != kBf16) {
+  if (has_parameters(p.layer) && p.update != UpdateForm::kMaster && p.compute != DType::kBFloat16) {
     return invalid("policy: " + where + ": update '" + update_form_name(p.update) +
                    "' keeps bf16 weights and needs compute 'bf16', got '" +
                    policy_dtype_name(p.compute) + "'");
@@ -139,17 +136,18 @@ Status preset_policy(std::string_view preset, std::span<const std::string> layer
                      PrecisionPolicy* out) {
   PrecisionPolicy p;
   if (preset == "fp32") {
-    p = uniform_policy("fp32", layers, kF32, kF32, UpdateForm::kMaster);
+    p = uniform_policy("fp32", layers, DType::kFloat32, DType::kFloat32, UpdateForm::kMaster);
   } else if (preset == "bf16-amp") {
-    p = uniform_policy("bf16-amp", layers, kBf16, kBf16, UpdateForm::kMaster);
+    p = uniform_policy("bf16-amp", layers, DType::kBFloat16, DType::kBFloat16, UpdateForm::kMaster);
   } else if (preset == "fp16-amp") {
-    p = uniform_policy("fp16-amp", layers, kF16, kF16, UpdateForm::kMaster);
+    p = uniform_policy("fp16-amp", layers, DType::kFloat16, DType::kFloat16, UpdateForm::kMaster);
     p.loss_scaling = LossScaling::kDynamic;
   } else if (preset == "seed") {
-    p = uniform_policy("seed", layers, kBf16, kBf16, UpdateForm::kMaster);
+    p = uniform_policy("seed", layers, DType::kBFloat16, DType::kBFloat16, UpdateForm::kMaster);
     for (std::size_t i = 0; i < p.layers.size(); ++i) {
       LayerPolicy& l = p.layers[i];
-      if (i == 0 || i + 1 == p.layers.size() || l.layer.starts_with("layernorm")) l.compute = kF32;
+      if (i == 0 || i + 1 == p.layers.size() || l.layer.starts_with("layernorm"))
+        l.compute = DType::kFloat32;
     }
   } else {
     return invalid("policy: unknown preset '" + std::string(preset) +
@@ -265,8 +263,8 @@ detail::Precision detail::resolve_policy(const PrecisionPolicy& policy) {
   Precision p;
   bool any_fp16 = false, any_bf16 = false;
   for (const LayerPolicy& l : policy.layers) {
-    any_fp16 |= l.compute == kF16;
-    any_bf16 |= l.compute == kBf16;
+    any_fp16 |= l.compute == DType::kFloat16;
+    any_bf16 |= l.compute == DType::kBFloat16;
     WeightRounding rounding = WeightRounding::kNearest;
     if (l.update == UpdateForm::kKahan) rounding = WeightRounding::kKahan;
     if (l.update == UpdateForm::kStochastic) rounding = WeightRounding::kStochastic;
@@ -276,7 +274,7 @@ detail::Precision detail::resolve_policy(const PrecisionPolicy& policy) {
                         .rounding = rounding});
   }
   // The anomaly detector's working dtype: the narrowest 16-bit format in use.
-  p.compute = any_fp16 ? kF16 : (any_bf16 ? kBf16 : kF32);
+  p.compute = any_fp16 ? DType::kFloat16 : (any_bf16 ? DType::kBFloat16 : DType::kFloat32);
   p.master = true;
   p.loss_scaling = policy.loss_scaling == LossScaling::kDynamic ||
                    (policy.loss_scaling == LossScaling::kAuto && any_fp16);

@@ -9,6 +9,7 @@
 #include "mantissa/lowp.h"
 #include "mantissa/train_policy.h"
 #include "train/analyze.h"
+#include "train/common.h"
 #include "train/model.h"
 #include "train/optimizer_step.h"
 #include "train/policy.h"
@@ -16,8 +17,6 @@
 namespace mantissa::train {
 
 namespace {
-
-constexpr DType kF32 = DType::kFloat32;
 
 // Quantize-dequantize x [rows, cols] in place: symmetric INT8 (calib::quantize_int8, RNE,
 // clamped to +-127) or FP8 E4M3 (saturating), with one scale per column (per_column) or one for
@@ -38,7 +37,7 @@ Status fake_quantize(const std::string& format, float* x, int64_t rows, int64_t 
   const int64_t shape[2] = {rows, cols};
   if (format == "int8") {
     std::vector<int8_t> q(static_cast<std::size_t>(rows * cols));
-    const TensorView xv(x, kF32, shape), qv(q.data(), DType::kInt8, shape);
+    const TensorView xv(x, DType::kFloat32, shape), qv(q.data(), DType::kInt8, shape);
     const calib::Int8Options io{.axis = per_column ? 1 : -1};
     MANTISSA_RETURN_IF_ERROR(calib::quantize_int8(xv, scales, qv, io));
     return calib::dequantize_int8(qv, scales, xv, io);
@@ -53,8 +52,8 @@ Status fake_quantize(const std::string& format, float* x, int64_t rows, int64_t 
 }
 
 PrecisionPolicy one_layer(std::span<const std::string> names, std::size_t layer, DType dtype) {
-  PrecisionPolicy p = uniform_policy(names[layer] + "-" + policy_dtype_name(dtype), names, kF32,
-                                     kF32, UpdateForm::kMaster);
+  PrecisionPolicy p = uniform_policy(names[layer] + "-" + policy_dtype_name(dtype), names,
+                                     DType::kFloat32, DType::kFloat32, UpdateForm::kMaster);
   p.layers[layer].compute = p.layers[layer].stored = dtype;
   return p;
 }
@@ -84,7 +83,9 @@ Status detail::sensitivity_runs(const Dataset& data, const TrainOptions& options
   std::optional<detail::Mlp> trained;
   ModeResult base;
   MANTISSA_RETURN_IF_ERROR(detail::train_precision_then(
-      data, detail::resolve_policy(uniform_policy("fp32", names, kF32, kF32, UpdateForm::kMaster)),
+      data,
+      detail::resolve_policy(
+          uniform_policy("fp32", names, DType::kFloat32, DType::kFloat32, UpdateForm::kMaster)),
       Mode::kFp32, options, {}, &base,
       [&](detail::Mlp& m, float) {
         trained.emplace(m);
@@ -174,7 +175,7 @@ PrecisionPolicy suggest_policy(const SensitivityReport& report, std::span<const 
     const bool sensitive = !(row.loss_change <= threshold * report.baseline_loss);  // NaN too
     if (!sensitive) continue;
     for (LayerPolicy& l : p.layers) {
-      if (l.layer == row.layer) l.compute = l.stored = kF32;
+      if (l.layer == row.layer) l.compute = l.stored = DType::kFloat32;
     }
   }
   return p;

@@ -14,6 +14,7 @@
 #include "mantissa/optim.h"
 #include "mantissa/train.h"
 #include "train/analyze.h"
+#include "train/common.h"
 #include "train/model.h"
 #include "train/optimizer_step.h"
 #include "train/policy.h"
@@ -25,8 +26,6 @@ namespace {
 
 constexpr Mode kModes[] = {Mode::kFp32,      Mode::kFp16Amp, Mode::kBf16Amp,    Mode::kBf16Pure,
                            Mode::kBf16Kahan, Mode::kBf16Sr,  Mode::kFp16NoScale};
-
-Status invalid(std::string message) { return {StatusCode::kParamInvalid, std::move(message)}; }
 
 // How many of n elements of two buffers have the same bits.
 // Counts are integers, so the per-chunk partials may be added in any order.

@@ -21,7 +21,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct Options {
+struct BenchOptions {
   std::vector<int> threads{1, 2};
   std::vector<int64_t> sizes{4096, 65536, 1 << 20, 16 << 20, 0};  // 0: out of cache (>= 1 GB)
   std::string op_filter, dtype_filter, json_path;
@@ -88,7 +88,7 @@ std::pair<double, double> time_side_by_side(A&& a, B&& b, double min_seconds) {
   return {median(sa), median(sb)};
 }
 
-int run(const Options& o) {
+int run_bench(const BenchOptions& o) {
   nlohmann::json records = nlohmann::json::array();
   fmt::print("{}, SIMD target {}, hardware threads {}\n", version(), simd_target(), num_threads());
   fmt::print("{:<11} {:<5} {:<22} {:>10} {:>3} {:>10} {:>8} {:>9} {:>10} {:>7}\n", "op", "dtype",
@@ -272,7 +272,7 @@ int run_list(const ListOptions& o) {
 }  // namespace
 
 std::function<int()> add_bench_command(CLI::App& app) {
-  auto options = std::make_shared<Options>();
+  auto options = std::make_shared<BenchOptions>();
   CLI::App* cmd = app.add_subcommand(
       "bench", "Time every operator variant and a bandwidth probe with the same access pattern");
   cmd->add_option("--threads", options->threads, "Thread counts to run")->delimiter(',');
@@ -283,7 +283,7 @@ std::function<int()> add_bench_command(CLI::App& app) {
   cmd->add_option("--dtype", options->dtype_filter, "Only this dtype (fp32, fp16, bf16)");
   cmd->add_option("--min-seconds", options->min_seconds, "Minimum timed seconds per measurement");
   cmd->add_option("--json", options->json_path, "Write the records as JSON");
-  return [cmd, options] { return cmd->parsed() ? run(*options) : -1; };
+  return [cmd, options] { return cmd->parsed() ? run_bench(*options) : -1; };
 }
 
 std::function<int()> add_bench_list_command(CLI::App& app) {

@@ -17,13 +17,14 @@
 #include <vector>
 
 #include "mantissa/calibrate.h"
+#include "mantissa/json_number.h"
 
 namespace mantissa::tool {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Options {
+struct CalibrateCommandOptions {
   std::vector<std::string> inputs;
   std::string method = "entropy", json_path;
   double percentile = 99.99;
@@ -43,12 +44,7 @@ void show_progress(std::size_t done, std::size_t total) {
   if (done == total) fmt::print(stderr, "\r{}\r", std::string(width + 40, ' '));
 }
 
-nlohmann::json number(double v) {
-  if (std::isfinite(v)) return v;
-  return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
-}
-
-int run(const Options& o) {
+int run_calibrate(const CalibrateCommandOptions& o) {
   calib::CalibrateOptions co;
   if (o.method == "max") {
     co.method = calib::Method::kMax;
@@ -148,7 +144,7 @@ int run(const Options& o) {
 }  // namespace
 
 std::function<int()> add_calibrate_command(CLI::App& app) {
-  auto o = std::make_shared<Options>();
+  auto o = std::make_shared<CalibrateCommandOptions>();
   CLI::App* cmd =
       app.add_subcommand("calibrate", "INT8 calibration of tensors stored as .npy files");
   cmd->add_option("inputs", o->inputs,
@@ -160,7 +156,7 @@ std::function<int()> add_calibrate_command(CLI::App& app) {
   cmd->add_option("--per-channel", o->per_channel_axis, "Per-channel scales along this axis");
   cmd->add_option("--json", o->json_path, "Write the report as JSON");
   cmd->add_flag("--histogram", o->histogram, "Include each tensor's histogram in the JSON");
-  return [cmd, o] { return cmd->parsed() ? run(*o) : -1; };
+  return [cmd, o] { return cmd->parsed() ? run_calibrate(*o) : -1; };
 }
 
 }  // namespace mantissa::tool

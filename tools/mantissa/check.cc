@@ -1,5 +1,6 @@
-// `mantissa check --case-dir DIR`: every case through the selected backends, a table, a summary
-// line, a JSON report, a repro command per failure; non-zero exit on any failure or error row.
+// `mantissa check --case-dir DIR`: every case through the selected backends, one line per
+// operator (or every row with --rows), a summary line, a JSON report with every row, a repro
+// command per failure; non-zero exit on any failure or error row.
 #ifdef MANTISSA_HAVE_PRECISION_KIT
 
 #include <fmt/format.h>
@@ -7,7 +8,10 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <set>
+#include <string>
 
 #include "mantissa/commands.h"
 #include "precision/kit.h"
@@ -20,13 +24,77 @@ namespace pk = mantissa::precision;
 struct CheckArgs {
   std::string case_dir, op, backend = "kernel", json_path, case_id;
   uint64_t seed = 0;
+  bool rows = false;
 };
 
 std::string metric(double x, bool applicable) {
   return applicable ? fmt::format("{:.3e}", x) : std::string("-");
 }
 
-int run(const CheckArgs& args) {
+bool ran(const pk::CaseResult& r) {
+  return r.verdict == pk::Verdict::kPass || r.verdict == pk::Verdict::kFail;
+}
+
+// Every row: case, operator, dtype, backend, standard, errors, verdict.
+void print_rows(const pk::CheckReport& report) {
+  fmt::print("{:<28} {:<15} {:<5} {:<7} {:<10} {:>10} {:>10} {:>8}  {}\n", "case", "op", "dtype",
+             "backend", "standard", "MERE", "MARE", "max ulp", "verdict");
+  for (const pk::CaseResult& r : report.rows) {
+    std::string verdict = pk::verdict_name(r.verdict);
+    if (r.golden32_outside_single_bm) verdict += " (bitwise: golden32 outside single_bm)";
+    if (r.zero_trust) verdict += " (zero-trust)";
+    fmt::print("{:<28} {:<15} {:<5} {:<7} {:<10} {:>10} {:>10} {:>8}  {}\n",
+               r.case_id.empty() ? "?" : r.case_id, r.op.empty() ? "-" : r.op,
+               r.dtype.empty() ? "-" : r.dtype, pk::backend_name(r.backend),
+               r.standard.empty() ? "-" : r.standard, metric(r.mere, ran(r)),
+               metric(r.mare, ran(r)), ran(r) ? std::to_string(r.max_ulp) : std::string("-"),
+               verdict);
+  }
+}
+
+// One line per operator: its cases and rows (case x backend), how many passed, the standards
+// that judged them, and the worst row against its standard's limit.
+void print_summary(const pk::CheckReport& report) {
+  struct OpSummary {
+    std::set<std::string> cases, standards, dtypes;
+    int rows = 0, passed = 0, failed = 0;
+    const pk::CaseResult* worst = nullptr;
+  };
+  std::map<std::string, OpSummary> ops;
+  for (const pk::CaseResult& r : report.rows) {
+    if (r.verdict == pk::Verdict::kNotApplicable) continue;
+    OpSummary& s = ops[r.op.empty() ? "(unreadable case file)" : r.op];
+    s.cases.insert(r.file + "#" + r.case_id);
+    if (!r.standard.empty()) s.standards.insert(r.standard);
+    if (!r.dtype.empty()) s.dtypes.insert(r.dtype);
+    ++s.rows;
+    (r.verdict == pk::Verdict::kPass ? s.passed : s.failed) += 1;
+    if (ran(r) && (s.worst == nullptr || r.limit_used > s.worst->limit_used)) s.worst = &r;
+  }
+  const auto join = [](const std::set<std::string>& items) {
+    std::string out;
+    for (const std::string& item : items) out += (out.empty() ? "" : ",") + item;
+    return out;
+  };
+  fmt::print("{:<34} {:>5} {:>5} {:>6} {:>6}  {:<16} {:<14} {:>9}  {}\n", "operator", "cases",
+             "rows", "passed", "failed", "dtypes", "standards", "worst", "worst case (backend)");
+  for (const auto& [name, s] : ops) {
+    std::string worst = "-", where = "-";
+    if (s.worst != nullptr) {
+      worst = s.worst->limit_used == 0 ? std::string("exact")
+                                       : fmt::format("{:.1f}%", 100 * s.worst->limit_used);
+      where = fmt::format("{} ({})", s.worst->case_id, pk::backend_name(s.worst->backend));
+    }
+    fmt::print("{:<34} {:>5} {:>5} {:>6} {:>6}  {:<16} {:<14} {:>9}  {}\n", name, s.cases.size(),
+               s.rows, s.passed, s.failed, join(s.dtypes), join(s.standards), worst, where);
+  }
+  fmt::print(
+      "worst: the row's largest error as a share of its standard's limit (single_bm: MERE/T and "
+      "MARE/10T; mixed: elements outside the tolerance over those allowed), or exact where every "
+      "output matched its golden bit for bit; --rows prints every row\n");
+}
+
+int run_check_command(const CheckArgs& args) {
   pk::CheckOptions opt;
   opt.case_dir = args.case_dir;
   opt.op = args.op;
@@ -48,18 +116,10 @@ int run(const CheckArgs& args) {
   const pk::CheckReport report = pk::run_check(opt, progress);
   if (tty) fmt::print("\r\033[K");
 
-  fmt::print("{:<28} {:<15} {:<5} {:<7} {:<10} {:>10} {:>10} {:>8}  {}\n", "case", "op", "dtype",
-             "backend", "standard", "MERE", "MARE", "max ulp", "verdict");
-  for (const pk::CaseResult& r : report.rows) {
-    const bool ran = r.verdict == pk::Verdict::kPass || r.verdict == pk::Verdict::kFail;
-    std::string verdict = pk::verdict_name(r.verdict);
-    if (r.golden32_outside_single_bm) verdict += " (bitwise: golden32 outside single_bm)";
-    if (r.zero_trust) verdict += " (zero-trust)";
-    fmt::print("{:<28} {:<15} {:<5} {:<7} {:<10} {:>10} {:>10} {:>8}  {}\n",
-               r.case_id.empty() ? "?" : r.case_id, r.op.empty() ? "-" : r.op,
-               r.dtype.empty() ? "-" : r.dtype, pk::backend_name(r.backend),
-               r.standard.empty() ? "-" : r.standard, metric(r.mere, ran), metric(r.mare, ran),
-               ran ? std::to_string(r.max_ulp) : std::string("-"), verdict);
+  if (args.rows) {
+    print_rows(report);
+  } else {
+    print_summary(report);
   }
   bool any_failure_printed = false;
   for (const pk::CaseResult& r : report.rows) {
@@ -115,7 +175,9 @@ std::function<int()> add_check_command(CLI::App& app) {
   cmd->add_option("--seed", args->seed, "Global seed of the input generators (default 0)");
   cmd->add_option("--json", args->json_path, "Write the machine-readable report to this file");
   cmd->add_option("--case", args->case_id, "Only the case with this id");
-  return [cmd, args]() -> int { return cmd->parsed() ? run(*args) : -1; };
+  cmd->add_flag("--rows", args->rows,
+                "Print every row (case x backend) instead of one line per operator");
+  return [cmd, args]() -> int { return cmd->parsed() ? run_check_command(*args) : -1; };
 }
 
 }  // namespace mantissa::tool

@@ -43,7 +43,7 @@ int run_info() {
 // Runs the parsed command. Operators report failures as statuses; what can still throw here is
 // the tool's own work (the trainer's buffers, files, JSON), reported as one line and exit code 1
 // rather than std::terminate's abort.
-int run(CLI::App& app, const std::function<int()>& command) {
+int run_command(CLI::App& app, const std::function<int()>& command) {
   try {
     return command();
   } catch (const std::bad_alloc&) {
@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "mantissa: refusing to run: {}\n", error);
     return 2;
   }
-  return run(app, [&]() -> int {
+  return run_command(app, [&]() -> int {
 #if MANTISSA_HAVE_PRECISION_KIT
     if (const int rc = check(); rc >= 0) return rc;
 #endif

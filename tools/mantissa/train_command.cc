@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "mantissa/json_number.h"
 #include "mantissa/runtime.h"
 #include "mantissa/train.h"
 #include "mantissa/train_distributed_cli.h"
@@ -30,7 +31,7 @@ namespace {
 
 namespace tr = mantissa::train;
 
-struct Options {
+struct TrainCommandOptions {
   std::string data, precision, optimizer = "adamw", activation = "relu";
   std::string hidden = "256,256", log_path, csv_path, plot_path, analyze_path, analyze_svg;
   bool compare = false;
@@ -46,11 +47,6 @@ struct Options {
   PolicyToolOptions policy_tools;     // --sensitivity, --tradeoff, --suggest*
   DistributedCli distributed;         // --distributed, --shards, --zero, --grad-comm, checkpoints
 };
-
-nlohmann::json number(double v) {
-  if (std::isfinite(v)) return v;
-  return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
-}
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
@@ -216,7 +212,7 @@ std::string svg_analysis(const tr::AnalysisReport& r, const std::string& title) 
 }
 
 // --analyze: one mode, the table on stdout, the JSON and the SVG.
-int run_analysis(const Options& o, tr::Mode mode, const tr::Dataset& data,
+int run_analysis(const TrainCommandOptions& o, tr::Mode mode, const tr::Dataset& data,
                  const tr::TrainOptions& to, const std::string& widths) {
   tr::AnalysisReport r;
   if (Status st = tr::analyze_precision(data, mode, to, &r); !st.ok()) {
@@ -336,7 +332,7 @@ std::string human_bytes(int64_t b) {
   return fmt::format("{:.1f} KiB", b / 1024.0);
 }
 
-int run(Options o) {
+int run_train(TrainCommandOptions o) {
   // ---- Arguments --------------------------------------------------------------------------
   std::vector<tr::Mode> modes;
   if (o.compare) {
@@ -668,7 +664,7 @@ int run(Options o) {
 }  // namespace
 
 std::function<int()> add_train_command(CLI::App& app) {
-  auto o = std::make_shared<Options>();
+  auto o = std::make_shared<TrainCommandOptions>();
   CLI::App* cmd = app.add_subcommand(
       "train", "Train an MLP end to end in one or every precision mode (fp32, AMP, bf16 ...)");
   cmd->add_option("--data", o->data,
@@ -726,7 +722,7 @@ std::function<int()> add_train_command(CLI::App& app) {
                   "Print anomaly findings of at least this severity (0..10, default 7)")
       ->check(CLI::Range(0, 11));
   add_distributed_options(cmd, &o->distributed);
-  return [cmd, o] { return cmd->parsed() ? run(*o) : -1; };
+  return [cmd, o] { return cmd->parsed() ? run_train(*o) : -1; };
 }
 
 }  // namespace mantissa::tool

@@ -10,17 +10,13 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "mantissa/json_number.h"
 #include "mantissa/runtime.h"
 
 namespace mantissa::tool {
 namespace {
 
 namespace tr = mantissa::train;
-
-nlohmann::json number(double v) {
-  if (std::isfinite(v)) return v;
-  return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
-}
 
 std::string with_suffix(const std::string& path, const std::string& suffix) {
   std::string s = path;
