@@ -91,10 +91,15 @@ def absolute(path, build):
     return path if os.path.isabs(path) else os.path.normpath(os.path.join(build, path))
 
 
-def file_digest(path, cache):
+def file_digest(path, build, cache):
+    """A file's SHA-256; files the build generated (unity batches, the precompiled header's
+    include list) name the source tree by its absolute path, so they are hashed normalised."""
     if path not in cache:
         with open(path, "rb") as f:
-            cache[path] = hashlib.sha256(f.read()).hexdigest()
+            data = f.read()
+        if path.startswith(build + os.sep):
+            data = normalise(data.decode(errors="replace"), build).encode()
+        cache[path] = hashlib.sha256(data).hexdigest()
     return cache[path]
 
 
@@ -139,7 +144,7 @@ def sweep_digest(name, covers, ctx):
     for path in sorted(files):
         if path.endswith((".gch", ".pch")):
             continue  # not reproducible byte for byte; its sources are in `files`
-        h.update(f"file {normalise(path, build)} {file_digest(path, ctx['cache'])}\n".encode())
+        h.update(f"file {normalise(path, build)} {file_digest(path, build, ctx['cache'])}\n".encode())
     return h.hexdigest(), len(files)
 
 
