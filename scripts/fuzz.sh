@@ -24,21 +24,29 @@ CC=clang CXX=clang++ cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYP
   -DMANTISSA_BUILD_EXAMPLES=OFF -DMANTISSA_BUILD_PYTHON=OFF >/dev/null
 cmake --build "$build_dir" -j "$(nproc)" --target "${targets[@]}"
 
+# The targets run side by side (each for SECONDS), their reports printed in order afterwards.
 status=0
 mkdir -p "$build_dir/crashes"
+pids=()
 for t in "${targets[@]}"; do
   work="$build_dir/corpus/$t"
   mkdir -p "$work"
-  log="$build_dir/$t.log"
   echo "== $t: ${seconds} s"
   # -rss_limit_mb and -malloc_limit_mb: a call that asks for more memory is a finding too.
-  if ! "$build_dir/fuzz/$t" -max_total_time="$seconds" -rss_limit_mb=2048 -malloc_limit_mb=1024 \
-      -max_len=4096 -timeout=10 -artifact_prefix="$build_dir/crashes/$t-" -print_final_stats=1 \
-      "$work" "$root/fuzz/corpus/$t" >"$log" 2>&1; then
+  "$build_dir/fuzz/$t" -max_total_time="$seconds" -rss_limit_mb=2048 -malloc_limit_mb=1024 \
+    -max_len=4096 -timeout=10 -artifact_prefix="$build_dir/crashes/$t-" -print_final_stats=1 \
+    "$work" "$root/fuzz/corpus/$t" >"$build_dir/$t.log" 2>&1 &
+  pids+=($!)
+done
+for i in "${!targets[@]}"; do
+  t="${targets[$i]}"
+  log="$build_dir/$t.log"
+  if ! wait "${pids[$i]}"; then
     echo "FAIL: $t found a crash (see $log and $build_dir/crashes/)" >&2
     tail -30 "$log" >&2
     status=1
   fi
+  echo "== $t:"
   grep -E "stat::number_of_executed_units|stat::new_units_added|cov: " "$log" | tail -3 || true
 done
 exit $status

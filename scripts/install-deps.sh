@@ -5,7 +5,7 @@
 #   main   build the library and the tool, run the main job (scripts/run.sh)
 #   test   what the test suite adds (scripts/test.sh): GoogleTest, Google Benchmark (built with
 #          -Werror), Python module and its pytest suite with PyTorch as the reference, clang for
-#          the fuzzers, Open MPI for the data-parallel tests
+#          the fuzzers, lld (faster links), Open MPI for the data-parallel tests
 #   bench  what the benchmarks' peers add: oneDNN, torchvision's model shapes
 #   all    every group
 set -euo pipefail
@@ -21,6 +21,7 @@ test=(
   python3-torch                                             # references in the tests
   pybind11-dev python3-pybind11 python3-pytest python3-dev  # the Python module (python/)
   clang libclang-rt-14-dev                                  # the libFuzzer targets (fuzz/)
+  lld                                                       # a faster linker for the tests
   openmpi-bin libopenmpi-dev  # MPI for `mantissa train --distributed` (data-parallel)
 )
 bench=(
