@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The main job: install what is missing (the "main" group of scripts/install-deps.sh), build the
-# library, the tool and the sample programs, show the machine, run the sample programs, train the
-# digits MLP in every precision mode side by side, and check every operator against its
-# independent golden with the shipped case sets (one line per operator; every row in the JSON).
+# library, the tool and the sample programs, show the machine, check every operator against its
+# independent golden with the shipped case sets (one line per operator; every row in the JSON),
+# run the sample programs, and train the digits MLP in every precision mode side by side.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${BUILD_DIR:-$root/build}"
@@ -15,18 +15,31 @@ BUILD_DIR="$build_dir" bash "$root/scripts/build.sh" -DMANTISSA_BUILD_TESTS=OFF 
 echo "== mantissa info"
 "$build_dir/mantissa" info
 
-for example in "$build_dir"/examples/*; do
-  [ -x "$example" ] && [ -f "$example" ] || continue
-  echo "== example $(basename "$example")"
-  "$example"
-done
-
-echo "== mantissa train --compare (digits set, 30 epochs, every precision mode)"
-"$build_dir/mantissa" train --compare --epochs 30 --log "$build_dir/train-run.jsonl" \
-  --csv "$build_dir/train-run.csv" --plot "$build_dir/train-curves.svg"
-
 echo "== mantissa check (every shipped case set, every entry point)"
 "$build_dir/mantissa" check --case-dir "$root/cases" --backend all \
   --json "$build_dir/check-report.json"
 echo "every row: $build_dir/check-report.json (or mantissa check ... --rows)"
+
+# The sample programs: one line each here, their output in build/examples-output/.
+echo "== sample programs (output in $build_dir/examples-output/)"
+mkdir -p "$build_dir/examples-output"
+ran=0
+for example in "$build_dir"/examples/*; do
+  [ -x "$example" ] && [ -f "$example" ] || continue
+  name=$(basename "$example")
+  if ! "$example" > "$build_dir/examples-output/$name.txt" 2>&1; then
+    cat "$build_dir/examples-output/$name.txt"
+    echo "example $name failed" >&2
+    exit 1
+  fi
+  ran=$((ran + 1))
+done
+echo "$ran sample programs ran, each exited 0"
+
+# The per-epoch lines go to the JSONL log; the terminal shows each mode's result and the table.
+echo "== mantissa train --compare (digits set, 30 epochs, every precision mode)"
+"$build_dir/mantissa" train --compare --epochs 30 --log "$build_dir/train-run.jsonl" \
+  --csv "$build_dir/train-run.csv" --plot "$build_dir/train-curves.svg" |
+  grep -v -E '^[a-z0-9-]+ +epoch +[0-9]+ '
+echo "every epoch: $build_dir/train-run.jsonl, $build_dir/train-run.csv; curves: $build_dir/train-curves.svg"
 echo "== main job done in $(( $(date +%s) - start )) s"

@@ -76,7 +76,7 @@ void print_summary(const pk::CheckReport& report) {
     for (const std::string& item : items) out += (out.empty() ? "" : ",") + item;
     return out;
   };
-  fmt::print("{:<34} {:>5} {:>5} {:>6} {:>6}  {:<16} {:<14} {:>9}  {}\n", "operator", "cases",
+  fmt::print("{:<31} {:>5} {:>5} {:>6} {:>6}  {:<34} {:<17} {:>6}  {}\n", "operator", "cases",
              "rows", "passed", "failed", "dtypes", "standards", "worst", "worst case (backend)");
   for (const auto& [name, s] : ops) {
     std::string worst = "-", where = "-";
@@ -85,7 +85,7 @@ void print_summary(const pk::CheckReport& report) {
                                        : fmt::format("{:.1f}%", 100 * s.worst->limit_used);
       where = fmt::format("{} ({})", s.worst->case_id, pk::backend_name(s.worst->backend));
     }
-    fmt::print("{:<34} {:>5} {:>5} {:>6} {:>6}  {:<16} {:<14} {:>9}  {}\n", name, s.cases.size(),
+    fmt::print("{:<31} {:>5} {:>5} {:>6} {:>6}  {:<34} {:<17} {:>6}  {}\n", name, s.cases.size(),
                s.rows, s.passed, s.failed, join(s.dtypes), join(s.standards), worst, where);
   }
   fmt::print(
