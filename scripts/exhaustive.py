@@ -141,10 +141,12 @@ def sweep_digest(name, covers, ctx):
                 pending.append(rel)
             else:
                 files.add(absolute(d, build))
-    for path in sorted(files):
+    # In the order of the normalised paths: the same in every clone.
+    for path in sorted(files, key=lambda p: normalise(p, build)):
         if path.endswith((".gch", ".pch")):
             continue  # not reproducible byte for byte; its sources are in `files`
-        h.update(f"file {normalise(path, build)} {file_digest(path, build, ctx['cache'])}\n".encode())
+        digest = file_digest(path, build, ctx["cache"])
+        h.update(f"file {normalise(path, build)} {digest}\n".encode())
     return h.hexdigest(), len(files)
 
 
