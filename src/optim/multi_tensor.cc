@@ -257,7 +257,7 @@ void NormBlock(const TensorView& x, int norm_type, int64_t begin, int64_t len,
   }
 }
 
-void ListNormImpl(const detail::NormArgs& a) {
+void ListNormImpl(const detail::ListNormArgs& a) {
   const std::size_t count = a.grads.size();
   std::vector<int64_t> first_block(count + 1, 0);
   for (std::size_t i = 0; i < count; ++i) {
@@ -799,7 +799,7 @@ Status grad_norm(std::span<const TensorView> grads, double* norm, const GradNorm
     for (const TensorView& g : grads) total += *g.numel();
     if (total > 0) {
       detail::ensure_runtime_initialized();
-      detail::NormArgs a;
+      detail::ListNormArgs a;
       a.grads = grads;
       a.norm_type = o.norm_type == NormType::kL2 ? 2 : o.norm_type == NormType::kL1 ? 1 : 0;
       a.per_tensor = per_tensor;

@@ -82,7 +82,7 @@ struct MtArgs {
 };
 
 // The list norm: per-tensor fp64 partials (sum of squares, sum of |x|, or max |x|).
-struct NormArgs {
+struct ListNormArgs {
   std::span<const TensorView> grads;
   int norm_type = 2;             // 2, 1, or 0 for inf
   std::span<double> per_tensor;  // out: one value per tensor

@@ -54,7 +54,7 @@ double BlockPartial(const void* data, int64_t begin, int64_t len, detail::NormKi
   return m.nan ? std::numeric_limits<double>::quiet_NaN() : static_cast<double>(m.value);
 }
 
-void NormBlocks(const detail::NormArgs& a) {
+void NormBlocks(const detail::ForeachNormKernelArgs& a) {
   auto chunk = [&](int64_t begin, int64_t end) {
     // The tensor holding block `begin` (the first with blocks past it), then onwards.
     auto it = std::upper_bound(a.first_block.begin(), a.first_block.end(), begin);
@@ -203,7 +203,7 @@ Status foreach_norm(const ForeachNormTensors& t, const ForeachNormParams& p, Wor
     }
     first_block[0] = 0;
     for (std::size_t i = 0; i < n; ++i) first_block[i + 1] = first_block[i] + blocks_of(t.x[i]);
-    detail::NormArgs a;
+    detail::ForeachNormKernelArgs a;
     a.x = t.x;
     a.first_block = std::span<const int64_t>(first_block, n + 1);
     a.partials = partials;

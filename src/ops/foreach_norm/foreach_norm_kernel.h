@@ -13,7 +13,7 @@ enum class NormKind : int32_t { kL2, kL1, kInf };
 // What the kernel needs: the list, its blocks of kReduceBlock elements numbered across the
 // whole list (first_block[i] = blocks before tensor i; first_block.back() = total), and where
 // each block's partial goes (one per block).
-struct NormArgs {
+struct ForeachNormKernelArgs {
   std::span<const TensorView> x;
   std::span<const int64_t> first_block;
   double* partials = nullptr;
