@@ -55,12 +55,14 @@ struct DoubleOp {
           .optional_input(),
       mantissa::detail::Out("y", "y", "y").like(kX).in_place_of(kX).optional_output(),
   };
-  static constexpr std::tuple kTensorMembers{&Tensors::x, &Tensors::offset, &Tensors::y};
+  MANTISSA_TENSOR_MEMBERS(x, offset, y);
   static constexpr std::array kAttrs{
       mantissa::detail::AttrSpec{"throw_in_run", mantissa::detail::AttrType::kBool, false, 0.0},
       mantissa::detail::AttrSpec{"throw_in_size", mantissa::detail::AttrType::kBool, false, 0.0},
   };
-  static constexpr std::tuple kAttrMembers{&Params::throw_in_run, &Params::throw_in_size};
+  MANTISSA_ATTR_MEMBERS(throw_in_run, throw_in_size);
+  static constexpr mantissa::detail::OpHooks<Tensors, Params> kHooks{};
+  static constexpr mantissa::detail::AclHooks<Tensors, Params> kAclHooks{};
   static Status check_params(const Tensors&, const Params&) { return {}; }
   static uint64_t workspace_size(const Tensors& t, const Params& p) {
     if (p.throw_in_size) throw std::bad_alloc();
@@ -90,7 +92,7 @@ aclTensor* make(std::vector<float>& storage, std::vector<int64_t> dims,
 
 aclnnStatus prepare(const aclTensor* x, const aclTensor* y, DoubleParams p, uint64_t* size,
                     aclOpExecutor** executor, const aclTensor* offset = nullptr) {
-  return mantissa::compat::aclnn_prepare<DoubleOp>({x, offset, y}, p, size, executor);
+  return mantissa::compat::aclnn_prepare<DoubleOp>(MANTISSA_ACLNN_HANDLES(x, offset, y), p, size, executor);
 }
 aclnnStatus execute(void* ws, uint64_t size, aclOpExecutor* executor) {
   return mantissa::compat::aclnn_execute<DoubleOp>(ws, size, executor, nullptr);

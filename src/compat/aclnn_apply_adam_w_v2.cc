@@ -17,7 +17,7 @@ aclnnStatus aclnnApplyAdamWV2GetWorkspaceSize(aclTensor* varRef, aclTensor* mRef
                                               float eps, bool amsgrad, bool maximize,
                                               uint64_t* workspaceSize, aclOpExecutor** executor) {
   return mantissa::compat::aclnn_prepare<ApplyAdamWV2Op>(
-      {varRef, mRef, vRef, maxGradNormOptionalRef, grad, step},
+      MANTISSA_ACLNN_HANDLES(varRef, mRef, vRef, maxGradNormOptionalRef, grad, step),
       mantissa::detail::params_from<ApplyAdamWV2Op>(lr, beta1, beta2, weightDecay, eps, amsgrad,
                                                     maximize),
       workspaceSize, executor);

@@ -31,7 +31,7 @@ aclnnStatus aclnnAscendQuantV3GetWorkspaceSize(const aclTensor* x, const aclTens
   p.sqrt_mode = sqrtMode;
   p.dst_type = static_cast<mantissa::DType>(dstType);  // aclDataType values are DType's
   p.axis = axis;
-  return mantissa::compat::aclnn_prepare<AscendQuantV3Op>({x, scale, offset, y}, p, workspaceSize,
+  return mantissa::compat::aclnn_prepare<AscendQuantV3Op>(MANTISSA_ACLNN_HANDLES(x, scale, offset, y), p, workspaceSize,
                                                           executor);
 }
 

@@ -19,7 +19,7 @@ aclnnStatus aclnnDynamicQuantGetWorkspaceSize(const aclTensor* x,
   if (yOut != nullptr && mantissa::compat::tensor_is_live(yOut)) {
     p.dst_type = mantissa::compat::to_view(*yOut).dtype;
   }
-  return mantissa::compat::aclnn_prepare<DynamicQuantOp>({x, smoothScalesOptional, yOut, scaleOut},
+  return mantissa::compat::aclnn_prepare<DynamicQuantOp>(MANTISSA_ACLNN_HANDLES(x, smoothScalesOptional, yOut, scaleOut),
                                                          p, workspaceSize, executor);
 }
 

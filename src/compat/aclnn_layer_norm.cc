@@ -46,7 +46,7 @@ aclnnStatus aclnnLayerNormGetWorkspaceSize(
   mantissa::LayerNormParams p;
   p.eps = eps;
   return mantissa::compat::aclnn_prepare<LayerNormOp>(
-      {input, weightOptional, biasOptional, out, meanOutOptional, rstdOutOptional}, p,
+      MANTISSA_ACLNN_HANDLES(input, weightOptional, biasOptional, out, meanOutOptional, rstdOutOptional), p,
       workspaceSize, executor, {}, {normalizedShape});
 }
 

@@ -46,6 +46,40 @@ struct AclnnArg {
   const aclTensorList* list = nullptr;
 };
 
+namespace aclnn_internal {
+void aclnn_handles_named_unlike_the_declared_arguments();
+}  // namespace aclnn_internal
+
+// The names of an entry point's handles as written at the call ("x, gamma, yOut, rstdOut"),
+// checked at compile time against the declaration's aclnn names, in order.
+template <class Op>
+struct AclnnHandleNames {
+  consteval AclnnHandleNames(const char* written) {  // NOLINT: implicit by design
+    const std::string_view list(written);
+    for (std::size_t k = 0; k < detail::kNumArgs<Op>; ++k) {
+      if (detail::op_desc_internal::nth_name(list, k) != Op::kArgs[k].acl_name) {
+        aclnn_internal::aclnn_handles_named_unlike_the_declared_arguments();
+      }
+    }
+    if (!detail::op_desc_internal::nth_name(list, detail::kNumArgs<Op>).empty()) {
+      aclnn_internal::aclnn_handles_named_unlike_the_declared_arguments();
+    }
+  }
+};
+
+// An entry point's tensor and tensor-list handles, one per declared argument in declaration
+// order, given as MANTISSA_ACLNN_HANDLES(x, gamma, yOut, rstdOut): a handle left out, an extra
+// one or two in the wrong order fails to compile.
+template <class Op>
+struct AclnnHandles {
+  template <class... H>
+  AclnnHandles(AclnnHandleNames<Op>, H... h) : handles{AclnnArg(h)...} {  // NOLINT: implicit
+    static_assert(sizeof...(H) == detail::kNumArgs<Op>, "one handle per declared argument");
+  }
+  std::array<AclnnArg, detail::kNumArgs<Op>> handles;
+};
+#define MANTISSA_ACLNN_HANDLES(...) {#__VA_ARGS__, __VA_ARGS__}
+
 template <class Op>
 class AclnnPlan {
  public:
@@ -130,13 +164,13 @@ class AclnnPlan {
     // Upstream's aclnn rules that come before the common validation's dtype and rank rules
     // (ForeachNorm's lists of one dtype and rank <= 8: 561002 before the 161002 of out[i]
     // having x[i]'s dtype or of the rank range).
-    if constexpr (requires { Op::check_aclnn_early(t, params_); }) {
-      MANTISSA_RETURN_IF_ERROR(Op::check_aclnn_early(t, params_));
+    if constexpr (Op::kAclHooks.check_aclnn_early != nullptr) {
+      MANTISSA_RETURN_IF_ERROR(Op::kAclHooks.check_aclnn_early(t, params_));
     }
     MANTISSA_RETURN_IF_ERROR(detail::validate<Op>(t, params_));
     // Upstream's aclnn limits where they are narrower than the C++ API's.
-    if constexpr (requires { Op::check_aclnn(t, params_); }) {
-      MANTISSA_RETURN_IF_ERROR(Op::check_aclnn(t, params_));
+    if constexpr (Op::kAclHooks.check_aclnn != nullptr) {
+      MANTISSA_RETURN_IF_ERROR(Op::kAclHooks.check_aclnn(t, params_));
     }
     return check_written();
   }
@@ -442,12 +476,13 @@ aclnnStatus read_lists(const char* fn, const AclnnLists<Op>& lists, typename Op:
 // included), the aclScalar handles of its host-scalar attributes and the array handles of its
 // list attributes (whose values replace those in `params`).
 template <class Op>
-aclnnStatus aclnn_prepare(const std::array<AclnnArg, detail::kNumArgs<Op>>& handles,
+aclnnStatus aclnn_prepare(const AclnnHandles<Op>& named_handles,
                           const typename Op::Params& params_in, uint64_t* workspace_size,
                           aclOpExecutor** executor, const AclnnScalars<Op>& scalars = {},
                           const AclnnLists<Op>& lists = {}) noexcept {
   using Plan = AclnnPlan<Op>;
   const char* fn = Plan::phase_one().c_str();
+  const std::array<AclnnArg, detail::kNumArgs<Op>>& handles = named_handles.handles;
   try {
     typename Op::Params params = params_in;
     // List attributes first: they decide which optional outputs are required (an output mask).

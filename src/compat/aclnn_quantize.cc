@@ -16,7 +16,7 @@ aclnnStatus aclnnQuantizeGetWorkspaceSize(const aclTensor* x, const aclTensor* s
   mantissa::QuantizeParams p;
   p.dtype = static_cast<mantissa::DType>(dtype);  // aclDataType values are DType's
   p.axis = axis;
-  return mantissa::compat::aclnn_prepare<QuantizeOp>({x, scales, zeroPoints, out}, p, workspaceSize,
+  return mantissa::compat::aclnn_prepare<QuantizeOp>(MANTISSA_ACLNN_HANDLES(x, scales, zeroPoints, out), p, workspaceSize,
                                                      executor);
 }
 

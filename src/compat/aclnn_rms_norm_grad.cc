@@ -13,7 +13,7 @@ aclnnStatus aclnnRmsNormGradGetWorkspaceSize(const aclTensor* dy, const aclTenso
                                              const aclTensor* rstd, const aclTensor* gamma,
                                              const aclTensor* dxOut, const aclTensor* dgammaOut,
                                              uint64_t* workspaceSize, aclOpExecutor** executor) {
-  return mantissa::compat::aclnn_prepare<RmsNormGradOp>({dy, x, rstd, gamma, dxOut, dgammaOut}, {},
+  return mantissa::compat::aclnn_prepare<RmsNormGradOp>(MANTISSA_ACLNN_HANDLES(dy, x, rstd, gamma, dxOut, dgammaOut), {},
                                                         workspaceSize, executor);
 }
 

@@ -17,7 +17,7 @@ aclnnStatus aclnnSoftmaxBackwardGetWorkspaceSize(const aclTensor* gradOutput,
                                                  aclTensor* out, uint64_t* workspaceSize,
                                                  aclOpExecutor** executor) {
   return mantissa::compat::aclnn_prepare<SoftmaxGradOp>(
-      {gradOutput, output, out}, mantissa::detail::params_from<SoftmaxGradOp>(dim), workspaceSize,
+      MANTISSA_ACLNN_HANDLES(gradOutput, output, out), mantissa::detail::params_from<SoftmaxGradOp>(dim), workspaceSize,
       executor);
 }
 
@@ -31,7 +31,7 @@ aclnnStatus aclnnLogSoftmaxBackwardGetWorkspaceSize(const aclTensor* gradOutput,
                                                     aclTensor* out, uint64_t* workspaceSize,
                                                     aclOpExecutor** executor) {
   return mantissa::compat::aclnn_prepare<LogSoftmaxGradOp>(
-      {gradOutput, output, out}, mantissa::detail::params_from<LogSoftmaxGradOp>(dim),
+      MANTISSA_ACLNN_HANDLES(gradOutput, output, out), mantissa::detail::params_from<LogSoftmaxGradOp>(dim),
       workspaceSize, executor);
 }
 

@@ -15,7 +15,7 @@ aclnnStatus aclnnSoftmaxCrossEntropyWithLogitsGetWorkspaceSize(const aclTensor* 
                                                                uint64_t* workspaceSize,
                                                                aclOpExecutor** executor) {
   return mantissa::compat::aclnn_prepare<SoftmaxCrossEntropyWithLogitsOp>(
-      {features, labels, loss, backprop}, {}, workspaceSize, executor);
+      MANTISSA_ACLNN_HANDLES(features, labels, loss, backprop), {}, workspaceSize, executor);
 }
 
 aclnnStatus aclnnSoftmaxCrossEntropyWithLogits(void* workspace, uint64_t workspaceSize,

@@ -29,7 +29,7 @@ struct Row {
   static constexpr std::size_t kTensorInputs = detail::count_graph_inputs<Op>();
   static constexpr std::size_t kOutputs = kNumArgs<Op> - detail::count_inputs<Op>();
   // Attributes given as input tensors (host scalars, int lists) and attributes the graph lacks
-  // (derived by Op::params_by_name).
+  // (derived by AclHooks::params_by_name).
   static constexpr bool by_input(const detail::AttrSpec& a) {
     return detail::is_input_attr(a.type) && a.graph_input_before != detail::kNotInGraph;
   }
@@ -212,7 +212,7 @@ struct Row {
         case AttrType::kIntList: break;  // inputs (above)
       }
     }
-    if constexpr (requires { Op::params_by_name(t, p); }) Op::params_by_name(t, p);
+    if constexpr (Op::kAclHooks.params_by_name != nullptr) Op::kAclHooks.params_by_name(t, p);
     return c.execute(t, p, validate, run);
   }
 

@@ -65,7 +65,7 @@ enum class ShapeRule : uint8_t {
   kSameAs,      // the shape of argument `shape_ref`, no broadcasting
   kOneElement,  // exactly one element, any rank (rank 0, [1], [1, 1], ...)
   kTrailingOf,  // the trailing dims of argument `shape_ref` (rank 1 up to shape_ref's rank)
-  kReducedOf,   // argument `shape_ref`'s shape reduced over its trailing Op::normalized_dims()
+  kReducedOf,   // argument `shape_ref`'s shape reduced over its trailing OpHooks::normalized_dims
                 // dims: those dims kept as 1, or dropped (the same elements either way)
 };
 
@@ -133,7 +133,7 @@ struct ArgSpec {
   constexpr ArgSpec trailing_of(int k) const {
     return with([k](ArgSpec& a) { a.shape = ShapeRule::kTrailingOf, a.shape_ref = k; });
   }
-  // One element per row of argument k, as a norm's mean or rstd (Op::normalized_dims says how
+  // One element per row of argument k, as a norm's mean or rstd (OpHooks::normalized_dims says how
   // many trailing dims a row spans).
   constexpr ArgSpec reduced_of(int k) const {
     return with([k](ArgSpec& a) { a.shape = ShapeRule::kReducedOf, a.shape_ref = k; });
@@ -156,12 +156,12 @@ struct ArgSpec {
     return with([](ArgSpec& a) { a.optional = true; });
   }
   // A new (unpaired) output the caller may leave unset: the operator then does not compute it
-  // (LayerNorm's mean and rstd; Op::required_by may say when attributes require it).
+  // (LayerNorm's mean and rstd; OpHooks::required_by may say when attributes require it).
   constexpr ArgSpec optional_result() const {
     return with([](ArgSpec& a) { a.optional = true; });
   }
   // An input or in/out argument the caller may leave out (an unset std::optional member, a null
-  // aclTensor*, an ACL_DT_UNDEFINED descriptor by name); Op::required_by (see below) or
+  // aclTensor*, an ACL_DT_UNDEFINED descriptor by name); OpHooks::required_by or
   // check_params decides when it is required. No other argument may take its dtype or shape
   // from it.
   constexpr ArgSpec optional_input() const {
@@ -247,10 +247,14 @@ struct AttrSpec {
   // Op-by-name only, for a kInt attribute: the strings CANN's graph takes for it (a String
   // attribute, set with aclopSetAttrString), each standing for a value; the Int is accepted too.
   std::span<const GraphString> graph_strings = {};
+  // default_value is the graph's default by name, which differs from the Params default
+  // (ApplyAdamWV2: the graph's 0.1, torch's AdamW defaults in Params); otherwise the two are
+  // checked to be equal.
+  bool graph_default = false;
 };
 
 // AttrSpec::graph_input_before for an attribute CANN's graph does not have: op-by-name derives
-// it from the tensors (Op::params_by_name; LayerNormGradV3's normalized_shape is gamma's shape).
+// it from the tensors (AclHooks::params_by_name; LayerNormGradV3's normalized_shape is gamma's shape).
 inline constexpr int kNotInGraph = -2;
 
 template <class T>
@@ -274,6 +278,49 @@ constexpr AttrType attr_type_of() {
   }
 }
 
+// ---- Optional parts -----------------------------------------------------------------------------
+
+// The optional parts of a declaration, each named in a table with designated initializers, so
+// that a misspelt or misplaced hook does not compile. Every declaration has both tables (empty
+// where it needs none); an unset entry takes the default said here. The functions are static
+// members of the declaration (or free functions) declared before the table.
+template <class Tensors, class Params>
+struct OpHooks {
+  // The trailing dims a row spans, for ShapeRule::kReducedOf. Default: 0 (no rows).
+  int (*normalized_dims)(const Tensors&, const Params&) = nullptr;
+  // The attributes that shape the other rules (LayerNorm's normalized_shape), checked right
+  // after presence. Default: none.
+  Status (*check_shape_params)(const Tensors&, const Params&) = nullptr;
+  // The attribute that makes optional argument k required with these attribute values
+  // (ApplyAdamWV2's max_grad_norm with amsgrad), or nullptr. Default: none.
+  const char* (*required_by)(const Params&, std::size_t k) = nullptr;
+  // A new output's dtype and shape where its rules leave them open (the precision kit makes its
+  // outputs with it; quantized outputs). Default: the rules' own (like its reference argument).
+  void (*infer_output)(std::size_t k, const Tensors&, const Params&, DType& dtype,
+                       std::vector<int64_t>& shape) = nullptr;
+  // Params holds more than the attributes (an internal declaration whose Params carries the
+  // call's forms, as the multi-tensor steps' per-parameter rules): its members beyond kAttrs are
+  // then not checked against the declaration. Default: Params is exactly the attributes.
+  bool params_beyond_attrs = false;
+};
+
+// The rules and conversions only the C layers use (compat/): aclnn's own limits and op-by-name's
+// derived attributes. Kernels never call them.
+template <class Tensors, class Params>
+struct AclHooks {
+  // Upstream's aclnn rules that come before the common validation's dtype and rank rules
+  // (ForeachNorm: 561002 for lists of mixed dtype or rank above 8).
+  Status (*check_aclnn_early)(const Tensors&, const Params&) = nullptr;
+  // Upstream's aclnn limits where they are narrower than the C++ API's, after the common
+  // validation.
+  Status (*check_aclnn)(const Tensors&, const Params&) = nullptr;
+  // Attributes op-by-name derives from the tensors (AttrSpec::graph_input_before kNotInGraph).
+  void (*params_by_name)(const Tensors&, Params&) = nullptr;
+  // The string an enumerated attribute takes in the aclnn signature (AscendQuantV3's roundMode),
+  // for the precision kit's aclnn backend.
+  const char* (*aclnn_string)(std::size_t attr, int64_t value) = nullptr;
+};
+
 // ---- Compile-time variants ------------------------------------------------------------------
 
 // Memory streams a variant touches per element (for benchmarks and bandwidth probes). A
@@ -289,6 +336,42 @@ struct VariantSpec {
   std::string_view name;
   StreamTraffic traffic;
 };
+
+// ---- Members, named once ----------------------------------------------------------------------
+
+// A declaration names the members of its Tensors and Params once, in argument order:
+//   MANTISSA_TENSOR_MEMBERS(x, gamma, y, rstd);
+//   MANTISSA_ATTR_MEMBERS(epsilon);
+// which defines kTensorMembers / kAttrMembers (member pointers, for index access) and
+// kTensorMemberList / kAttrMemberList (the names as written). well_formed() then checks, at
+// compile time, each member against the argument or attribute of the same index: its name, its
+// place in the struct (declaration order), its type (TensorView, std::optional<TensorView> for an
+// optional argument, TensorList for a list; an attribute's type), that the struct has no other
+// member, and an attribute's default against the declared one.
+#define MANTISSA_PP_PARENS ()
+#define MANTISSA_PP_EXPAND(...) \
+  MANTISSA_PP_EXPAND3(MANTISSA_PP_EXPAND3(MANTISSA_PP_EXPAND3(MANTISSA_PP_EXPAND3(__VA_ARGS__))))
+#define MANTISSA_PP_EXPAND3(...) \
+  MANTISSA_PP_EXPAND2(MANTISSA_PP_EXPAND2(MANTISSA_PP_EXPAND2(MANTISSA_PP_EXPAND2(__VA_ARGS__))))
+#define MANTISSA_PP_EXPAND2(...) \
+  MANTISSA_PP_EXPAND1(MANTISSA_PP_EXPAND1(MANTISSA_PP_EXPAND1(MANTISSA_PP_EXPAND1(__VA_ARGS__))))
+#define MANTISSA_PP_EXPAND1(...) __VA_ARGS__
+// f(a1), f(a2), ... (comma-separated; nothing for an empty list).
+#define MANTISSA_PP_FOR_EACH(f, ...) \
+  __VA_OPT__(MANTISSA_PP_EXPAND(MANTISSA_PP_FOR_EACH_STEP(f, __VA_ARGS__)))
+#define MANTISSA_PP_FOR_EACH_STEP(f, a, ...) \
+  f(a) __VA_OPT__(, MANTISSA_PP_FOR_EACH_AGAIN MANTISSA_PP_PARENS(f, __VA_ARGS__))
+#define MANTISSA_PP_FOR_EACH_AGAIN() MANTISSA_PP_FOR_EACH_STEP
+
+#define MANTISSA_PP_TENSOR_MEMBER(m) &Tensors::m
+#define MANTISSA_PP_ATTR_MEMBER(m) &Params::m
+#define MANTISSA_TENSOR_MEMBERS(...)                                                          \
+  static constexpr std::tuple kTensorMembers{                                                 \
+      MANTISSA_PP_FOR_EACH(MANTISSA_PP_TENSOR_MEMBER, __VA_ARGS__)};                          \
+  static constexpr std::string_view kTensorMemberList = #__VA_ARGS__
+#define MANTISSA_ATTR_MEMBERS(...)                                                            \
+  static constexpr std::tuple kAttrMembers{MANTISSA_PP_FOR_EACH(MANTISSA_PP_ATTR_MEMBER, __VA_ARGS__)}; \
+  static constexpr std::string_view kAttrMemberList = #__VA_ARGS__
 
 // ---- Index access ---------------------------------------------------------------------------
 
@@ -499,12 +582,12 @@ typename Op::Params params_from(A... values) {
 }
 
 // The attribute that makes optional argument k required with these attribute values
-// (Op::required_by, where the operator declares it: ApplyAdamWV2's max_grad_norm with amsgrad),
+// (OpHooks::required_by, where the operator sets it: ApplyAdamWV2's max_grad_norm with amsgrad),
 // or nullptr.
 template <class Op>
 const char* required_by(const typename Op::Params& p, std::size_t k) {
-  if constexpr (requires { Op::required_by(p, k); }) {
-    return Op::required_by(p, k);
+  if constexpr (Op::kHooks.required_by != nullptr) {
+    return Op::kHooks.required_by(p, k);
   } else {
     return nullptr;
   }
@@ -654,8 +737,8 @@ class ValidationEntries {
 // The trailing dims a row of a row-wise operator spans (0 for an operator without rows).
 template <class Op>
 int normalized_dims_of(const typename Op::Tensors& t, const typename Op::Params& p) {
-  if constexpr (requires { Op::normalized_dims(t, p); }) {
-    return Op::normalized_dims(t, p);
+  if constexpr (Op::kHooks.normalized_dims != nullptr) {
+    return Op::kHooks.normalized_dims(t, p);
   } else {
     return 0;
   }
@@ -665,14 +748,14 @@ int normalized_dims_of(const typename Op::Tensors& t, const typename Op::Params&
 // elements of a list in list order):
 //   1 presence (161001; also an optional argument left out that the attributes require), then
 //     the length of each output list against its input list (161002), then the attributes that
-//     shape the other rules (Op::check_shape_params, where declared)
+//     shape the other rules (OpHooks::check_shape_params, where set)
 //   2 dtypes   3 ranks   4 empty dimensions   5 sizes that fit   6 shapes
 //   7 one-element tensors   8 the operator's own rules (Op::check_params)   9 contiguity and
 //   alignment to the element size
 //   10 aliasing
 // Steps 2-10 return 161002 unless the descriptor names another code. An optional output left
 // unset takes part as its paired input; an optional input or in/out argument left out takes no
-// part (unless Op::required_by says the attributes require it: 161001).
+// part (unless OpHooks::required_by says the attributes require it: 161001).
 template <class Op>
 Status validate(const typename Op::Tensors& t, const typename Op::Params& p) {
   constexpr std::string_view op = Op::kType;
@@ -717,8 +800,8 @@ Status validate(const typename Op::Tensors& t, const typename Op::Params& p) {
     }
   }
   // Attributes that shape the other rules (LayerNorm's normalized_shape), before those rules.
-  if constexpr (requires { Op::check_shape_params(t, p); }) {
-    MANTISSA_RETURN_IF_ERROR(Op::check_shape_params(t, p));
+  if constexpr (Op::kHooks.check_shape_params != nullptr) {
+    MANTISSA_RETURN_IF_ERROR(Op::kHooks.check_shape_params(t, p));
   }
   MANTISSA_RETURN_IF_ERROR(each([&](std::size_t e, const ArgSpec& a) -> Status {
     switch (a.dtype) {
@@ -809,6 +892,223 @@ Status validate(const typename Op::Tensors& t, const typename Op::Params& p) {
   return {};
 }
 
+// ---- Members against the declaration, checked at compile time ---------------------------------
+
+namespace op_desc_internal {
+
+// Called where a check fails, so that the compiler's message names the broken rule.
+void tensors_member_name_differs_from_its_argument();
+void tensors_member_is_not_declared_in_argument_order();
+void tensors_member_type_does_not_fit_its_argument();
+void tensors_struct_has_a_member_the_declaration_lacks();
+void params_member_name_differs_from_its_attribute();
+void params_member_is_not_declared_in_attribute_order();
+void params_member_type_does_not_fit_its_attribute();
+void params_member_default_differs_from_its_attribute();
+void params_struct_has_a_member_the_declaration_lacks();
+
+// Name i of a MANTISSA_*_MEMBERS list ("x, gamma, y"), or "" past its end.
+constexpr std::string_view nth_name(std::string_view list, std::size_t i) {
+  for (;;) {
+    const std::size_t comma = list.find(',');
+    std::string_view name = list.substr(0, comma);
+    while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+    while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+    if (i-- == 0) return name;
+    if (comma == std::string_view::npos) return {};
+    list.remove_prefix(comma + 1);
+  }
+}
+
+// A value of any member type that is "on" (nonzero: a view of rank 1, an engaged optional, a
+// non-empty list, true, 1) exactly when I == J: aggregate-initialising a struct with
+// Mark<0, J>, Mark<1, J>, ... turns on its J-th member in declaration order.
+inline constexpr TensorView kOnView = [] {
+  TensorView v;
+  v.rank = 1;
+  return v;
+}();
+template <std::size_t I, std::size_t J>
+struct Mark {
+  static constexpr bool kOn = I == J;
+  template <class X>
+  constexpr operator X() const {  // NOLINT: converts to any member type by design
+    if constexpr (std::is_same_v<X, TensorView>) {
+      return kOn ? kOnView : TensorView{};
+    } else if constexpr (std::is_same_v<X, std::optional<TensorView>>) {
+      return std::optional<TensorView>(kOn ? kOnView : TensorView{});
+    } else if constexpr (std::is_same_v<X, TensorList>) {
+      return kOn ? TensorList(&kOnView, 1) : TensorList();
+    } else if constexpr (std::is_same_v<X, Dims>) {
+      Dims d;
+      d.size = kOn ? 1 : 0;
+      return d;
+    } else if constexpr (std::is_enum_v<X> || std::is_arithmetic_v<X>) {
+      return static_cast<X>(kOn ? 1 : 0);
+    } else {
+      X x{};  // std::array<bool, N>
+      x[0] = kOn;
+      return x;
+    }
+  }
+};
+template <class X>
+constexpr bool is_on(const X& x) {
+  if constexpr (std::is_same_v<X, TensorView>) {
+    return x.rank != 0;
+  } else if constexpr (std::is_same_v<X, std::optional<TensorView>>) {
+    return x.has_value() && x->rank != 0;
+  } else if constexpr (std::is_same_v<X, TensorList>) {
+    return !x.empty();
+  } else if constexpr (std::is_same_v<X, Dims>) {
+    return x.size != 0;
+  } else if constexpr (std::is_enum_v<X> || std::is_arithmetic_v<X>) {
+    return x != static_cast<X>(0);
+  } else {
+    return x[0];
+  }
+}
+
+template <class S, std::size_t J, std::size_t... I>
+constexpr S one_hot(std::index_sequence<I...>) {
+  return S{Mark<I, J>{}...};
+}
+// S is an aggregate of exactly N members (initialisable from N values and not from N + 1).
+template <class S, std::size_t... I>
+constexpr bool initialisable_from(std::index_sequence<I...>) {
+  return requires { S{Mark<I, 0>{}...}; };
+}
+template <class S, std::size_t N>
+constexpr bool has_members() {
+  return initialisable_from<S>(std::make_index_sequence<N>{}) &&
+         !initialisable_from<S>(std::make_index_sequence<N + 1>{});
+}
+// Member J of the list is the J-th member the struct declares: only it is on in one_hot<J>.
+template <class S, std::size_t N, std::size_t J, class M, std::size_t... K>
+constexpr bool declared_at(const M& members, std::index_sequence<K...>) {
+  const S s = one_hot<S, J>(std::make_index_sequence<N>{});
+  return ((is_on(s.*std::get<K>(members)) == (K == J)) && ...);
+}
+template <class S, class M, std::size_t... J>
+constexpr bool declared_in_order([[maybe_unused]] const M& members,
+                                 [[maybe_unused]] std::index_sequence<J...> seq) {
+  return (declared_at<S, sizeof...(J), J>(members, seq) && ...);
+}
+
+template <class Op, std::size_t... K>
+constexpr void check_tensor_types(std::index_sequence<K...>) {
+  [[maybe_unused]] auto fits = [](const ArgSpec& a, auto member) {
+    using T = typename member_type<decltype(member)>::type;
+    if (a.is_list) return std::is_same_v<T, TensorList>;
+    if (a.optional) return std::is_same_v<T, std::optional<TensorView>>;
+    return std::is_same_v<T, TensorView>;
+  };
+  if (!(fits(Op::kArgs[K], std::get<K>(Op::kTensorMembers)) && ...)) {
+    tensors_member_type_does_not_fit_its_argument();
+  }
+}
+
+template <class Op, std::size_t... K>
+constexpr void check_attr_types(std::index_sequence<K...>) {
+  [[maybe_unused]] auto fits = [](const AttrSpec& a, auto member) {
+    using T = typename member_type<decltype(member)>::type;
+    constexpr AttrType held = attr_type_of<T>();
+    if (a.type == AttrType::kScalar) return std::is_same_v<T, double>;
+    return held == a.type;
+  };
+  if (!(fits(Op::kAttrs[K], std::get<K>(Op::kAttrMembers)) && ...)) {
+    params_member_type_does_not_fit_its_attribute();
+  }
+  // Scalar defaults as declared (lists and required attributes have none to compare).
+  [[maybe_unused]] constexpr typename Op::Params defaults{};
+  [[maybe_unused]] auto same_default = [&](const AttrSpec& a, auto member) {
+    using T = typename member_type<decltype(member)>::type;
+    if constexpr (std::is_enum_v<T>) {
+      return static_cast<double>(static_cast<int64_t>(defaults.*member)) == a.default_value;
+    } else if constexpr (std::is_arithmetic_v<T>) {
+      return static_cast<double>(defaults.*member) == a.default_value;
+    } else {
+      return true;
+    }
+  };
+  if (!((Op::kAttrs[K].graph_default || same_default(Op::kAttrs[K], std::get<K>(Op::kAttrMembers))) && ...)) {
+    params_member_default_differs_from_its_attribute();
+  }
+}
+
+}  // namespace op_desc_internal
+
+namespace op_desc_internal {
+void hook_defined_but_not_in_kHooks();
+void hook_defined_but_not_in_kAclHooks();
+}  // namespace op_desc_internal
+
+// A hook the declaration defines under a hook's name is the one its table names (a hook
+// written but left out of the table would be silently unused).
+template <class Op>
+constexpr bool hooks_registered() {
+  namespace in = op_desc_internal;
+  constexpr auto& h = Op::kHooks;
+  constexpr auto& a = Op::kAclHooks;
+  if constexpr (requires { &Op::normalized_dims; }) {
+    if (h.normalized_dims != &Op::normalized_dims) in::hook_defined_but_not_in_kHooks();
+  }
+  if constexpr (requires { &Op::check_shape_params; }) {
+    if (h.check_shape_params != &Op::check_shape_params) in::hook_defined_but_not_in_kHooks();
+  }
+  if constexpr (requires { &Op::required_by; }) {
+    if (h.required_by != &Op::required_by) in::hook_defined_but_not_in_kHooks();
+  }
+  if constexpr (requires { &Op::infer_output; }) {
+    if (h.infer_output != &Op::infer_output) in::hook_defined_but_not_in_kHooks();
+  }
+  if constexpr (requires { &Op::check_aclnn_early; }) {
+    if (a.check_aclnn_early != &Op::check_aclnn_early) in::hook_defined_but_not_in_kAclHooks();
+  }
+  if constexpr (requires { &Op::check_aclnn; }) {
+    if (a.check_aclnn != &Op::check_aclnn) in::hook_defined_but_not_in_kAclHooks();
+  }
+  if constexpr (requires { &Op::params_by_name; }) {
+    if (a.params_by_name != &Op::params_by_name) in::hook_defined_but_not_in_kAclHooks();
+  }
+  if constexpr (requires { &Op::aclnn_string; }) {
+    if (a.aclnn_string != &Op::aclnn_string) in::hook_defined_but_not_in_kAclHooks();
+  }
+  return true;
+}
+
+template <class Op>
+constexpr bool members_match() {
+  namespace in = op_desc_internal;
+  using Tensors = typename Op::Tensors;
+  using Params = typename Op::Params;
+  constexpr std::size_t n = kNumArgs<Op>;
+  constexpr std::size_t na = kNumAttrs<Op>;
+  for (std::size_t k = 0; k < n; ++k) {
+    if (in::nth_name(Op::kTensorMemberList, k) != Op::kArgs[k].name) {
+      in::tensors_member_name_differs_from_its_argument();
+    }
+  }
+  if (!in::has_members<Tensors, n>()) in::tensors_struct_has_a_member_the_declaration_lacks();
+  if (!in::declared_in_order<Tensors>(Op::kTensorMembers, std::make_index_sequence<n>{})) {
+    in::tensors_member_is_not_declared_in_argument_order();
+  }
+  in::check_tensor_types<Op>(std::make_index_sequence<n>{});
+  for (std::size_t k = 0; k < na; ++k) {
+    if (in::nth_name(Op::kAttrMemberList, k) != Op::kAttrs[k].name) {
+      in::params_member_name_differs_from_its_attribute();
+    }
+  }
+  if constexpr (!Op::kHooks.params_beyond_attrs) {
+    if (!in::has_members<Params, na>()) in::params_struct_has_a_member_the_declaration_lacks();
+    if (!in::declared_in_order<Params>(Op::kAttrMembers, std::make_index_sequence<na>{})) {
+      in::params_member_is_not_declared_in_attribute_order();
+    }
+  }
+  in::check_attr_types<Op>(std::make_index_sequence<na>{});
+  return true;
+}
+
 // ---- Descriptor sanity, checked at compile time ---------------------------------------------
 
 template <class Op>
@@ -861,7 +1161,8 @@ constexpr bool well_formed() {
   }
   if (!graph_order_valid<Op>()) return false;
   return std::tuple_size_v<std::decay_t<decltype(Op::kTensorMembers)>> == kNumArgs<Op> &&
-         std::tuple_size_v<std::decay_t<decltype(Op::kAttrMembers)>> == kNumAttrs<Op>;
+         std::tuple_size_v<std::decay_t<decltype(Op::kAttrMembers)>> == kNumAttrs<Op> &&
+         members_match<Op>() && hooks_registered<Op>();
 }
 
 }  // namespace mantissa::detail

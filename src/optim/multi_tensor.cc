@@ -411,11 +411,11 @@ struct SgdParamOp {
       working_copy_of(kParameters),
       compensation_of(kParameters),
   };
-  static constexpr std::tuple kTensorMembers{&Tensors::parameters, &Tensors::gradient,
-                                             &Tensors::accum,      &Tensors::stat,
-                                             &Tensors::working,    &Tensors::compensation};
+  MANTISSA_TENSOR_MEMBERS(parameters, gradient, accum, stat, working, compensation);
   static constexpr std::array<AttrSpec, 0> kAttrs{};
-  static constexpr std::tuple<> kAttrMembers{};
+  MANTISSA_ATTR_MEMBERS();
+  static constexpr OpHooks<Tensors, Params> kHooks{.params_beyond_attrs = true};
+  static constexpr AclHooks<Tensors, Params> kAclHooks{};
   static Status check_params(const Tensors& t, const Params& p) {
     return check_param_forms(kType, t.parameters, t.gradient, t.working, t.compensation, p);
   }
@@ -435,11 +435,11 @@ struct AdamDParamOp {
       working_copy_of(kVar),
       compensation_of(kVar),
   };
-  static constexpr std::tuple kTensorMembers{&Tensors::var,     &Tensors::m,
-                                             &Tensors::v,       &Tensors::grad,
-                                             &Tensors::working, &Tensors::compensation};
+  MANTISSA_TENSOR_MEMBERS(var, m, v, grad, working, compensation);
   static constexpr std::array<AttrSpec, 0> kAttrs{};
-  static constexpr std::tuple<> kAttrMembers{};
+  MANTISSA_ATTR_MEMBERS();
+  static constexpr OpHooks<Tensors, Params> kHooks{.params_beyond_attrs = true};
+  static constexpr AclHooks<Tensors, Params> kAclHooks{};
   static Status check_params(const Tensors& t, const Params& p) {
     return check_param_forms(kType, t.var, t.grad, t.working, t.compensation, p);
   }
@@ -460,11 +460,11 @@ struct AdamWParamOp {
       working_copy_of(kVar),
       compensation_of(kVar),
   };
-  static constexpr std::tuple kTensorMembers{
-      &Tensors::var,  &Tensors::m,       &Tensors::v,           &Tensors::max_grad_norm,
-      &Tensors::grad, &Tensors::working, &Tensors::compensation};
+  MANTISSA_TENSOR_MEMBERS(var, m, v, max_grad_norm, grad, working, compensation);
   static constexpr std::array<AttrSpec, 0> kAttrs{};
-  static constexpr std::tuple<> kAttrMembers{};
+  MANTISSA_ATTR_MEMBERS();
+  static constexpr OpHooks<Tensors, Params> kHooks{.params_beyond_attrs = true};
+  static constexpr AclHooks<Tensors, Params> kAclHooks{};
   static Status check_params(const Tensors& t, const Params& p) {
     return check_param_forms(kType, t.var, t.grad, t.working, t.compensation, p);
   }

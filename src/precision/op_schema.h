@@ -132,11 +132,9 @@ struct Schema {
     }
     // Where the rules leave the dtype or shape open (LayerNormGrad's dweight: weight's dtype,
     // normalized_shape), the operator says.
-    if constexpr (requires(DType d, std::vector<int64_t> s) {
-                    Op::infer_output(k, typename Op::Tensors{}, typename Op::Params{}, d, s);
-                  }) {
+    if constexpr (Op::kHooks.infer_output != nullptr) {
       std::vector<TensorView> views;
-      Op::infer_output(k, input_tensors(in, views), params(in), dtype, shape);
+      Op::kHooks.infer_output(k, input_tensors(in, views), params(in), dtype, shape);
     }
     return HostTensor(dtype, shape);
   }

@@ -37,9 +37,7 @@ struct AmpUpdateScaleOp {
           .in_place_of(kGrowthTracker)
           .may_alias_any_input(),
   };
-  static constexpr std::tuple kTensorMembers{&Tensors::current_scale, &Tensors::growth_tracker,
-                                             &Tensors::found_inf, &Tensors::updated_scale,
-                                             &Tensors::updated_growth_tracker};
+  MANTISSA_TENSOR_MEMBERS(current_scale, growth_tracker, found_inf, updated_scale, updated_growth_tracker);
 
   // Required by op-by-name, as in CANN's graph definition: no silent default for the schedule.
   static constexpr std::array kAttrs{
@@ -47,8 +45,7 @@ struct AmpUpdateScaleOp {
       AttrSpec{"backoff_factor", AttrType::kFloat, true, 0.5},
       AttrSpec{"growth_interval", AttrType::kInt, true, 2000.0},
   };
-  static constexpr std::tuple kAttrMembers{&Params::growth_factor, &Params::backoff_factor,
-                                           &Params::growth_interval};
+  MANTISSA_ATTR_MEMBERS(growth_factor, backoff_factor, growth_interval);
 
   // Scalar work: per-call overhead is what is timed (tools/mantissa), no element-wise variants.
   enum class Variant {};
@@ -61,6 +58,9 @@ struct AmpUpdateScaleOp {
   static Status run(const Tensors& t, const Params& p, Workspace = {}) {
     return amp_update_scale(t, p);
   }
+
+  static constexpr OpHooks<Tensors, Params> kHooks{};
+  static constexpr AclHooks<Tensors, Params> kAclHooks{};
 };
 static_assert(well_formed<AmpUpdateScaleOp>());
 

@@ -49,17 +49,13 @@ struct ApplyAdamDOp {
       Out("m_out", "mOut", "m").like(kVar).rank(0, 8).in_place_of(kM).optional_output(),
       Out("v_out", "vOut", "v").like(kVar).rank(0, 8).in_place_of(kV).optional_output(),
   };
-  static constexpr std::tuple kTensorMembers{
-      &Tensors::var,         &Tensors::m,    &Tensors::v,       &Tensors::beta1_power,
-      &Tensors::beta2_power, &Tensors::lr,   &Tensors::beta1,   &Tensors::beta2,
-      &Tensors::epsilon,     &Tensors::grad, &Tensors::var_out, &Tensors::m_out,
-      &Tensors::v_out};
+  MANTISSA_TENSOR_MEMBERS(var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad, var_out, m_out, v_out);
 
   static constexpr std::array kAttrs{
       AttrSpec{"use_locking", AttrType::kBool, false, 0.0},  // accepted; no numeric effect
       AttrSpec{"use_nesterov", AttrType::kBool, false, 0.0},
   };
-  static constexpr std::tuple kAttrMembers{&Params::use_locking, &Params::use_nesterov};
+  MANTISSA_ATTR_MEMBERS(use_locking, use_nesterov);
 
   // Reads var, m, v, grad; writes var, m, v.
   enum class Variant { kDefault, kNesterov };
@@ -78,6 +74,9 @@ struct ApplyAdamDOp {
   static Status run(const Tensors& t, const Params& p, Workspace = {}) {
     return apply_adam_d(t, p);
   }
+
+  static constexpr OpHooks<Tensors, Params> kHooks{};
+  static constexpr AclHooks<Tensors, Params> kAclHooks{};
 };
 static_assert(well_formed<ApplyAdamDOp>());
 

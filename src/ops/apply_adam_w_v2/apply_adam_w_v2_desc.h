@@ -31,26 +31,22 @@ struct ApplyAdamWV2Op {
       In("grad", "grad").training_float().shape_of(kVar).rank(1, 8),
       In("step", "step").dtype_in({DType::kInt64, DType::kFloat32}).one_element(),
   };
-  static constexpr std::tuple kTensorMembers{&Tensors::var,  &Tensors::m,
-                                             &Tensors::v,    &Tensors::max_grad_norm,
-                                             &Tensors::grad, &Tensors::step};
+  MANTISSA_TENSOR_MEMBERS(var, m, v, max_grad_norm, grad, step);
   // The graph definition (op proto) orders its inputs var, m, v, grad, step, max_grad_norm.
   static constexpr std::array kGraphInputs{kVar, kM, kV, kGrad, kStep, kMaxGradNorm};
 
   // In the aclnn signature's order. Op-by-name defaults are the graph's (0.1, false); the
   // Params defaults are PyTorch's AdamW.
   static constexpr std::array kAttrs{
-      AttrSpec{"lr", AttrType::kFloat, false, 0.1},
-      AttrSpec{"beta1", AttrType::kFloat, false, 0.1},
-      AttrSpec{"beta2", AttrType::kFloat, false, 0.1},
-      AttrSpec{"weight_decay", AttrType::kFloat, false, 0.1},
-      AttrSpec{"eps", AttrType::kFloat, false, 0.1},
+      AttrSpec{.name = "lr", .type = AttrType::kFloat, .required_by_name = false, .default_value = 0.1, .graph_default = true},
+      AttrSpec{.name = "beta1", .type = AttrType::kFloat, .required_by_name = false, .default_value = 0.1, .graph_default = true},
+      AttrSpec{.name = "beta2", .type = AttrType::kFloat, .required_by_name = false, .default_value = 0.1, .graph_default = true},
+      AttrSpec{.name = "weight_decay", .type = AttrType::kFloat, .required_by_name = false, .default_value = 0.1, .graph_default = true},
+      AttrSpec{.name = "eps", .type = AttrType::kFloat, .required_by_name = false, .default_value = 0.1, .graph_default = true},
       AttrSpec{"amsgrad", AttrType::kBool, false, 0.0},
       AttrSpec{"maximize", AttrType::kBool, false, 0.0},
   };
-  static constexpr std::tuple kAttrMembers{&Params::lr,           &Params::beta1, &Params::beta2,
-                                           &Params::weight_decay, &Params::eps,   &Params::amsgrad,
-                                           &Params::maximize};
+  MANTISSA_ATTR_MEMBERS(lr, beta1, beta2, weight_decay, eps, amsgrad, maximize);
 
   // Reads var, m, v, grad (and max_grad_norm); writes var, m, v (and max_grad_norm).
   enum class Variant { kDefault, kAmsgrad };
@@ -73,6 +69,9 @@ struct ApplyAdamWV2Op {
   static Status run(const Tensors& t, const Params& p, Workspace = {}) {
     return apply_adam_w_v2(t, p);
   }
+
+  static constexpr OpHooks<Tensors, Params> kHooks{.required_by = &required_by};
+  static constexpr AclHooks<Tensors, Params> kAclHooks{};
 };
 static_assert(well_formed<ApplyAdamWV2Op>());
 

@@ -36,8 +36,7 @@ struct AscendQuantV3Op {
           .dtype_in({DType::kInt8, DType::kInt4, DType::kInt32, DType::kFloat8E4M3FN,
                      DType::kFloat8E5M2}),
   };
-  static constexpr std::tuple kTensorMembers{&Tensors::x, &Tensors::scale, &Tensors::offset,
-                                             &Tensors::y};
+  MANTISSA_TENSOR_MEMBERS(x, scale, offset, y);
 
   // round_mode: a string in aclnn ("round", "floor", "ceil", "trunc", mapped by the entry); by
   // name CANN's String or an Int holding upstream's mode number (0..3).
@@ -47,8 +46,7 @@ struct AscendQuantV3Op {
       AttrSpec{"dst_type", AttrType::kInt, false, static_cast<double>(DType::kInt8)},
       AttrSpec{"axis", AttrType::kInt, false, -1.0},
   };
-  static constexpr std::tuple kAttrMembers{&Params::sqrt_mode, &Params::round_mode,
-                                           &Params::dst_type, &Params::axis};
+  MANTISSA_ATTR_MEMBERS(sqrt_mode, round_mode, dst_type, axis);
 
   enum class Variant {};
   static constexpr std::array<VariantSpec<Variant>, 0> kVariants{};
@@ -72,6 +70,9 @@ struct AscendQuantV3Op {
   static Status run(const Tensors& t, const Params& p, Workspace ws = {}) {
     return ascend_quant_v3(t, p, ws);
   }
+
+  static constexpr OpHooks<Tensors, Params> kHooks{.infer_output = &infer_output};
+  static constexpr AclHooks<Tensors, Params> kAclHooks{.aclnn_string = &aclnn_string};
 };
 static_assert(well_formed<AscendQuantV3Op>());
 

@@ -34,14 +34,13 @@ struct DynamicQuantOp {
                      DType::kFloat8E5M2}),
       Out("scale", "scaleOut", "scale").float32().reduced_of(kX),
   };
-  static constexpr std::tuple kTensorMembers{&Tensors::x, &Tensors::smooth_scales, &Tensors::y,
-                                             &Tensors::scale};
+  MANTISSA_TENSOR_MEMBERS(x, smooth_scales, y, scale);
 
   // dst_type: the graph's Int attribute (default INT8); the aclnn entry takes y's dtype.
   static constexpr std::array kAttrs{
       AttrSpec{"dst_type", AttrType::kInt, false, static_cast<double>(DType::kInt8)},
   };
-  static constexpr std::tuple kAttrMembers{&Params::dst_type};
+  MANTISSA_ATTR_MEMBERS(dst_type);
 
   enum class Variant {};
   static constexpr std::array<VariantSpec<Variant>, 0> kVariants{};
@@ -65,6 +64,9 @@ struct DynamicQuantOp {
   static Status run(const Tensors& t, const Params& p, Workspace ws = {}) {
     return dynamic_quant(t, p, ws);
   }
+
+  static constexpr OpHooks<Tensors, Params> kHooks{.normalized_dims = &normalized_dims, .infer_output = &infer_output};
+  static constexpr AclHooks<Tensors, Params> kAclHooks{};
 };
 static_assert(well_formed<DynamicQuantOp>());
 

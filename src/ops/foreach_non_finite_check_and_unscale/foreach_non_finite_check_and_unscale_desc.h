@@ -24,10 +24,9 @@ struct ForeachNonFiniteCheckAndUnscaleOp {
       InOut("found_inf", "foundInf").float32().one_element(StatusCode::kTiling),
       In("inv_scale", "invScale").float32().one_element(StatusCode::kTiling),
   };
-  static constexpr std::tuple kTensorMembers{&Tensors::scaled_grads, &Tensors::found_inf,
-                                             &Tensors::inv_scale};
+  MANTISSA_TENSOR_MEMBERS(scaled_grads, found_inf, inv_scale);
   static constexpr std::array<AttrSpec, 0> kAttrs{};
-  static constexpr std::tuple<> kAttrMembers{};
+  MANTISSA_ATTR_MEMBERS();
 
   // Streams per element: unscale reads and writes the gradient; the check only reads it.
   enum class Variant { kUnscale, kCheckOnly };
@@ -44,6 +43,9 @@ struct ForeachNonFiniteCheckAndUnscaleOp {
   static Status run(const Tensors& t, const Params& p, Workspace = {}) {
     return foreach_non_finite_check_and_unscale(t, p);
   }
+
+  static constexpr OpHooks<Tensors, Params> kHooks{};
+  static constexpr AclHooks<Tensors, Params> kAclHooks{.check_aclnn = &check_aclnn};
 };
 static_assert(well_formed<ForeachNonFiniteCheckAndUnscaleOp>());
 

@@ -139,34 +139,6 @@ Status detail::ForeachNormOp::check_params(const Tensors&, const Params& p) {
               p.p);
 }
 
-Status detail::ForeachNormOp::check_aclnn_early(const Tensors& t, const Params&) {
-  for (const TensorList* list : {&t.x, &t.out}) {
-    for (const TensorView& v : *list) {
-      if (v.data == nullptr || !is_training_float(v.dtype)) return {};  // the common rules
-    }
-  }
-  for (const TensorList* list : {&t.x, &t.out}) {
-    const char* name = list == &t.x ? "x" : "out";
-    for (std::size_t i = 1; i < list->size(); ++i) {
-      if ((*list)[i].dtype != (*list)[0].dtype) {
-        return fail(StatusCode::kTiling, kType,
-                    "{}[{}] dtype {} differs from {}[0] dtype {} (the aclnn call takes one dtype)",
-                    name, i, dtype_name((*list)[i].dtype), name, dtype_name((*list)[0].dtype));
-      }
-    }
-  }
-  for (const TensorList* list : {&t.x, &t.out}) {
-    const char* name = list == &t.x ? "x" : "out";
-    for (std::size_t i = 0; i < list->size(); ++i) {
-      if ((*list)[i].rank > kMaxRank) {
-        return fail(StatusCode::kTiling, kType, "{}[{}] rank {} is above {} (shape {})", name, i,
-                    (*list)[i].rank, kMaxRank, (*list)[i].shape_string());
-      }
-    }
-  }
-  return {};
-}
-
 uint64_t foreach_norm_workspace_size(const ForeachNormTensors& t, const ForeachNormParams&) {
   uint64_t blocks = 0;
   for (const TensorView& x : t.x) blocks += static_cast<uint64_t>(blocks_of(x));

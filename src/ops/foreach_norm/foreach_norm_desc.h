@@ -28,11 +28,11 @@ struct ForeachNormOp {
           .rank(0, 8)
           .one_element(StatusCode::kTiling),
   };
-  static constexpr std::tuple kTensorMembers{&Tensors::x, &Tensors::out};
+  MANTISSA_TENSOR_MEMBERS(x, out);
   // p: an aclScalar in aclnn, the one-element input tensor "scalar" by name.
   static constexpr std::array kAttrs{
       AttrSpec{"p", AttrType::kScalar, /*required_by_name=*/true, 2.0, "scalar"}};
-  static constexpr std::tuple kAttrMembers{&Params::p};
+  MANTISSA_ATTR_MEMBERS(p);
 
   // Every variant reads each element once and writes one value per tensor.
   enum class Variant { kL2, kL1, kInf };
@@ -62,6 +62,9 @@ struct ForeachNormOp {
   static Status run(const Tensors& t, const Params& p, Workspace ws = {}) {
     return foreach_norm(t, p, ws);
   }
+
+  static constexpr OpHooks<Tensors, Params> kHooks{};
+  static constexpr AclHooks<Tensors, Params> kAclHooks{.check_aclnn_early = &check_aclnn_early};
 };
 static_assert(well_formed<ForeachNormOp>());
 

@@ -51,8 +51,7 @@ struct LayerNormOp {
           .reduced_of(kInput)
           .optional_result(),
   };
-  static constexpr std::tuple kTensorMembers{&Tensors::input, &Tensors::weight, &Tensors::bias,
-                                             &Tensors::out,   &Tensors::mean,   &Tensors::rstd};
+  MANTISSA_TENSOR_MEMBERS(input, weight, bias, out, mean, rstd);
 
   // normalized_shape: an aclIntArray in aclnn, the graph's second input (INT32 or INT64) by
   // name. eps: a double in aclnn, the Float attribute "epsilon" by name (default 1e-5).
@@ -60,7 +59,7 @@ struct LayerNormOp {
       AttrSpec{"normalized_shape", AttrType::kIntList, true, 0.0, {}, false, kWeight},
       AttrSpec{"eps", AttrType::kFloat, false, 1e-5, "epsilon"},
   };
-  static constexpr std::tuple kAttrMembers{&Params::normalized_shape, &Params::eps};
+  MANTISSA_ATTR_MEMBERS(normalized_shape, eps);
 
   enum class Variant {};
   static constexpr std::array<VariantSpec<Variant>, 0> kVariants{};
@@ -88,6 +87,9 @@ struct LayerNormOp {
   static Status run(const Tensors& t, const Params& p, Workspace ws = {}) {
     return layer_norm(t, p, ws);
   }
+
+  static constexpr OpHooks<Tensors, Params> kHooks{.normalized_dims = &normalized_dims, .check_shape_params = &check_shape_params, .infer_output = &infer_output};
+  static constexpr AclHooks<Tensors, Params> kAclHooks{};
 };
 static_assert(well_formed<LayerNormOp>());
 

@@ -49,9 +49,7 @@ struct LayerNormGradOp {
           .trailing_of(kDy)
           .optional_result(),
   };
-  static constexpr std::tuple kTensorMembers{&Tensors::dy,   &Tensors::input,   &Tensors::mean,
-                                             &Tensors::rstd, &Tensors::weight,  &Tensors::bias,
-                                             &Tensors::dx,   &Tensors::dweight, &Tensors::dbias};
+  MANTISSA_TENSOR_MEMBERS(dy, input, mean, rstd, weight, bias, dx, dweight, dbias);
   // The graph's inputs: dy, x, rstd, mean, gamma (it has no beta).
   static constexpr std::array kGraphInputs{kDy, kInput, kRstd, kMean, kWeight};
 
@@ -62,7 +60,7 @@ struct LayerNormGradOp {
       AttrSpec{"normalized_shape", AttrType::kIntList, true, 0.0, {}, false, kNotInGraph},
       AttrSpec{"output_mask", AttrType::kBoolList, false, 1.0},
   };
-  static constexpr std::tuple kAttrMembers{&Params::normalized_shape, &Params::output_mask};
+  MANTISSA_ATTR_MEMBERS(normalized_shape, output_mask);
 
   enum class Variant {};
   static constexpr std::array<VariantSpec<Variant>, 0> kVariants{};
@@ -101,6 +99,9 @@ struct LayerNormGradOp {
   static Status run(const Tensors& t, const Params& p, Workspace ws = {}) {
     return layer_norm_grad(t, p, ws);
   }
+
+  static constexpr OpHooks<Tensors, Params> kHooks{.normalized_dims = &normalized_dims, .check_shape_params = &check_shape_params, .required_by = &required_by, .infer_output = &infer_output};
+  static constexpr AclHooks<Tensors, Params> kAclHooks{.params_by_name = &params_by_name};
 };
 static_assert(well_formed<LayerNormGradOp>());
 

@@ -50,8 +50,7 @@ struct QuantizeOp {
                      DType::kFloat8E5M2})
           .shape_of(kX),
   };
-  static constexpr std::tuple kTensorMembers{&Tensors::x, &Tensors::scales, &Tensors::zero_points,
-                                             &Tensors::y};
+  MANTISSA_TENSOR_MEMBERS(x, scales, zero_points, y);
 
   // dtype: an aclDataType in aclnn; by name CANN's String ("torch.qint8", ...) or an Int holding
   // the aclDataType value. axis: default 1.
@@ -66,7 +65,7 @@ struct QuantizeOp {
                kQuantizeDtypeStrings},
       AttrSpec{"axis", AttrType::kInt, false, 1.0},
   };
-  static constexpr std::tuple kAttrMembers{&Params::dtype, &Params::axis};
+  MANTISSA_ATTR_MEMBERS(dtype, axis);
 
   enum class Variant {};
   static constexpr std::array<VariantSpec<Variant>, 0> kVariants{};
@@ -83,6 +82,9 @@ struct QuantizeOp {
   static Status run(const Tensors& t, const Params& p, Workspace ws = {}) {
     return quantize(t, p, ws);
   }
+
+  static constexpr OpHooks<Tensors, Params> kHooks{.infer_output = &infer_output};
+  static constexpr AclHooks<Tensors, Params> kAclHooks{};
 };
 static_assert(well_formed<QuantizeOp>());
 

@@ -27,12 +27,11 @@ struct RmsNormOp {
       Out("y", "yOut", "y").like(kX),
       Out("rstd", "rstdOut", "rstd").float32().reduced_of(kX),
   };
-  static constexpr std::tuple kTensorMembers{&Tensors::x, &Tensors::gamma, &Tensors::y,
-                                             &Tensors::rstd};
+  MANTISSA_TENSOR_MEMBERS(x, gamma, y, rstd);
 
   // A Float attribute in the graph (default 1e-6); a double in aclnn and in Params.
   static constexpr std::array kAttrs{AttrSpec{"epsilon", AttrType::kFloat, false, 1e-6}};
-  static constexpr std::tuple kAttrMembers{&Params::epsilon};
+  MANTISSA_ATTR_MEMBERS(epsilon);
 
   enum class Variant {};
   static constexpr std::array<VariantSpec<Variant>, 0> kVariants{};
@@ -44,6 +43,9 @@ struct RmsNormOp {
   static Status run(const Tensors& t, const Params& p, Workspace ws = {}) {
     return rms_norm(t, p, ws);
   }
+
+  static constexpr OpHooks<Tensors, Params> kHooks{.normalized_dims = &normalized_dims};
+  static constexpr AclHooks<Tensors, Params> kAclHooks{};
 };
 static_assert(well_formed<RmsNormOp>());
 

@@ -29,10 +29,9 @@ struct RmsNormGradOp {
       Out("dx", "dxOut", "dx").like(kX),
       Out("dgamma", "dgammaOut", "dgamma").float32().shape_of(kGamma),
   };
-  static constexpr std::tuple kTensorMembers{&Tensors::dy,    &Tensors::x,  &Tensors::rstd,
-                                             &Tensors::gamma, &Tensors::dx, &Tensors::dgamma};
+  MANTISSA_TENSOR_MEMBERS(dy, x, rstd, gamma, dx, dgamma);
   static constexpr std::array<AttrSpec, 0> kAttrs{};
-  static constexpr std::tuple<> kAttrMembers{};
+  MANTISSA_ATTR_MEMBERS();
 
   enum class Variant {};
   static constexpr std::array<VariantSpec<Variant>, 0> kVariants{};
@@ -47,6 +46,9 @@ struct RmsNormGradOp {
   static Status run(const Tensors& t, const Params& p, Workspace ws = {}) {
     return rms_norm_grad(t, p, ws);
   }
+
+  static constexpr OpHooks<Tensors, Params> kHooks{.normalized_dims = &normalized_dims};
+  static constexpr AclHooks<Tensors, Params> kAclHooks{};
 };
 static_assert(well_formed<RmsNormGradOp>());
 

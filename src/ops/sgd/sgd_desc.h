@@ -33,17 +33,14 @@ struct SgdOp {
           .in_place_of(kParameters)
           .optional_output(),
   };
-  static constexpr std::tuple kTensorMembers{
-      &Tensors::parameters, &Tensors::gradient, &Tensors::learning_rate, &Tensors::accum,
-      &Tensors::momentum,   &Tensors::stat,     &Tensors::parameters_out};
+  MANTISSA_TENSOR_MEMBERS(parameters, gradient, learning_rate, accum, momentum, stat, parameters_out);
 
   static constexpr std::array kAttrs{
       AttrSpec{"dampening", AttrType::kFloat, false, 0.0},
       AttrSpec{"weight_decay", AttrType::kFloat, false, 0.0},
       AttrSpec{"nesterov", AttrType::kBool, false, 0.0},
   };
-  static constexpr std::tuple kAttrMembers{&Params::dampening, &Params::weight_decay,
-                                           &Params::nesterov};
+  MANTISSA_ATTR_MEMBERS(dampening, weight_decay, nesterov);
 
   // Steady-state streams: momentum != 0 reads and writes parameters and accum and reads
   // gradient and stat (stat is +0.0 after the first step and not written again); momentum == 0
@@ -67,6 +64,9 @@ struct SgdOp {
   static Status check_params(const Tensors& t, const Params& p);
   static uint64_t workspace_size(const Tensors&, const Params&) { return 0; }
   static Status run(const Tensors& t, const Params& p, Workspace = {}) { return sgd(t, p); }
+
+  static constexpr OpHooks<Tensors, Params> kHooks{};
+  static constexpr AclHooks<Tensors, Params> kAclHooks{};
 };
 static_assert(well_formed<SgdOp>());
 

@@ -35,13 +35,13 @@ struct SoftmaxOp {
       ArgSpec{"self", "self", "x", Role::kIn}.training_float().rank(0, 8),
       Out("out", "out", "y").like(kSelf).rank(0, 8).in_place_of(kSelf),
   };
-  static constexpr std::tuple kTensorMembers{&Tensors::self, &Tensors::out};
+  MANTISSA_TENSOR_MEMBERS(self, out);
 
   static constexpr std::array kAttrs{
       AttrSpec{"dim", AttrType::kInt, false, -1.0, "axes", true},
       AttrSpec{"half_to_float", AttrType::kBool, false, 0.0},
   };
-  static constexpr std::tuple kAttrMembers{&Params::dim, &Params::half_to_float};
+  MANTISSA_ATTR_MEMBERS(dim, half_to_float);
 
   // Row-wise, not element-wise: no variants for the element-wise benchmark cases.
   enum class Variant { kDefault };
@@ -57,6 +57,9 @@ struct SoftmaxOp {
   }
   static uint64_t workspace_size(const Tensors&, const Params&) { return 0; }
   static Status run(const Tensors& t, const Params& p, Workspace = {}) { return softmax(t, p); }
+
+  static constexpr OpHooks<Tensors, Params> kHooks{};
+  static constexpr AclHooks<Tensors, Params> kAclHooks{};
 };
 static_assert(well_formed<SoftmaxOp>());
 
@@ -71,12 +74,12 @@ struct LogSoftmaxOp {
       ArgSpec{"self", "self", "logits", Role::kIn}.training_float().rank(1, 8),
       Out("out", "out", "logsoftmax").like(kSelf).rank(1, 8).in_place_of(kSelf),
   };
-  static constexpr std::tuple kTensorMembers{&Tensors::self, &Tensors::out};
+  MANTISSA_TENSOR_MEMBERS(self, out);
 
   static constexpr std::array kAttrs{
       AttrSpec{"dim", AttrType::kInt, false, -1.0, "axes", true},
   };
-  static constexpr std::tuple kAttrMembers{&Params::dim};
+  MANTISSA_ATTR_MEMBERS(dim);
 
   // Row-wise, not element-wise: no variants for the element-wise benchmark cases.
   enum class Variant { kDefault };
@@ -87,6 +90,9 @@ struct LogSoftmaxOp {
   }
   static uint64_t workspace_size(const Tensors&, const Params&) { return 0; }
   static Status run(const Tensors& t, const Params& p, Workspace = {}) { return log_softmax(t, p); }
+
+  static constexpr OpHooks<Tensors, Params> kHooks{};
+  static constexpr AclHooks<Tensors, Params> kAclHooks{};
 };
 static_assert(well_formed<LogSoftmaxOp>());
 

@@ -25,10 +25,9 @@ struct SoftmaxCrossEntropyWithLogitsOp {
       Out("loss", "loss", "loss").dtype_of(kFeatures).reduced_of(kFeatures),
       Out("backprop", "backprop", "backprop").like(kFeatures),
   };
-  static constexpr std::tuple kTensorMembers{&Tensors::features, &Tensors::labels, &Tensors::loss,
-                                             &Tensors::backprop};
+  MANTISSA_TENSOR_MEMBERS(features, labels, loss, backprop);
   static constexpr std::array<AttrSpec, 0> kAttrs{};
-  static constexpr std::tuple<> kAttrMembers{};
+  MANTISSA_ATTR_MEMBERS();
 
   // Row-wise, not element-wise: no variants for the element-wise benchmark cases.
   enum class Variant {};
@@ -41,6 +40,9 @@ struct SoftmaxCrossEntropyWithLogitsOp {
   static Status run(const Tensors& t, const Params& p, Workspace = {}) {
     return softmax_cross_entropy_with_logits(t, p);
   }
+
+  static constexpr OpHooks<Tensors, Params> kHooks{.normalized_dims = &normalized_dims};
+  static constexpr AclHooks<Tensors, Params> kAclHooks{};
 };
 static_assert(well_formed<SoftmaxCrossEntropyWithLogitsOp>());
 

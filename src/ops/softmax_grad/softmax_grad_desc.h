@@ -27,15 +27,14 @@ struct SoftmaxGradOp {
       ArgSpec{"output", "output", "softmax", Role::kIn}.like(kGradOutput).rank(0, 8),
       Out("out", "out", "grad_x").like(kGradOutput).rank(0, 8).in_place_of(kGradOutput),
   };
-  static constexpr std::tuple kTensorMembers{&Tensors::grad_output, &Tensors::output,
-                                             &Tensors::out};
+  MANTISSA_TENSOR_MEMBERS(grad_output, output, out);
   // The graph declares (softmax, grad_softmax).
   static constexpr std::array kGraphInputs{kOutput, kGradOutput};
 
   static constexpr std::array kAttrs{
       AttrSpec{"dim", AttrType::kInt, false, -1.0, "axes", true},
   };
-  static constexpr std::tuple kAttrMembers{&Params::dim};
+  MANTISSA_ATTR_MEMBERS(dim);
 
   // Row-wise, not element-wise: no variants for the element-wise benchmark cases.
   enum class Variant { kDefault };
@@ -48,6 +47,9 @@ struct SoftmaxGradOp {
   static Status run(const Tensors& t, const Params& p, Workspace = {}) {
     return softmax_grad(t, p);
   }
+
+  static constexpr OpHooks<Tensors, Params> kHooks{};
+  static constexpr AclHooks<Tensors, Params> kAclHooks{};
 };
 static_assert(well_formed<SoftmaxGradOp>());
 
@@ -63,13 +65,12 @@ struct LogSoftmaxGradOp {
       ArgSpec{"output", "output", "x", Role::kIn}.like(kGradOutput).rank(1, 8),
       Out("out", "out", "y").like(kGradOutput).rank(1, 8).in_place_of(kGradOutput),
   };
-  static constexpr std::tuple kTensorMembers{&Tensors::grad_output, &Tensors::output,
-                                             &Tensors::out};
+  MANTISSA_TENSOR_MEMBERS(grad_output, output, out);
 
   static constexpr std::array kAttrs{
       AttrSpec{"dim", AttrType::kInt, false, -1.0, "axis", true},
   };
-  static constexpr std::tuple kAttrMembers{&Params::dim};
+  MANTISSA_ATTR_MEMBERS(dim);
 
   // Row-wise, not element-wise: no variants for the element-wise benchmark cases.
   enum class Variant { kDefault };
@@ -82,6 +83,9 @@ struct LogSoftmaxGradOp {
   static Status run(const Tensors& t, const Params& p, Workspace = {}) {
     return log_softmax_grad(t, p);
   }
+
+  static constexpr OpHooks<Tensors, Params> kHooks{};
+  static constexpr AclHooks<Tensors, Params> kAclHooks{};
 };
 static_assert(well_formed<LogSoftmaxGradOp>());
 
