@@ -254,7 +254,8 @@ struct AttrSpec {
 };
 
 // AttrSpec::graph_input_before for an attribute CANN's graph does not have: op-by-name derives
-// it from the tensors (AclHooks::params_by_name; LayerNormGradV3's normalized_shape is gamma's shape).
+// it from the tensors (AclHooks::params_by_name; LayerNormGradV3's normalized_shape is gamma's
+// shape).
 inline constexpr int kNotInGraph = -2;
 
 template <class T>
@@ -284,20 +285,36 @@ constexpr AttrType attr_type_of() {
 // that a misspelt or misplaced hook does not compile. Every declaration has both tables (empty
 // where it needs none); an unset entry takes the default said here. The functions are static
 // members of the declaration (or free functions) declared before the table.
+// One entry: a function, or unset. Whether it is set is a plain flag, not a comparison of the
+// function's address with null, which GCC does not evaluate at compile time under the sanitizers
+// (-fno-delete-null-pointer-checks).
+template <class F>
+struct Hook {
+  F* fn = nullptr;
+  bool set = false;
+  constexpr Hook() = default;
+  constexpr Hook(F* f) : fn(f), set(true) {}  // NOLINT: implicit, `.hook = &function`
+  template <class... A>
+  decltype(auto) operator()(A&&... a) const {
+    return fn(std::forward<A>(a)...);
+  }
+};
+
 template <class Tensors, class Params>
 struct OpHooks {
   // The trailing dims a row spans, for ShapeRule::kReducedOf. Default: 0 (no rows).
-  int (*normalized_dims)(const Tensors&, const Params&) = nullptr;
+  Hook<int(const Tensors&, const Params&)> normalized_dims;
   // The attributes that shape the other rules (LayerNorm's normalized_shape), checked right
   // after presence. Default: none.
-  Status (*check_shape_params)(const Tensors&, const Params&) = nullptr;
+  Hook<Status(const Tensors&, const Params&)> check_shape_params;
   // The attribute that makes optional argument k required with these attribute values
   // (ApplyAdamWV2's max_grad_norm with amsgrad), or nullptr. Default: none.
-  const char* (*required_by)(const Params&, std::size_t k) = nullptr;
+  Hook<const char*(const Params&, std::size_t k)> required_by;
   // A new output's dtype and shape where its rules leave them open (the precision kit makes its
   // outputs with it; quantized outputs). Default: the rules' own (like its reference argument).
-  void (*infer_output)(std::size_t k, const Tensors&, const Params&, DType& dtype,
-                       std::vector<int64_t>& shape) = nullptr;
+  Hook<void(std::size_t k, const Tensors&, const Params&, DType& dtype,
+            std::vector<int64_t>& shape)>
+      infer_output;
   // Params holds more than the attributes (an internal declaration whose Params carries the
   // call's forms, as the multi-tensor steps' per-parameter rules): its members beyond kAttrs are
   // then not checked against the declaration. Default: Params is exactly the attributes.
@@ -310,15 +327,15 @@ template <class Tensors, class Params>
 struct AclHooks {
   // Upstream's aclnn rules that come before the common validation's dtype and rank rules
   // (ForeachNorm: 561002 for lists of mixed dtype or rank above 8).
-  Status (*check_aclnn_early)(const Tensors&, const Params&) = nullptr;
+  Hook<Status(const Tensors&, const Params&)> check_aclnn_early;
   // Upstream's aclnn limits where they are narrower than the C++ API's, after the common
   // validation.
-  Status (*check_aclnn)(const Tensors&, const Params&) = nullptr;
+  Hook<Status(const Tensors&, const Params&)> check_aclnn;
   // Attributes op-by-name derives from the tensors (AttrSpec::graph_input_before kNotInGraph).
-  void (*params_by_name)(const Tensors&, Params&) = nullptr;
+  Hook<void(const Tensors&, Params&)> params_by_name;
   // The string an enumerated attribute takes in the aclnn signature (AscendQuantV3's roundMode),
   // for the precision kit's aclnn backend.
-  const char* (*aclnn_string)(std::size_t attr, int64_t value) = nullptr;
+  Hook<const char*(std::size_t attr, int64_t value)> aclnn_string;
 };
 
 // ---- Compile-time variants ------------------------------------------------------------------
@@ -365,12 +382,13 @@ struct VariantSpec {
 
 #define MANTISSA_PP_TENSOR_MEMBER(m) &Tensors::m
 #define MANTISSA_PP_ATTR_MEMBER(m) &Params::m
-#define MANTISSA_TENSOR_MEMBERS(...)                                                          \
-  static constexpr std::tuple kTensorMembers{                                                 \
-      MANTISSA_PP_FOR_EACH(MANTISSA_PP_TENSOR_MEMBER, __VA_ARGS__)};                          \
+#define MANTISSA_TENSOR_MEMBERS(...)                                 \
+  static constexpr std::tuple kTensorMembers{                        \
+      MANTISSA_PP_FOR_EACH(MANTISSA_PP_TENSOR_MEMBER, __VA_ARGS__)}; \
   static constexpr std::string_view kTensorMemberList = #__VA_ARGS__
-#define MANTISSA_ATTR_MEMBERS(...)                                                            \
-  static constexpr std::tuple kAttrMembers{MANTISSA_PP_FOR_EACH(MANTISSA_PP_ATTR_MEMBER, __VA_ARGS__)}; \
+#define MANTISSA_ATTR_MEMBERS(...)                                 \
+  static constexpr std::tuple kAttrMembers{                        \
+      MANTISSA_PP_FOR_EACH(MANTISSA_PP_ATTR_MEMBER, __VA_ARGS__)}; \
   static constexpr std::string_view kAttrMemberList = #__VA_ARGS__
 
 // ---- Index access ---------------------------------------------------------------------------
@@ -586,7 +604,7 @@ typename Op::Params params_from(A... values) {
 // or nullptr.
 template <class Op>
 const char* required_by(const typename Op::Params& p, std::size_t k) {
-  if constexpr (Op::kHooks.required_by != nullptr) {
+  if constexpr (Op::kHooks.required_by.set) {
     return Op::kHooks.required_by(p, k);
   } else {
     return nullptr;
@@ -737,7 +755,7 @@ class ValidationEntries {
 // The trailing dims a row of a row-wise operator spans (0 for an operator without rows).
 template <class Op>
 int normalized_dims_of(const typename Op::Tensors& t, const typename Op::Params& p) {
-  if constexpr (Op::kHooks.normalized_dims != nullptr) {
+  if constexpr (Op::kHooks.normalized_dims.set) {
     return Op::kHooks.normalized_dims(t, p);
   } else {
     return 0;
@@ -800,7 +818,7 @@ Status validate(const typename Op::Tensors& t, const typename Op::Params& p) {
     }
   }
   // Attributes that shape the other rules (LayerNorm's normalized_shape), before those rules.
-  if constexpr (Op::kHooks.check_shape_params != nullptr) {
+  if constexpr (Op::kHooks.check_shape_params.set) {
     MANTISSA_RETURN_IF_ERROR(Op::kHooks.check_shape_params(t, p));
   }
   MANTISSA_RETURN_IF_ERROR(each([&](std::size_t e, const ArgSpec& a) -> Status {
@@ -1031,7 +1049,9 @@ constexpr void check_attr_types(std::index_sequence<K...>) {
       return true;
     }
   };
-  if (!((Op::kAttrs[K].graph_default || same_default(Op::kAttrs[K], std::get<K>(Op::kAttrMembers))) && ...)) {
+  if (!((Op::kAttrs[K].graph_default ||
+         same_default(Op::kAttrs[K], std::get<K>(Op::kAttrMembers))) &&
+        ...)) {
     params_member_default_differs_from_its_attribute();
   }
 }
@@ -1051,28 +1071,36 @@ constexpr bool hooks_registered() {
   constexpr auto& h = Op::kHooks;
   constexpr auto& a = Op::kAclHooks;
   if constexpr (requires { &Op::normalized_dims; }) {
-    if (h.normalized_dims != &Op::normalized_dims) in::hook_defined_but_not_in_kHooks();
+    if (!h.normalized_dims.set || h.normalized_dims.fn != &Op::normalized_dims)
+      in::hook_defined_but_not_in_kHooks();
   }
   if constexpr (requires { &Op::check_shape_params; }) {
-    if (h.check_shape_params != &Op::check_shape_params) in::hook_defined_but_not_in_kHooks();
+    if (!h.check_shape_params.set || h.check_shape_params.fn != &Op::check_shape_params)
+      in::hook_defined_but_not_in_kHooks();
   }
   if constexpr (requires { &Op::required_by; }) {
-    if (h.required_by != &Op::required_by) in::hook_defined_but_not_in_kHooks();
+    if (!h.required_by.set || h.required_by.fn != &Op::required_by)
+      in::hook_defined_but_not_in_kHooks();
   }
   if constexpr (requires { &Op::infer_output; }) {
-    if (h.infer_output != &Op::infer_output) in::hook_defined_but_not_in_kHooks();
+    if (!h.infer_output.set || h.infer_output.fn != &Op::infer_output)
+      in::hook_defined_but_not_in_kHooks();
   }
   if constexpr (requires { &Op::check_aclnn_early; }) {
-    if (a.check_aclnn_early != &Op::check_aclnn_early) in::hook_defined_but_not_in_kAclHooks();
+    if (!a.check_aclnn_early.set || a.check_aclnn_early.fn != &Op::check_aclnn_early)
+      in::hook_defined_but_not_in_kAclHooks();
   }
   if constexpr (requires { &Op::check_aclnn; }) {
-    if (a.check_aclnn != &Op::check_aclnn) in::hook_defined_but_not_in_kAclHooks();
+    if (!a.check_aclnn.set || a.check_aclnn.fn != &Op::check_aclnn)
+      in::hook_defined_but_not_in_kAclHooks();
   }
   if constexpr (requires { &Op::params_by_name; }) {
-    if (a.params_by_name != &Op::params_by_name) in::hook_defined_but_not_in_kAclHooks();
+    if (!a.params_by_name.set || a.params_by_name.fn != &Op::params_by_name)
+      in::hook_defined_but_not_in_kAclHooks();
   }
   if constexpr (requires { &Op::aclnn_string; }) {
-    if (a.aclnn_string != &Op::aclnn_string) in::hook_defined_but_not_in_kAclHooks();
+    if (!a.aclnn_string.set || a.aclnn_string.fn != &Op::aclnn_string)
+      in::hook_defined_but_not_in_kAclHooks();
   }
   return true;
 }

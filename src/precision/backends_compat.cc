@@ -163,7 +163,7 @@ std::string aclnn_backend(aclnnStatus (*phase_one)(P...),
       // Op named through T, so that clang 14 (the fuzz build) checks this only where the branch
       // is taken (it evaluates the non-dependent parts of discarded branches).
       using DependentOp = std::enable_if_t<sizeof(T) != 0, Op>;
-      static_assert(DependentOp::kAclHooks.aclnn_string != nullptr,
+      static_assert(DependentOp::kAclHooks.aclnn_string.set,
                     "a string attribute in the aclnn signature needs kAclHooks.aclnn_string");
       return DependentOp::kAclHooks.aclnn_string(i, in.attrs[i].i);
     } else if constexpr (std::is_same_v<T, uint64_t*>) {

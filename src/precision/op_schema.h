@@ -132,7 +132,7 @@ struct Schema {
     }
     // Where the rules leave the dtype or shape open (LayerNormGrad's dweight: weight's dtype,
     // normalized_shape), the operator says.
-    if constexpr (Op::kHooks.infer_output != nullptr) {
+    if constexpr (Op::kHooks.infer_output.set) {
       std::vector<TensorView> views;
       Op::kHooks.infer_output(k, input_tensors(in, views), params(in), dtype, shape);
     }
