@@ -92,7 +92,8 @@ aclTensor* make(std::vector<float>& storage, std::vector<int64_t> dims,
 
 aclnnStatus prepare(const aclTensor* x, const aclTensor* y, DoubleParams p, uint64_t* size,
                     aclOpExecutor** executor, const aclTensor* offset = nullptr) {
-  return mantissa::compat::aclnn_prepare<DoubleOp>(MANTISSA_ACLNN_HANDLES(x, offset, y), p, size, executor);
+  return mantissa::compat::aclnn_prepare<DoubleOp>(MANTISSA_ACLNN_HANDLES(x, offset, y), p, size,
+                                                   executor);
 }
 aclnnStatus execute(void* ws, uint64_t size, aclOpExecutor* executor) {
   return mantissa::compat::aclnn_execute<DoubleOp>(ws, size, executor, nullptr);

@@ -16,7 +16,8 @@ aclnnStatus aclnnAmpUpdateScaleGetWorkspaceSize(const aclTensor* currentScale,
                                                 const aclTensor* updatedGrowthTracker,
                                                 uint64_t* workspaceSize, aclOpExecutor** executor) {
   return mantissa::compat::aclnn_prepare<AmpUpdateScaleOp>(
-      MANTISSA_ACLNN_HANDLES(currentScale, growthTracker, foundInf, updatedScale, updatedGrowthTracker),
+      MANTISSA_ACLNN_HANDLES(currentScale, growthTracker, foundInf, updatedScale,
+                             updatedGrowthTracker),
       mantissa::detail::params_from<AmpUpdateScaleOp>(growthFactor, backoffFactor, growthInterval),
       workspaceSize, executor);
 }

@@ -18,7 +18,8 @@ aclnnStatus aclnnApplyAdamDGetWorkspaceSize(const aclTensor* var, const aclTenso
                                             aclTensor* mOut, aclTensor* vOut,
                                             uint64_t* workspaceSize, aclOpExecutor** executor) {
   return mantissa::compat::aclnn_prepare<ApplyAdamDOp>(
-      MANTISSA_ACLNN_HANDLES(var, m, v, beta1Power, beta2Power, lr, beta1, beta2, epsilon, grad, varOut, mOut, vOut),
+      MANTISSA_ACLNN_HANDLES(var, m, v, beta1Power, beta2Power, lr, beta1, beta2, epsilon, grad,
+                             varOut, mOut, vOut),
       mantissa::detail::params_from<ApplyAdamDOp>(useLocking, useNesterov), workspaceSize,
       executor);
 }

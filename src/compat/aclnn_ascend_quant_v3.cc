@@ -31,8 +31,8 @@ aclnnStatus aclnnAscendQuantV3GetWorkspaceSize(const aclTensor* x, const aclTens
   p.sqrt_mode = sqrtMode;
   p.dst_type = static_cast<mantissa::DType>(dstType);  // aclDataType values are DType's
   p.axis = axis;
-  return mantissa::compat::aclnn_prepare<AscendQuantV3Op>(MANTISSA_ACLNN_HANDLES(x, scale, offset, y), p, workspaceSize,
-                                                          executor);
+  return mantissa::compat::aclnn_prepare<AscendQuantV3Op>(
+      MANTISSA_ACLNN_HANDLES(x, scale, offset, y), p, workspaceSize, executor);
 }
 
 aclnnStatus aclnnAscendQuantV3(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,

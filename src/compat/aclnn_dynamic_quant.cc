@@ -19,8 +19,8 @@ aclnnStatus aclnnDynamicQuantGetWorkspaceSize(const aclTensor* x,
   if (yOut != nullptr && mantissa::compat::tensor_is_live(yOut)) {
     p.dst_type = mantissa::compat::to_view(*yOut).dtype;
   }
-  return mantissa::compat::aclnn_prepare<DynamicQuantOp>(MANTISSA_ACLNN_HANDLES(x, smoothScalesOptional, yOut, scaleOut),
-                                                         p, workspaceSize, executor);
+  return mantissa::compat::aclnn_prepare<DynamicQuantOp>(
+      MANTISSA_ACLNN_HANDLES(x, smoothScalesOptional, yOut, scaleOut), p, workspaceSize, executor);
 }
 
 aclnnStatus aclnnDynamicQuant(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,

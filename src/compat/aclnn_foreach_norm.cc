@@ -44,8 +44,8 @@ extern "C" {
 aclnnStatus aclnnForeachNormGetWorkspaceSize(const aclTensorList* x, const aclScalar* scalar,
                                              const aclTensorList* out, uint64_t* workspaceSize,
                                              aclOpExecutor** executor) {
-  return mantissa::compat::aclnn_prepare<ForeachNormOp>(MANTISSA_ACLNN_HANDLES(x, out), {}, workspaceSize, executor,
-                                                        {scalar});
+  return mantissa::compat::aclnn_prepare<ForeachNormOp>(MANTISSA_ACLNN_HANDLES(x, out), {},
+                                                        workspaceSize, executor, {scalar});
 }
 
 aclnnStatus aclnnForeachNorm(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,

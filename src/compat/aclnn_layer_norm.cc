@@ -46,8 +46,9 @@ aclnnStatus aclnnLayerNormGetWorkspaceSize(
   mantissa::LayerNormParams p;
   p.eps = eps;
   return mantissa::compat::aclnn_prepare<LayerNormOp>(
-      MANTISSA_ACLNN_HANDLES(input, weightOptional, biasOptional, out, meanOutOptional, rstdOutOptional), p,
-      workspaceSize, executor, {}, {normalizedShape});
+      MANTISSA_ACLNN_HANDLES(input, weightOptional, biasOptional, out, meanOutOptional,
+                             rstdOutOptional),
+      p, workspaceSize, executor, {}, {normalizedShape});
 }
 
 aclnnStatus aclnnLayerNorm(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,

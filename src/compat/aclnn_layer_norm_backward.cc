@@ -17,7 +17,8 @@ aclnnStatus aclnnLayerNormBackwardGetWorkspaceSize(
     aclTensor* gradWeightOut, aclTensor* gradBiasOut, uint64_t* workspaceSize,
     aclOpExecutor** executor) {
   return mantissa::compat::aclnn_prepare<LayerNormGradOp>(
-      MANTISSA_ACLNN_HANDLES(gradOut, input, mean, rstd, weightOptional, biasOptional, gradInputOut, gradWeightOut, gradBiasOut),
+      MANTISSA_ACLNN_HANDLES(gradOut, input, mean, rstd, weightOptional, biasOptional, gradInputOut,
+                             gradWeightOut, gradBiasOut),
       {}, workspaceSize, executor, {}, {normalizedShape, outputMask});
 }
 

@@ -78,7 +78,8 @@ struct AclnnHandles {
   }
   std::array<AclnnArg, detail::kNumArgs<Op>> handles;
 };
-#define MANTISSA_ACLNN_HANDLES(...) {#__VA_ARGS__, __VA_ARGS__}
+#define MANTISSA_ACLNN_HANDLES(...) \
+  { #__VA_ARGS__, __VA_ARGS__ }
 
 template <class Op>
 class AclnnPlan {

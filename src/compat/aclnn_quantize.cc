@@ -16,8 +16,8 @@ aclnnStatus aclnnQuantizeGetWorkspaceSize(const aclTensor* x, const aclTensor* s
   mantissa::QuantizeParams p;
   p.dtype = static_cast<mantissa::DType>(dtype);  // aclDataType values are DType's
   p.axis = axis;
-  return mantissa::compat::aclnn_prepare<QuantizeOp>(MANTISSA_ACLNN_HANDLES(x, scales, zeroPoints, out), p, workspaceSize,
-                                                     executor);
+  return mantissa::compat::aclnn_prepare<QuantizeOp>(
+      MANTISSA_ACLNN_HANDLES(x, scales, zeroPoints, out), p, workspaceSize, executor);
 }
 
 aclnnStatus aclnnQuantize(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,

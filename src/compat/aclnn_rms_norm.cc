@@ -13,8 +13,8 @@ aclnnStatus aclnnRmsNormGetWorkspaceSize(const aclTensor* x, const aclTensor* ga
                                          const aclTensor* yOut, const aclTensor* rstdOut,
                                          uint64_t* workspaceSize, aclOpExecutor** executor) {
   return mantissa::compat::aclnn_prepare<RmsNormOp>(
-      MANTISSA_ACLNN_HANDLES(x, gamma, yOut, rstdOut), mantissa::detail::params_from<RmsNormOp>(epsilon), workspaceSize,
-      executor);
+      MANTISSA_ACLNN_HANDLES(x, gamma, yOut, rstdOut),
+      mantissa::detail::params_from<RmsNormOp>(epsilon), workspaceSize, executor);
 }
 
 aclnnStatus aclnnRmsNorm(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,

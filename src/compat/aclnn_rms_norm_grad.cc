@@ -13,8 +13,8 @@ aclnnStatus aclnnRmsNormGradGetWorkspaceSize(const aclTensor* dy, const aclTenso
                                              const aclTensor* rstd, const aclTensor* gamma,
                                              const aclTensor* dxOut, const aclTensor* dgammaOut,
                                              uint64_t* workspaceSize, aclOpExecutor** executor) {
-  return mantissa::compat::aclnn_prepare<RmsNormGradOp>(MANTISSA_ACLNN_HANDLES(dy, x, rstd, gamma, dxOut, dgammaOut), {},
-                                                        workspaceSize, executor);
+  return mantissa::compat::aclnn_prepare<RmsNormGradOp>(
+      MANTISSA_ACLNN_HANDLES(dy, x, rstd, gamma, dxOut, dgammaOut), {}, workspaceSize, executor);
 }
 
 aclnnStatus aclnnRmsNormGrad(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,

@@ -15,7 +15,8 @@ aclnnStatus aclnnSoftmaxGetWorkspaceSize(const aclTensor* self, int64_t dim, acl
                                          uint64_t* workspaceSize, aclOpExecutor** executor) {
   // aclnn has no half_to_float: out always has self's dtype.
   return mantissa::compat::aclnn_prepare<SoftmaxOp>(
-      MANTISSA_ACLNN_HANDLES(self, out), mantissa::detail::params_from<SoftmaxOp>(dim, false), workspaceSize, executor);
+      MANTISSA_ACLNN_HANDLES(self, out), mantissa::detail::params_from<SoftmaxOp>(dim, false),
+      workspaceSize, executor);
 }
 
 aclnnStatus aclnnSoftmax(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,
@@ -26,7 +27,8 @@ aclnnStatus aclnnSoftmax(void* workspace, uint64_t workspaceSize, aclOpExecutor*
 aclnnStatus aclnnLogSoftmaxGetWorkspaceSize(const aclTensor* self, int64_t dim, aclTensor* out,
                                             uint64_t* workspaceSize, aclOpExecutor** executor) {
   return mantissa::compat::aclnn_prepare<LogSoftmaxOp>(
-      MANTISSA_ACLNN_HANDLES(self, out), mantissa::detail::params_from<LogSoftmaxOp>(dim), workspaceSize, executor);
+      MANTISSA_ACLNN_HANDLES(self, out), mantissa::detail::params_from<LogSoftmaxOp>(dim),
+      workspaceSize, executor);
 }
 
 aclnnStatus aclnnLogSoftmax(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,

@@ -17,8 +17,8 @@ aclnnStatus aclnnSoftmaxBackwardGetWorkspaceSize(const aclTensor* gradOutput,
                                                  aclTensor* out, uint64_t* workspaceSize,
                                                  aclOpExecutor** executor) {
   return mantissa::compat::aclnn_prepare<SoftmaxGradOp>(
-      MANTISSA_ACLNN_HANDLES(gradOutput, output, out), mantissa::detail::params_from<SoftmaxGradOp>(dim), workspaceSize,
-      executor);
+      MANTISSA_ACLNN_HANDLES(gradOutput, output, out),
+      mantissa::detail::params_from<SoftmaxGradOp>(dim), workspaceSize, executor);
 }
 
 aclnnStatus aclnnSoftmaxBackward(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,
@@ -31,8 +31,8 @@ aclnnStatus aclnnLogSoftmaxBackwardGetWorkspaceSize(const aclTensor* gradOutput,
                                                     aclTensor* out, uint64_t* workspaceSize,
                                                     aclOpExecutor** executor) {
   return mantissa::compat::aclnn_prepare<LogSoftmaxGradOp>(
-      MANTISSA_ACLNN_HANDLES(gradOutput, output, out), mantissa::detail::params_from<LogSoftmaxGradOp>(dim),
-      workspaceSize, executor);
+      MANTISSA_ACLNN_HANDLES(gradOutput, output, out),
+      mantissa::detail::params_from<LogSoftmaxGradOp>(dim), workspaceSize, executor);
 }
 
 aclnnStatus aclnnLogSoftmaxBackward(void* workspace, uint64_t workspaceSize,

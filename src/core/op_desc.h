@@ -281,10 +281,6 @@ constexpr AttrType attr_type_of() {
 
 // ---- Optional parts -----------------------------------------------------------------------------
 
-// The optional parts of a declaration, each named in a table with designated initializers, so
-// that a misspelt or misplaced hook does not compile. Every declaration has both tables (empty
-// where it needs none); an unset entry takes the default said here. The functions are static
-// members of the declaration (or free functions) declared before the table.
 // One entry: a function, or unset. Whether it is set is a plain flag, not a comparison of the
 // function's address with null, which GCC does not evaluate at compile time under the sanitizers
 // (-fno-delete-null-pointer-checks).
@@ -300,21 +296,25 @@ struct Hook {
   }
 };
 
+// The optional parts of a declaration, each named in a table with designated initializers, so
+// that a misspelt or misplaced hook does not compile. Every declaration has both tables (empty
+// where it needs none); an unset entry takes the default said here. The functions are static
+// members of the declaration (or free functions) declared before the table.
 template <class Tensors, class Params>
 struct OpHooks {
   // The trailing dims a row spans, for ShapeRule::kReducedOf. Default: 0 (no rows).
-  Hook<int(const Tensors&, const Params&)> normalized_dims;
+  Hook<int(const Tensors&, const Params&)> normalized_dims{};
   // The attributes that shape the other rules (LayerNorm's normalized_shape), checked right
   // after presence. Default: none.
-  Hook<Status(const Tensors&, const Params&)> check_shape_params;
+  Hook<Status(const Tensors&, const Params&)> check_shape_params{};
   // The attribute that makes optional argument k required with these attribute values
   // (ApplyAdamWV2's max_grad_norm with amsgrad), or nullptr. Default: none.
-  Hook<const char*(const Params&, std::size_t k)> required_by;
+  Hook<const char*(const Params&, std::size_t k)> required_by{};
   // A new output's dtype and shape where its rules leave them open (the precision kit makes its
   // outputs with it; quantized outputs). Default: the rules' own (like its reference argument).
   Hook<void(std::size_t k, const Tensors&, const Params&, DType& dtype,
             std::vector<int64_t>& shape)>
-      infer_output;
+      infer_output{};
   // Params holds more than the attributes (an internal declaration whose Params carries the
   // call's forms, as the multi-tensor steps' per-parameter rules): its members beyond kAttrs are
   // then not checked against the declaration. Default: Params is exactly the attributes.
@@ -327,15 +327,15 @@ template <class Tensors, class Params>
 struct AclHooks {
   // Upstream's aclnn rules that come before the common validation's dtype and rank rules
   // (ForeachNorm: 561002 for lists of mixed dtype or rank above 8).
-  Hook<Status(const Tensors&, const Params&)> check_aclnn_early;
+  Hook<Status(const Tensors&, const Params&)> check_aclnn_early{};
   // Upstream's aclnn limits where they are narrower than the C++ API's, after the common
   // validation.
-  Hook<Status(const Tensors&, const Params&)> check_aclnn;
+  Hook<Status(const Tensors&, const Params&)> check_aclnn{};
   // Attributes op-by-name derives from the tensors (AttrSpec::graph_input_before kNotInGraph).
-  Hook<void(const Tensors&, Params&)> params_by_name;
+  Hook<void(const Tensors&, Params&)> params_by_name{};
   // The string an enumerated attribute takes in the aclnn signature (AscendQuantV3's roundMode),
   // for the precision kit's aclnn backend.
-  Hook<const char*(std::size_t attr, int64_t value)> aclnn_string;
+  Hook<const char*(std::size_t attr, int64_t value)> aclnn_string{};
 };
 
 // ---- Compile-time variants ------------------------------------------------------------------
@@ -924,6 +924,8 @@ void params_member_is_not_declared_in_attribute_order();
 void params_member_type_does_not_fit_its_attribute();
 void params_member_default_differs_from_its_attribute();
 void params_struct_has_a_member_the_declaration_lacks();
+void hook_defined_but_not_in_kHooks();
+void hook_defined_but_not_in_kAclHooks();
 
 // Name i of a MANTISSA_*_MEMBERS list ("x, gamma, y"), or "" past its end.
 constexpr std::string_view nth_name(std::string_view list, std::size_t i) {
@@ -1037,7 +1039,7 @@ constexpr void check_attr_types(std::index_sequence<K...>) {
   if (!(fits(Op::kAttrs[K], std::get<K>(Op::kAttrMembers)) && ...)) {
     params_member_type_does_not_fit_its_attribute();
   }
-  // Scalar defaults as declared (lists and required attributes have none to compare).
+  // Scalar defaults as declared (lists have none to compare).
   [[maybe_unused]] constexpr typename Op::Params defaults{};
   [[maybe_unused]] auto same_default = [&](const AttrSpec& a, auto member) {
     using T = typename member_type<decltype(member)>::type;
@@ -1056,11 +1058,6 @@ constexpr void check_attr_types(std::index_sequence<K...>) {
   }
 }
 
-}  // namespace op_desc_internal
-
-namespace op_desc_internal {
-void hook_defined_but_not_in_kHooks();
-void hook_defined_but_not_in_kAclHooks();
 }  // namespace op_desc_internal
 
 // A hook the declaration defines under a hook's name is the one its table names (a hook

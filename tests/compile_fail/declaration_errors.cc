@@ -9,8 +9,8 @@
 
 namespace probe {
 
-using mantissa::TensorView;
 using mantissa::Status;
+using mantissa::TensorView;
 using mantissa::Workspace;
 namespace d = mantissa::detail;
 

@@ -37,7 +37,8 @@ struct AmpUpdateScaleOp {
           .in_place_of(kGrowthTracker)
           .may_alias_any_input(),
   };
-  MANTISSA_TENSOR_MEMBERS(current_scale, growth_tracker, found_inf, updated_scale, updated_growth_tracker);
+  MANTISSA_TENSOR_MEMBERS(current_scale, growth_tracker, found_inf, updated_scale,
+                          updated_growth_tracker);
 
   // Required by op-by-name, as in CANN's graph definition: no silent default for the schedule.
   static constexpr std::array kAttrs{

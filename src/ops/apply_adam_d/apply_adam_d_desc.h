@@ -49,7 +49,8 @@ struct ApplyAdamDOp {
       Out("m_out", "mOut", "m").like(kVar).rank(0, 8).in_place_of(kM).optional_output(),
       Out("v_out", "vOut", "v").like(kVar).rank(0, 8).in_place_of(kV).optional_output(),
   };
-  MANTISSA_TENSOR_MEMBERS(var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad, var_out, m_out, v_out);
+  MANTISSA_TENSOR_MEMBERS(var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad,
+                          var_out, m_out, v_out);
 
   static constexpr std::array kAttrs{
       AttrSpec{"use_locking", AttrType::kBool, false, 0.0},  // accepted; no numeric effect

@@ -65,7 +65,8 @@ struct DynamicQuantOp {
     return dynamic_quant(t, p, ws);
   }
 
-  static constexpr OpHooks<Tensors, Params> kHooks{.normalized_dims = &normalized_dims, .infer_output = &infer_output};
+  static constexpr OpHooks<Tensors, Params> kHooks{.normalized_dims = &normalized_dims,
+                                                   .infer_output = &infer_output};
   static constexpr AclHooks<Tensors, Params> kAclHooks{};
 };
 static_assert(well_formed<DynamicQuantOp>());

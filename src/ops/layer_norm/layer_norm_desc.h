@@ -88,7 +88,9 @@ struct LayerNormOp {
     return layer_norm(t, p, ws);
   }
 
-  static constexpr OpHooks<Tensors, Params> kHooks{.normalized_dims = &normalized_dims, .check_shape_params = &check_shape_params, .infer_output = &infer_output};
+  static constexpr OpHooks<Tensors, Params> kHooks{.normalized_dims = &normalized_dims,
+                                                   .check_shape_params = &check_shape_params,
+                                                   .infer_output = &infer_output};
   static constexpr AclHooks<Tensors, Params> kAclHooks{};
 };
 static_assert(well_formed<LayerNormOp>());

@@ -100,7 +100,10 @@ struct LayerNormGradOp {
     return layer_norm_grad(t, p, ws);
   }
 
-  static constexpr OpHooks<Tensors, Params> kHooks{.normalized_dims = &normalized_dims, .check_shape_params = &check_shape_params, .required_by = &required_by, .infer_output = &infer_output};
+  static constexpr OpHooks<Tensors, Params> kHooks{.normalized_dims = &normalized_dims,
+                                                   .check_shape_params = &check_shape_params,
+                                                   .required_by = &required_by,
+                                                   .infer_output = &infer_output};
   static constexpr AclHooks<Tensors, Params> kAclHooks{.params_by_name = &params_by_name};
 };
 static_assert(well_formed<LayerNormGradOp>());

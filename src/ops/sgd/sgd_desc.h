@@ -33,7 +33,8 @@ struct SgdOp {
           .in_place_of(kParameters)
           .optional_output(),
   };
-  MANTISSA_TENSOR_MEMBERS(parameters, gradient, learning_rate, accum, momentum, stat, parameters_out);
+  MANTISSA_TENSOR_MEMBERS(parameters, gradient, learning_rate, accum, momentum, stat,
+                          parameters_out);
 
   static constexpr std::array kAttrs{
       AttrSpec{"dampening", AttrType::kFloat, false, 0.0},
