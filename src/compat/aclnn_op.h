@@ -166,12 +166,12 @@ class AclnnPlan {
     // (ForeachNorm's lists of one dtype and rank <= 8: 561002 before the 161002 of out[i]
     // having x[i]'s dtype or of the rank range).
     if constexpr (Op::kAclHooks.check_aclnn_early.set) {
-      MANTISSA_RETURN_IF_ERROR(Op::kAclHooks.check_aclnn_early(t, params_));
+      MANTISSA_RETURN_IF_ERROR(Op::kAclHooks.check_aclnn_early.fn(t, params_));
     }
     MANTISSA_RETURN_IF_ERROR(detail::validate<Op>(t, params_));
     // Upstream's aclnn limits where they are narrower than the C++ API's.
     if constexpr (Op::kAclHooks.check_aclnn.set) {
-      MANTISSA_RETURN_IF_ERROR(Op::kAclHooks.check_aclnn(t, params_));
+      MANTISSA_RETURN_IF_ERROR(Op::kAclHooks.check_aclnn.fn(t, params_));
     }
     return check_written();
   }

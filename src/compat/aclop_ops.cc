@@ -212,7 +212,7 @@ struct Row {
         case AttrType::kIntList: break;  // inputs (above)
       }
     }
-    if constexpr (Op::kAclHooks.params_by_name.set) Op::kAclHooks.params_by_name(t, p);
+    if constexpr (Op::kAclHooks.params_by_name.set) Op::kAclHooks.params_by_name.fn(t, p);
     return c.execute(t, p, validate, run);
   }
 

@@ -283,17 +283,16 @@ constexpr AttrType attr_type_of() {
 
 // One entry: a function, or unset. Whether it is set is a plain flag, not a comparison of the
 // function's address with null, which GCC does not evaluate at compile time under the sanitizers
-// (-fno-delete-null-pointer-checks).
+// (-fno-delete-null-pointer-checks). Callers read `.set` in `if constexpr` and call through
+// `.fn`, which reads one constant: the table itself is never odr-used, so a translation unit does
+// not emit every hook of the table (and reference their callees, which may be internal to the
+// library).
 template <class F>
 struct Hook {
   F* fn = nullptr;
   bool set = false;
   constexpr Hook() = default;
   constexpr Hook(F* f) : fn(f), set(true) {}  // NOLINT: implicit, `.hook = &function`
-  template <class... A>
-  decltype(auto) operator()(A&&... a) const {
-    return fn(std::forward<A>(a)...);
-  }
 };
 
 // The optional parts of a declaration, each named in a table with designated initializers, so
@@ -605,7 +604,7 @@ typename Op::Params params_from(A... values) {
 template <class Op>
 const char* required_by(const typename Op::Params& p, std::size_t k) {
   if constexpr (Op::kHooks.required_by.set) {
-    return Op::kHooks.required_by(p, k);
+    return Op::kHooks.required_by.fn(p, k);
   } else {
     return nullptr;
   }
@@ -756,7 +755,7 @@ class ValidationEntries {
 template <class Op>
 int normalized_dims_of(const typename Op::Tensors& t, const typename Op::Params& p) {
   if constexpr (Op::kHooks.normalized_dims.set) {
-    return Op::kHooks.normalized_dims(t, p);
+    return Op::kHooks.normalized_dims.fn(t, p);
   } else {
     return 0;
   }
@@ -819,7 +818,7 @@ Status validate(const typename Op::Tensors& t, const typename Op::Params& p) {
   }
   // Attributes that shape the other rules (LayerNorm's normalized_shape), before those rules.
   if constexpr (Op::kHooks.check_shape_params.set) {
-    MANTISSA_RETURN_IF_ERROR(Op::kHooks.check_shape_params(t, p));
+    MANTISSA_RETURN_IF_ERROR(Op::kHooks.check_shape_params.fn(t, p));
   }
   MANTISSA_RETURN_IF_ERROR(each([&](std::size_t e, const ArgSpec& a) -> Status {
     switch (a.dtype) {

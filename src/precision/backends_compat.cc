@@ -165,7 +165,7 @@ std::string aclnn_backend(aclnnStatus (*phase_one)(P...),
       using DependentOp = std::enable_if_t<sizeof(T) != 0, Op>;
       static_assert(DependentOp::kAclHooks.aclnn_string.set,
                     "a string attribute in the aclnn signature needs kAclHooks.aclnn_string");
-      return DependentOp::kAclHooks.aclnn_string(i, in.attrs[i].i);
+      return DependentOp::kAclHooks.aclnn_string.fn(i, in.attrs[i].i);
     } else if constexpr (std::is_same_v<T, uint64_t*>) {
       return &size;
     } else if constexpr (std::is_same_v<T, aclOpExecutor**>) {

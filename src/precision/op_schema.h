@@ -134,7 +134,7 @@ struct Schema {
     // normalized_shape), the operator says.
     if constexpr (Op::kHooks.infer_output.set) {
       std::vector<TensorView> views;
-      Op::kHooks.infer_output(k, input_tensors(in, views), params(in), dtype, shape);
+      Op::kHooks.infer_output.fn(k, input_tensors(in, views), params(in), dtype, shape);
     }
     return HostTensor(dtype, shape);
   }
