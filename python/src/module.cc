@@ -10,6 +10,7 @@
 //             (161002), so nothing is staged and nothing is copied.
 //   Error     mantissa.Error (a ValueError): .code is the CANN status code, .code_name its
 //             symbol, str() the library's message. Raised before anything is written.
+#include <fmt/format.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "mantissa/mantissa.h"
+#include "ops/all_ops.h"
 #ifdef MANTISSA_HAVE_PRECISION_KIT
 #include "precision/kit.h"
 #endif
@@ -900,6 +902,151 @@ void bind_runtime(py::module_& m) {
 #endif
 }
 
+// ---- Every operator from its declaration -----------------------------------------------------
+
+// CANN's op type in snake_case ("RmsNormGrad": "rms_norm_grad", "SoftmaxV2": "softmax_v2",
+// "ApplyAdamWV2": "apply_adam_w_v2", "SGD": "sgd"): a word starts at a capital that follows a
+// lower-case letter or a digit, or that follows a capital and precedes a lower-case letter or a
+// digit.
+std::string snake_case(std::string_view type) {
+  const auto upper = [](char c) { return c >= 'A' && c <= 'Z'; };
+  const auto lower_or_digit = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+  };
+  std::string s;
+  for (std::size_t i = 0; i < type.size(); ++i) {
+    const char c = type[i];
+    if (upper(c) && i > 0 &&
+        (lower_or_digit(type[i - 1]) ||
+         (upper(type[i - 1]) && i + 1 < type.size() && lower_or_digit(type[i + 1])))) {
+      s += '_';
+    }
+    s += upper(c) ? static_cast<char>(c - 'A' + 'a') : c;
+  }
+  return s;
+}
+
+[[noreturn]] void raise_type_error(const std::string& message) {
+  PyErr_SetString(PyExc_TypeError, message.c_str());
+  throw py::error_already_set();
+}
+
+// The call of Op from Python: its tensor arguments in declaration order (positional or by
+// name; an optional one may be None or left out), then its attributes (positional after the
+// tensors or by name; left out: the declared default). Lists of tensors are not taken here.
+template <class Op>
+void call_declared(const std::string& name, const py::args& args, const py::kwargs& kwargs) {
+  constexpr std::size_t nt = detail::kNumArgs<Op>, na = detail::kNumAttrs<Op>;
+  if (args.size() > nt + na) {
+    raise_type_error(
+        fmt::format("{}() takes at most {} arguments ({} given)", name, nt + na, args.size()));
+  }
+  std::size_t used = 0;
+  const auto argument = [&](std::size_t position, std::string_view key) -> py::object {
+    const py::str k{std::string(key)};
+    if (kwargs.contains(k)) {
+      if (position < args.size()) {
+        raise_type_error(fmt::format("{}() got multiple values for argument '{}'", name, key));
+      }
+      ++used;
+      return kwargs[k];
+    }
+    return position < args.size() ? py::reinterpret_borrow<py::object>(args[position])
+                                  : py::object(py::none());
+  };
+  Buffers b;
+  typename Op::Tensors t{};
+  typename Op::Params p{};
+  for (std::size_t k = 0; k < nt; ++k) {
+    const detail::ArgSpec& a = Op::kArgs[k];
+    const py::object h = argument(k, a.name);
+    if (h.is_none()) {
+      if (!a.optional) raise_type_error(fmt::format("{}() missing argument '{}'", name, a.name));
+      continue;
+    }
+    const Access access = a.role == detail::Role::kIn ? Access::kRead : Access::kWrite;
+    detail::set_view<Op>(t, k, view_of(h, access, b, a.name.data()));
+  }
+  for (std::size_t i = 0; i < na; ++i) {
+    const detail::AttrSpec& a = Op::kAttrs[i];
+    const py::object h = argument(nt + i, a.name);
+    if (h.is_none()) continue;
+    switch (a.type) {
+      case detail::AttrType::kBool: detail::set_attr<Op>(p, i, h.cast<bool>()); break;
+      case detail::AttrType::kInt: detail::set_attr<Op>(p, i, h.cast<int64_t>()); break;
+      case detail::AttrType::kFloat:
+      case detail::AttrType::kScalar: detail::set_attr<Op>(p, i, h.cast<double>()); break;
+      case detail::AttrType::kIntList:
+      case detail::AttrType::kBoolList: {
+        const std::vector<int64_t> values = h.cast<std::vector<int64_t>>();
+        raise_if_failed(detail::set_list_attr<Op>(p, i, values));
+        break;
+      }
+    }
+  }
+  if (used != kwargs.size()) {
+    for (const auto& [key, value] : kwargs) {
+      bool known = false;
+      for (const auto& a : Op::kArgs) known |= py::str(key).cast<std::string>() == a.name;
+      for (const auto& a : Op::kAttrs) known |= py::str(key).cast<std::string>() == a.name;
+      if (!known) {
+        raise_type_error(fmt::format("{}() got an unexpected keyword argument '{}'", name,
+                                     py::str(key).cast<std::string>()));
+      }
+    }
+  }
+  run([&] { return Op::run(t, p); });
+}
+
+// The signature and roles, for help().
+template <class Op>
+std::string declared_doc(const std::string& name) {
+  std::string sig = name + "(";
+  std::string roles;
+  for (std::size_t k = 0; k < detail::kNumArgs<Op>; ++k) {
+    const detail::ArgSpec& a = Op::kArgs[k];
+    sig += fmt::format("{}{}{}", k ? ", " : "", a.name, a.optional ? "=None" : "");
+    roles += fmt::format("\n  {}: {}{}", a.name,
+                         a.role == detail::Role::kIn    ? "read"
+                         : a.role == detail::Role::kOut ? "written"
+                                                        : "read and written",
+                         a.optional ? " (optional)" : "");
+  }
+  for (std::size_t i = 0; i < detail::kNumAttrs<Op>; ++i) {
+    const detail::AttrSpec& a = Op::kAttrs[i];
+    sig += fmt::format(", {}={}", a.name, a.default_value);
+  }
+  return fmt::format(
+      "{})\n\nCANN's {}{}{}: numpy arrays or torch CPU tensors, contiguous; see "
+      "docs/ops/.{}",
+      sig, Op::kType, Op::kAclnn.empty() ? "" : " (", Op::kAclnn, Op::kAclnn.empty() ? "" : ")",
+      roles);
+}
+
+// mantissa.ops.<snake_case type> for every declared operator without a tensor list, generated
+// from the declaration; also mantissa.<name> where the hand-written bindings above have no
+// function of that name (every operator declared after them: mantissa.gelu).
+void bind_declared_ops(py::module_& m) {
+  py::module_ ops = m.def_submodule(
+      "ops",
+      "Every operator under CANN's op type in snake_case, generated from its declaration: "
+      "tensors in CANN's order, then attributes (by position or name).");
+  detail::AllOps::for_each([&](auto op) {
+    using Op = typename decltype(op)::type;
+    bool has_list = false;
+    for (const auto& a : Op::kArgs) has_list |= a.is_list;
+    if (has_list) return;
+    const std::string name = snake_case(Op::kType);
+    ops.def(
+        name.c_str(),
+        [name](const py::args& args, const py::kwargs& kwargs) {
+          call_declared<Op>(name, args, kwargs);
+        },
+        declared_doc<Op>(name).c_str());
+    if (!py::hasattr(m, name.c_str())) m.attr(name.c_str()) = ops.attr(name.c_str());
+  });
+}
+
 }  // namespace
 }  // namespace mantissa::python
 
@@ -920,4 +1067,5 @@ PYBIND11_MODULE(_mantissa, m) {
   bind_ops(m);
   bind_optim(m);
   bind_runtime(m);
+  bind_declared_ops(m);
 }

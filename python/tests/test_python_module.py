@@ -386,3 +386,49 @@ def test_every_operator_of_the_cpp_api_is_bound():
     assert len(names) >= 18
     missing = sorted(n for n in names if not hasattr(mantissa, n))
     assert not missing, f"operators without a Python binding: {missing}"
+
+
+def test_gelu_generated_binding_against_fp64():
+    # mantissa.gelu comes from the declaration alone (no hand-written binding): tensors by
+    # position or by name, in place, errors with CANN codes.
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal(1000) * 4).astype(np.float32)
+    x[:4] = [0.0, -0.0, np.inf, -np.inf]
+    out = np.full_like(x, np.nan)
+    mantissa.gelu(x, out)
+    xd = x.astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        u = np.sqrt(2 / np.pi) * (xd + 0.044715 * xd**3)
+        want = 0.5 * xd * (1 + np.tanh(u))  # the documented tanh form in fp64
+    want[3] = -0.0
+    finite = np.abs(xd) < 4  # the tanh form in fp64 cancels further out in the negative tail
+    np.testing.assert_allclose(out[finite], want[finite], rtol=2e-7, atol=0)
+    assert bits(out[:4]).tolist() == [0x00000000, 0x80000000, 0x7F800000, 0x80000000]
+    same = np.empty_like(x)
+    mantissa.ops.gelu(self=x, out=same)
+    assert bits(same).tolist() == bits(out).tolist()
+    inplace = x.copy()
+    mantissa.gelu(inplace, inplace)
+    assert bits(inplace).tolist() == bits(out).tolist()
+    with pytest.raises(mantissa.Error) as e:
+        mantissa.gelu(x, np.empty(999, np.float32))
+    assert e.value.code == 161002
+    with pytest.raises(TypeError):
+        mantissa.gelu(x)
+    with pytest.raises(TypeError):
+        mantissa.gelu(x, out, approximate="tanh")
+
+
+def test_every_declared_operator_is_in_mantissa_ops():
+    # mantissa.ops holds every operator without tensor lists under its CANN type, generated from
+    # the declaration; its call gives the hand-written binding's bits.
+    for name in ("gelu", "rms_norm", "softmax_v2", "log_softmax_v2", "sgd", "apply_adam_d",
+                 "apply_adam_w_v2", "layer_norm_v4", "quantize", "dynamic_quant"):
+        assert hasattr(mantissa.ops, name), name
+    x = np.linspace(-3, 3, 64, dtype=np.float32).reshape(4, 16)
+    gamma = np.linspace(0.5, 1.5, 16, dtype=np.float32)
+    y1, r1 = np.empty_like(x), np.empty((4, 1), np.float32)
+    y2, r2 = np.empty_like(x), np.empty((4, 1), np.float32)
+    mantissa.rms_norm(x, gamma, y1, r1, epsilon=1e-5)
+    mantissa.ops.rms_norm(x, gamma, y2, r2, epsilon=1e-5)
+    assert bits(y1).tolist() == bits(y2).tolist() and bits(r1).tolist() == bits(r2).tolist()

@@ -438,6 +438,36 @@ inline std::string acl_attr_name(std::string_view name) {
   return s;
 }
 
+// Whether `acl` is the aclnn parameter name of attribute name `name` (acl_attr_name's rule).
+constexpr bool is_acl_attr_name(std::string_view name, std::string_view acl) {
+  std::size_t j = 0;
+  bool upper = false;
+  for (char c : name) {
+    if (c == '_') {
+      upper = true;
+      continue;
+    }
+    const char want = upper && c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c;
+    if (j >= acl.size() || acl[j++] != want) return false;
+    upper = false;
+  }
+  return j == acl.size();
+}
+
+// Reached only in a constant evaluation that fails: the message the compiler prints.
+inline void aclnn_signature_names_no_attribute_of_the_declaration() {}
+
+// The index of the attribute whose aclnn name is `acl`, for the entries generated from a
+// declaration's kAclnnSignature: a parameter that names no attribute does not compile.
+template <class Op>
+consteval std::size_t acl_attr_index(std::string_view acl) {
+  for (std::size_t i = 0; i < detail::kNumAttrs<Op>; ++i) {
+    if (is_acl_attr_name(Op::kAttrs[i].name, acl)) return i;
+  }
+  aclnn_signature_names_no_attribute_of_the_declaration();
+  return 0;
+}
+
 // Checks the list handles (null: 161001; not live: 161002) and sets their attributes in
 // `params` (a list of the wrong length for its attribute: 161002).
 template <class Op>

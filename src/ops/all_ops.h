@@ -1,26 +1,13 @@
-// The list of operators. Every consumer (op-by-name, the precision kit, the benchmarks, the
-// registry test) iterates this list, so an operator declared here and missing from a consumer
-// fails a test rather than being silently absent.
+// The list of operators: every struct <Name>Op in src/ops/*/*_desc.h, collected by the build
+// (cmake/operators.cmake), so a declaration is listed by existing. Every consumer (op-by-name, the
+// precision kit, the benchmarks, the Python module's generic bindings, the registry test) iterates
+// this list, so an operator missing from a consumer fails a test rather than being silently
+// absent.
 #pragma once
 
 #include <type_traits>
 
-#include "ops/amp_update_scale/amp_update_scale_desc.h"
-#include "ops/apply_adam_d/apply_adam_d_desc.h"
-#include "ops/apply_adam_w_v2/apply_adam_w_v2_desc.h"
-#include "ops/ascend_quant_v3/ascend_quant_v3_desc.h"
-#include "ops/dynamic_quant/dynamic_quant_desc.h"
-#include "ops/foreach_non_finite_check_and_unscale/foreach_non_finite_check_and_unscale_desc.h"
-#include "ops/foreach_norm/foreach_norm_desc.h"
-#include "ops/layer_norm/layer_norm_desc.h"
-#include "ops/layer_norm_grad/layer_norm_grad_desc.h"
-#include "ops/quantize/quantize_desc.h"
-#include "ops/rms_norm/rms_norm_desc.h"
-#include "ops/rms_norm_grad/rms_norm_grad_desc.h"
-#include "ops/sgd/sgd_desc.h"
-#include "ops/softmax/softmax_desc.h"
-#include "ops/softmax_cross_entropy_with_logits/softmax_cross_entropy_with_logits_desc.h"
-#include "ops/softmax_grad/softmax_grad_desc.h"
+#include "ops/all_ops_list.h"  // generated: every src/ops/*/*_desc.h (cmake/operators.cmake)
 
 namespace mantissa::detail {
 
@@ -34,10 +21,6 @@ struct OpList {
   }
 };
 
-using AllOps =
-    OpList<AmpUpdateScaleOp, SgdOp, ApplyAdamDOp, ApplyAdamWV2Op, SoftmaxOp, LogSoftmaxOp,
-           SoftmaxGradOp, LogSoftmaxGradOp, RmsNormOp, RmsNormGradOp,
-           ForeachNonFiniteCheckAndUnscaleOp, ForeachNormOp, SoftmaxCrossEntropyWithLogitsOp,
-           LayerNormOp, LayerNormGradOp, QuantizeOp, DynamicQuantOp, AscendQuantV3Op>;
+using AllOps = OpList<MANTISSA_ALL_OPS>;
 
 }  // namespace mantissa::detail

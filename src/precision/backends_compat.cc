@@ -16,23 +16,9 @@
 #include "acl/acl.h"
 #include "acl/acl_op_compiler.h"
 #include "aclnn/acl_meta.h"
-#include "aclnnop/aclnn_amp_update_scale.h"
-#include "aclnnop/aclnn_apply_adam_d.h"
-#include "aclnnop/aclnn_apply_adam_w_v2.h"
-#include "aclnnop/aclnn_ascend_quant_v3.h"
-#include "aclnnop/aclnn_dynamic_quant.h"
-#include "aclnnop/aclnn_foreach_non_finite_check_and_unscale.h"
-#include "aclnnop/aclnn_foreach_norm.h"
-#include "aclnnop/aclnn_layer_norm.h"
-#include "aclnnop/aclnn_layer_norm_backward.h"
-#include "aclnnop/aclnn_logsoftmax.h"
-#include "aclnnop/aclnn_logsoftmax_backward.h"
-#include "aclnnop/aclnn_quantize.h"
-#include "aclnnop/aclnn_rms_norm.h"
-#include "aclnnop/aclnn_rms_norm_grad.h"
-#include "aclnnop/aclnn_softmax.h"
-#include "aclnnop/aclnn_softmax_backward.h"
-#include "aclnnop/aclnn_softmax_cross_entropy_with_logits.h"
+#define MANTISSA_ACLNN_HEADERS
+#include "aclnn_backends.inc"  // generated: every aclnn header
+#undef MANTISSA_ACLNN_HEADERS
 #include "precision/op_defs.h"
 #include "precision/op_schema.h"
 #include "precision/ops_common.h"
@@ -352,31 +338,9 @@ void add_compat_backends(std::map<std::string, OpEntry>& ops) {
     using Op = typename decltype(op)::type;
     ops.at(std::string(Op::kType)).backends[Backend::kAclop] = aclop_backend<Op>;
   });
-  // The C entry points of the operators CANN defines an aclnn call for (the registry test checks
-  // that every operator with an aclnn name is bound here).
-  add_aclnn<detail::AmpUpdateScaleOp>(ops, aclnnAmpUpdateScaleGetWorkspaceSize,
-                                      aclnnAmpUpdateScale);
-  add_aclnn<detail::ApplyAdamDOp>(ops, aclnnApplyAdamDGetWorkspaceSize, aclnnApplyAdamD);
-  add_aclnn<detail::ApplyAdamWV2Op>(ops, aclnnApplyAdamWV2GetWorkspaceSize, aclnnApplyAdamWV2);
-  add_aclnn<detail::ForeachNonFiniteCheckAndUnscaleOp>(
-      ops, aclnnForeachNonFiniteCheckAndUnscaleGetWorkspaceSize,
-      aclnnForeachNonFiniteCheckAndUnscale);
-  add_aclnn<detail::ForeachNormOp>(ops, aclnnForeachNormGetWorkspaceSize, aclnnForeachNorm);
-  add_aclnn<detail::SoftmaxOp>(ops, aclnnSoftmaxGetWorkspaceSize, aclnnSoftmax);
-  add_aclnn<detail::LogSoftmaxOp>(ops, aclnnLogSoftmaxGetWorkspaceSize, aclnnLogSoftmax);
-  add_aclnn<detail::SoftmaxCrossEntropyWithLogitsOp>(
-      ops, aclnnSoftmaxCrossEntropyWithLogitsGetWorkspaceSize, aclnnSoftmaxCrossEntropyWithLogits);
-  add_aclnn<detail::SoftmaxGradOp>(ops, aclnnSoftmaxBackwardGetWorkspaceSize, aclnnSoftmaxBackward);
-  add_aclnn<detail::LogSoftmaxGradOp>(ops, aclnnLogSoftmaxBackwardGetWorkspaceSize,
-                                      aclnnLogSoftmaxBackward);
-  add_aclnn<detail::RmsNormOp>(ops, aclnnRmsNormGetWorkspaceSize, aclnnRmsNorm);
-  add_aclnn<detail::LayerNormOp>(ops, aclnnLayerNormGetWorkspaceSize, aclnnLayerNorm);
-  add_aclnn<detail::LayerNormGradOp>(ops, aclnnLayerNormBackwardGetWorkspaceSize,
-                                     aclnnLayerNormBackward);
-  add_aclnn<detail::RmsNormGradOp>(ops, aclnnRmsNormGradGetWorkspaceSize, aclnnRmsNormGrad);
-  add_aclnn<detail::QuantizeOp>(ops, aclnnQuantizeGetWorkspaceSize, aclnnQuantize);
-  add_aclnn<detail::DynamicQuantOp>(ops, aclnnDynamicQuantGetWorkspaceSize, aclnnDynamicQuant);
-  add_aclnn<detail::AscendQuantV3Op>(ops, aclnnAscendQuantV3GetWorkspaceSize, aclnnAscendQuantV3);
+  // The C entry points of every operator with an aclnn name (generated from the declarations;
+  // the registry test checks that each has its backend).
+#include "aclnn_backends.inc"
 }
 
 }  // namespace mantissa::precision

@@ -350,7 +350,32 @@ class NormCall final : public PreparedCall {
   ForeachNormTensors t_;
 };
 
-// The prepared call of one declared variant; an operator with variants needs one overload.
+// The call of an operator without a make_call overload, from its declaration alone: every
+// tensor argument (all element-wise on the first: [n] of the case's dtype, as an element-wise
+// operator's rules have them) its own buffer, inputs in [-4, 4), outputs written out of place,
+// optional arguments left out, the variant's Params.
+template <class Op>
+class DeclaredCall final : public PreparedCall {
+ public:
+  DeclaredCall(DType dtype, int64_t n, typename Op::Variant variant) : p_(Op::params_for(variant)) {
+    for (std::size_t k = 0; k < detail::kNumArgs<Op>; ++k) {
+      const detail::ArgSpec& a = Op::kArgs[k];
+      if (a.optional) continue;
+      const bool input = a.role != detail::Role::kOut;
+      buffers_.push_back(std::make_unique<Buffer>(dtype, n, 0.0f, input ? 8.0f : 0.0f));
+      detail::set_view<Op>(t_, k, view(*buffers_.back(), dtype, n));
+    }
+  }
+  void run() override { (void)Op::run(t_, p_); }
+
+ private:
+  std::vector<std::unique_ptr<Buffer>> buffers_;
+  typename Op::Tensors t_{};
+  typename Op::Params p_;
+};
+
+// The prepared call of one declared variant: the operator's own overload where it needs
+// realistic values or lists, else DeclaredCall.
 std::unique_ptr<PreparedCall> make_call(DType dtype, int64_t n, detail::SgdOp::Variant v) {
   return std::make_unique<SgdCall>(dtype, n, v);
 }
@@ -394,8 +419,12 @@ std::unique_ptr<PreparedCall> prepare(const OpCase& c, int64_t n) {
     using Op = typename decltype(op)::type;
     if constexpr (Op::kVariants.size() > 0) {
       if (c.op == Op::kType) {
-        call =
-            make_call(c.dtype, n, Op::kVariants[static_cast<std::size_t>(c.variant_index)].variant);
+        const auto variant = Op::kVariants[static_cast<std::size_t>(c.variant_index)].variant;
+        if constexpr (requires { make_call(c.dtype, n, variant); }) {
+          call = make_call(c.dtype, n, variant);
+        } else {
+          call = std::make_unique<DeclaredCall<Op>>(c.dtype, n, variant);
+        }
       }
     }
   });

@@ -16,6 +16,11 @@ struct RmsNormOp {
   using Params = RmsNormParams;
   static constexpr std::string_view kType = "RmsNorm";
   static constexpr std::string_view kAclnn = "aclnnRmsNorm";
+  // CANN's phase-one signature: the build generates aclnnop/aclnn_rms_norm.h and both entries
+  // from it (cmake/operators.cmake).
+  static constexpr std::string_view kAclnnSignature =
+      "const aclTensor* x, const aclTensor* gamma, double epsilon, const aclTensor* yOut, "
+      "const aclTensor* rstdOut";
 
   enum Arg { kX, kGamma, kY, kRstd };
   // gamma: x's dtype or FLOAT (check_params: FLOAT only with an fp16/bf16 x).

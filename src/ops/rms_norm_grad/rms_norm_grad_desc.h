@@ -17,6 +17,10 @@ struct RmsNormGradOp {
   using Params = RmsNormGradParams;
   static constexpr std::string_view kType = "RmsNormGrad";
   static constexpr std::string_view kAclnn = "aclnnRmsNormGrad";
+  // CANN's phase-one signature (generated entries: cmake/operators.cmake).
+  static constexpr std::string_view kAclnnSignature =
+      "const aclTensor* dy, const aclTensor* x, const aclTensor* rstd, const aclTensor* gamma, "
+      "const aclTensor* dxOut, const aclTensor* dgammaOut";
 
   enum Arg { kDy, kX, kRstd, kGamma, kDx, kDgamma };
   static constexpr std::array kArgs{

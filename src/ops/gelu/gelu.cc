@@ -1,0 +1,140 @@
+// Gelu: validation, and one kernel written once for every SIMD target.
+//
+// Per element, in fp64 from the widened input (exact), each operation rounded once to fp64, in
+// this order (the fp32 reference of the kit, precision/op_gelu.cc, repeats it):
+//   x3 = (x * x) * x
+//   s  = sqrt(8 / pi) * (x + 0.044715 * x3)          s = 2u, u the argument of tanh
+//   e  = Exp64(-|s|)                                 core/math-inl.h's fp64 exp, in (0, 1]
+//   y  = x / (1 + e)             where s >= 0        0.5 (1 + tanh(u)) = 1 / (1 + exp(-2u))
+//   y  = (x * e) / (1 + e)       where s < 0         the same fraction times exp(2u) / exp(2u)
+// then rounded to fp32 and from there to out's dtype (StoreResult). Exp's argument is never
+// positive, so nothing overflows; -inf gives -0 (the limit: x * e would be -inf * 0), +inf gives
+// +inf, NaN the canonical NaN. Traffic: one read and one write per element.
+#ifndef MANTISSA_OPS_GELU_ARGS_
+#define MANTISSA_OPS_GELU_ARGS_
+#include <cstdint>
+
+#include "mantissa/dtype.h"
+
+namespace mantissa::detail {
+struct GeluKernelArgs {
+  DType dtype = DType::kFloat32;
+  int64_t n = 0;
+  const void* self = nullptr;
+  void* out = nullptr;
+};
+}  // namespace mantissa::detail
+#endif  // MANTISSA_OPS_GELU_ARGS_
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/gelu/gelu.cc"
+// clang-format off: foreach_target.h must come first; it re-includes this file once per target.
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+// clang-format on
+
+#include "core/math-inl.h"
+#include "core/parallel.h"
+#include "core/simd-inl.h"
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace mantissa::HWY_NAMESPACE {
+
+// GELU of K fp64 vectors in place (the steps above, each applied to all K before the next).
+template <size_t K, class D>
+HWY_INLINE void GeluF64(D d, hn::Vec<D> (&x)[K]) {
+  const auto c = hn::Set(d, 0.044715);
+  const auto k = hn::Set(d, 0x1.9884533d43651p+0);  // sqrt(8 / pi) rounded to fp64
+  const auto one = hn::Set(d, 1.0);
+  const auto zero = hn::Zero(d);
+  const auto neg_zero = hn::Set(d, -0.0);
+  hn::Vec<D> s[K], e[K];
+#pragma GCC unroll 8
+  for (size_t j = 0; j < K; ++j) {
+    const auto x3 = hn::Mul(hn::Mul(x[j], x[j]), x[j]);
+    s[j] = hn::Mul(k, hn::Add(x[j], hn::Mul(c, x3)));
+    e[j] = hn::Neg(hn::Abs(s[j]));
+  }
+  Exp64(d, e);
+#pragma GCC unroll 8
+  for (size_t j = 0; j < K; ++j) {
+    // x * e where s < 0, with e == 0 giving -0 (x is then negative or -inf).
+    const auto scaled = hn::IfThenElse(hn::Eq(e[j], zero), neg_zero, hn::Mul(x[j], e[j]));
+    const auto num = hn::IfThenElse(hn::Lt(s[j], zero), scaled, x[j]);
+    x[j] = hn::Div(num, hn::Add(one, e[j]));
+  }
+}
+
+template <class Format>
+void GeluFormat(const detail::GeluKernelArgs& args) {
+  using T = typename Format::Storage;
+  auto chunk = [&args](int64_t begin, int64_t end) {
+    // Locals of the chunk: a vector store may alias anything the closure reaches.
+    const T* const in = static_cast<const T*>(args.self);
+    T* const out = static_cast<T*>(args.out);
+    const hn::ScalableTag<double> dd;
+    const hn::Rebind<float, decltype(dd)> dh;
+    constexpr size_t K = 4;
+    const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
+    int64_t i = begin;
+    for (; i + static_cast<int64_t>(K) * lanes <= end; i += static_cast<int64_t>(K) * lanes) {
+      // Every input of these elements is loaded before any store, so in place is safe.
+      hn::Vec<decltype(dd)> v[K];
+#pragma GCC unroll 8
+      for (size_t j = 0; j < K; ++j) {
+        v[j] = hn::PromoteTo(dd, LoadF32<Format>(dh, in + i + static_cast<int64_t>(j) * lanes));
+      }
+      GeluF64(dd, v);
+      StoreResults<Format>(dd, v, out + i);
+    }
+    // The tail one lane at a time: the same operations on a one-lane vector.
+    const hn::CappedTag<double, 1> d1;
+    const hn::Rebind<float, decltype(d1)> df1;
+    for (; i < end; ++i) {
+      hn::Vec<decltype(d1)> v[1] = {hn::PromoteTo(d1, LoadF32<Format>(df1, in + i))};
+      GeluF64(d1, v);
+      StoreResult<Format>(df1, DemoteF64ToF32(df1, d1, v[0]), out + i);
+    }
+  };
+  detail::parallel_for(args.n, detail::kDefaultGrain, chunk);
+}
+
+void GeluImpl(const detail::GeluKernelArgs& args) {
+  VisitFormat(args.dtype, [&](auto format) { GeluFormat<decltype(format)>(args); });
+}
+
+}  // namespace mantissa::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include "core/entry.h"
+#include "core/runtime_internal.h"
+#include "mantissa/ops/gelu.h"
+#include "ops/gelu/gelu_desc.h"
+
+namespace mantissa {
+
+HWY_EXPORT(GeluImpl);
+
+// Validation is derived from the declaration (gelu_desc.h): out is self's shape and dtype, and
+// either self's very buffer or sharing no byte with it.
+Status gelu_validate(const GeluTensors& t, const GeluParams& p) {
+  return detail::validate<detail::GeluOp>(t, p);
+}
+
+Status gelu(const GeluTensors& t, const GeluParams& p) {
+  return detail::guarded_entry("gelu", [&]() -> Status {
+    MANTISSA_RETURN_IF_ERROR(gelu_validate(t, p));
+    detail::ensure_runtime_initialized();
+    detail::GeluKernelArgs args;
+    args.dtype = t.self.dtype;
+    args.n = *t.self.numel();
+    args.self = t.self.data;
+    args.out = t.out.data;
+    HWY_DYNAMIC_DISPATCH(GeluImpl)(args);
+    return {};
+  });
+}
+
+}  // namespace mantissa
+#endif  // HWY_ONCE
