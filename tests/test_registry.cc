@@ -8,6 +8,7 @@
 #include <string>
 
 #include "compat/aclop_internal.h"
+#include "compat/op_binding.h"
 #include "mantissa/bench_cases.h"
 #include "ops/all_ops.h"
 #include "precision/kit.h"
@@ -36,7 +37,7 @@ TEST(Registry, EveryOperatorHasAnOpByNameRow) {
     // Attributes given as inputs by name (host scalars, int lists) sit among the inputs in the
     // graph's order; attributes the graph lacks are absent; the others are attributes.
     using mantissa::detail::AttrType;
-    const std::size_t tensor_inputs = mantissa::detail::count_graph_inputs<Op>();
+    const std::size_t tensor_inputs = mantissa::compat::count_graph_inputs<Op>();
     std::size_t input_attrs = 0, graph_attrs = 0;
     for (const auto& a : Op::kAttrs) {
       if (a.graph_input_before == mantissa::detail::kNotInGraph) continue;

@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -271,6 +272,39 @@ std::size_t checked_count(const std::vector<TensorView>& first,
                                                first_name + " has " + std::to_string(first.size()));
   }
   return first.size();
+}
+
+// One list argument of a fused step: a Python sequence with one tensor per parameter (an
+// optional list: None, or a sequence whose items may be None), and the member of the
+// per-parameter struct it fills.
+template <class P>
+struct ListArg {
+  const char* name;
+  py::handle seq;
+  Access access;
+  TensorView P::*member = nullptr;                   // a required list
+  std::optional<TensorView> P::*optional = nullptr;  // an optional list
+};
+
+// The per-parameter tensors of a fused step from its list arguments: every required list as long
+// as the first (161002 naming both otherwise), each optional one None or as long.
+template <class P>
+std::vector<P> parameter_list(std::initializer_list<ListArg<P>> args, Buffers& b) {
+  const ListArg<P>& first = *args.begin();
+  const std::vector<TensorView> anchor = list_views(first.seq, first.access, b, first.name);
+  std::vector<P> list(anchor.size());
+  for (const ListArg<P>& a : args) {
+    if (a.member != nullptr) {
+      const std::vector<TensorView> views =
+          &a == &first ? anchor : list_views(a.seq, a.access, b, a.name);
+      checked_count(anchor, views, first.name, a.name);
+      for (std::size_t i = 0; i < list.size(); ++i) list[i].*a.member = views[i];
+    } else {
+      const auto views = optional_list(a.seq, list.size(), a.access, b, a.name);
+      for (std::size_t i = 0; i < list.size(); ++i) list[i].*a.optional = views[i];
+    }
+  }
+  return list;
 }
 
 WeightRounding rounding_from_name(const std::string& name) {
@@ -664,24 +698,15 @@ void bind_optim(py::module_& m) {
          py::handle found_inf, std::optional<float> clip_coef, const std::string& rounding,
          uint64_t seed, uint64_t rng_step) {
         Buffers b;
-        const auto p = list_views(parameters, Access::kWrite, b, "parameters");
-        const auto g = list_views(gradient, Access::kRead, b, "gradient");
-        const auto a = list_views(accum, Access::kWrite, b, "accum");
-        const auto s = list_views(stat, Access::kWrite, b, "stat");
-        const std::size_t n = checked_count(p, g, "parameters", "gradient");
-        checked_count(p, a, "parameters", "accum");
-        checked_count(p, s, "parameters", "stat");
-        const auto w = optional_list(working, n, Access::kWrite, b, "working");
-        const auto c = optional_list(compensation, n, Access::kWrite, b, "compensation");
-        std::vector<SgdParamTensors> list(n);
-        for (std::size_t i = 0; i < n; ++i) {
-          list[i] = {.parameters = p[i],
-                     .gradient = g[i],
-                     .accum = a[i],
-                     .stat = s[i],
-                     .working = w[i],
-                     .compensation = c[i]};
-        }
+        using T = SgdParamTensors;
+        const std::vector<T> list = parameter_list<T>(
+            {{"parameters", parameters, Access::kWrite, &T::parameters},
+             {"gradient", gradient, Access::kRead, &T::gradient},
+             {"accum", accum, Access::kWrite, &T::accum},
+             {"stat", stat, Access::kWrite, &T::stat},
+             {"working", working, Access::kWrite, nullptr, &T::working},
+             {"compensation", compensation, Access::kWrite, nullptr, &T::compensation}},
+            b);
         const MultiSgdParams hp{.learning_rate = learning_rate,
                                 .momentum = momentum,
                                 .dampening = dampening,
@@ -707,24 +732,15 @@ void bind_optim(py::module_& m) {
          std::optional<float> clip_coef, const std::string& rounding, uint64_t seed,
          uint64_t rng_step) {
         Buffers b;
-        const auto vars = list_views(var, Access::kWrite, b, "var");
-        const auto ms = list_views(m_, Access::kWrite, b, "m");
-        const auto vs = list_views(v, Access::kWrite, b, "v");
-        const auto gs = list_views(grad, Access::kRead, b, "grad");
-        const std::size_t n = checked_count(vars, ms, "var", "m");
-        checked_count(vars, vs, "var", "v");
-        checked_count(vars, gs, "var", "grad");
-        const auto w = optional_list(working, n, Access::kWrite, b, "working");
-        const auto c = optional_list(compensation, n, Access::kWrite, b, "compensation");
-        std::vector<AdamDParamTensors> list(n);
-        for (std::size_t i = 0; i < n; ++i) {
-          list[i] = {.var = vars[i],
-                     .m = ms[i],
-                     .v = vs[i],
-                     .grad = gs[i],
-                     .working = w[i],
-                     .compensation = c[i]};
-        }
+        using T = AdamDParamTensors;
+        const std::vector<T> list = parameter_list<T>(
+            {{"var", var, Access::kWrite, &T::var},
+             {"m", m_, Access::kWrite, &T::m},
+             {"v", v, Access::kWrite, &T::v},
+             {"grad", grad, Access::kRead, &T::grad},
+             {"working", working, Access::kWrite, nullptr, &T::working},
+             {"compensation", compensation, Access::kWrite, nullptr, &T::compensation}},
+            b);
         const MultiAdamDParams hp{.beta1_power = beta1_power,
                                   .beta2_power = beta2_power,
                                   .lr = lr,
@@ -752,26 +768,16 @@ void bind_optim(py::module_& m) {
          py::handle grad_scale, py::handle found_inf, std::optional<float> clip_coef,
          const std::string& rounding, uint64_t seed, uint64_t rng_step) {
         Buffers b;
-        const auto vars = list_views(var, Access::kWrite, b, "var");
-        const auto ms = list_views(m_, Access::kWrite, b, "m");
-        const auto vs = list_views(v, Access::kWrite, b, "v");
-        const auto gs = list_views(grad, Access::kRead, b, "grad");
-        const std::size_t n = checked_count(vars, ms, "var", "m");
-        checked_count(vars, vs, "var", "v");
-        checked_count(vars, gs, "var", "grad");
-        const auto mx = optional_list(max_grad_norm, n, Access::kWrite, b, "max_grad_norm");
-        const auto w = optional_list(working, n, Access::kWrite, b, "working");
-        const auto c = optional_list(compensation, n, Access::kWrite, b, "compensation");
-        std::vector<AdamWParamTensors> list(n);
-        for (std::size_t i = 0; i < n; ++i) {
-          list[i] = {.var = vars[i],
-                     .m = ms[i],
-                     .v = vs[i],
-                     .max_grad_norm = mx[i],
-                     .grad = gs[i],
-                     .working = w[i],
-                     .compensation = c[i]};
-        }
+        using T = AdamWParamTensors;
+        const std::vector<T> list = parameter_list<T>(
+            {{"var", var, Access::kWrite, &T::var},
+             {"m", m_, Access::kWrite, &T::m},
+             {"v", v, Access::kWrite, &T::v},
+             {"grad", grad, Access::kRead, &T::grad},
+             {"max_grad_norm", max_grad_norm, Access::kWrite, nullptr, &T::max_grad_norm},
+             {"working", working, Access::kWrite, nullptr, &T::working},
+             {"compensation", compensation, Access::kWrite, nullptr, &T::compensation}},
+            b);
         const MultiAdamWParams hp{.hyper = {.lr = lr,
                                             .beta1 = beta1,
                                             .beta2 = beta2,
@@ -904,28 +910,6 @@ void bind_runtime(py::module_& m) {
 
 // ---- Every operator from its declaration -----------------------------------------------------
 
-// CANN's op type in snake_case ("RmsNormGrad": "rms_norm_grad", "SoftmaxV2": "softmax_v2",
-// "ApplyAdamWV2": "apply_adam_w_v2", "SGD": "sgd"): a word starts at a capital that follows a
-// lower-case letter or a digit, or that follows a capital and precedes a lower-case letter or a
-// digit.
-std::string snake_case(std::string_view type) {
-  const auto upper = [](char c) { return c >= 'A' && c <= 'Z'; };
-  const auto lower_or_digit = [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-  };
-  std::string s;
-  for (std::size_t i = 0; i < type.size(); ++i) {
-    const char c = type[i];
-    if (upper(c) && i > 0 &&
-        (lower_or_digit(type[i - 1]) ||
-         (upper(type[i - 1]) && i + 1 < type.size() && lower_or_digit(type[i + 1])))) {
-      s += '_';
-    }
-    s += upper(c) ? static_cast<char>(c - 'A' + 'a') : c;
-  }
-  return s;
-}
-
 [[noreturn]] void raise_type_error(const std::string& message) {
   PyErr_SetString(PyExc_TypeError, message.c_str());
   throw py::error_already_set();
@@ -1023,9 +1007,9 @@ std::string declared_doc(const std::string& name) {
       roles);
 }
 
-// mantissa.ops.<snake_case type> for every declared operator without a tensor list, generated
-// from the declaration; also mantissa.<name> where the hand-written bindings above have no
-// function of that name (every operator declared after them: mantissa.gelu).
+// mantissa.ops.<name> for every declared operator without a tensor list, under its C++ API's
+// name (Op::kFunction), generated from the declaration; also mantissa.<name> where the
+// hand-written bindings above have no function of that name (mantissa.gelu).
 void bind_declared_ops(py::module_& m) {
   py::module_ ops = m.def_submodule(
       "ops",
@@ -1036,7 +1020,7 @@ void bind_declared_ops(py::module_& m) {
     bool has_list = false;
     for (const auto& a : Op::kArgs) has_list |= a.is_list;
     if (has_list) return;
-    const std::string name = snake_case(Op::kType);
+    const std::string name(Op::kFunction);
     ops.def(
         name.c_str(),
         [name](const py::args& args, const py::kwargs& kwargs) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compat/aclop_internal.h"
+#include "compat/op_binding.h"
 #include "mantissa/workspace.h"
 #include "ops/all_ops.h"
 
@@ -26,8 +27,8 @@ struct GraphInput {
 
 template <class Op>
 struct Row {
-  static constexpr std::size_t kTensorInputs = detail::count_graph_inputs<Op>();
-  static constexpr std::size_t kOutputs = kNumArgs<Op> - detail::count_inputs<Op>();
+  static constexpr std::size_t kTensorInputs = compat::count_graph_inputs<Op>();
+  static constexpr std::size_t kOutputs = kNumArgs<Op> - compat::count_inputs<Op>();
   // Attributes given as input tensors (host scalars, int lists) and attributes the graph lacks
   // (derived by AclHooks::params_by_name).
   static constexpr bool by_input(const detail::AttrSpec& a) {
@@ -54,7 +55,7 @@ struct Row {
   static constexpr std::array<GraphInput, kInputs> order = [] {
     std::array<GraphInput, kInputs> o{};
     std::size_t n = 0;
-    for (std::size_t k : detail::graph_inputs<Op>()) {
+    for (std::size_t k : compat::graph_inputs<Op>()) {
       for (std::size_t a = 0; a < kNumAttrs<Op>; ++a) {
         if (by_input(Op::kAttrs[a]) && Op::kAttrs[a].graph_input_before == static_cast<int>(k)) {
           o[n++] = {true, a};
@@ -226,6 +227,15 @@ struct Row {
             attrs,     handler, dynamic_input,   dynamic_output};
   }
 };
+
+// The C layers' compile-time rules (compat/op_binding.h) hold for every listed operator.
+template <class... Ops>
+constexpr bool bindings_well_formed(detail::OpList<Ops...>*) {
+  return (binding_well_formed<Ops>() && ...);
+}
+static_assert(bindings_well_formed(static_cast<AllOps*>(nullptr)),
+              "an operator's kGraphInputs names an output, names an argument twice, or leaves "
+              "out a required input");
 
 const std::array<OpDef, AllOps::size> kOps = [] {
   std::array<OpDef, AllOps::size> ops{};

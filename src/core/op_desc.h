@@ -9,7 +9,7 @@
 //                       shape and rank rules, in-place pairing)
 //   kTensorMembers      the Tensors members in the same order (index access)
 //   kGraphInputs        optional: the op-by-name inputs in CANN's graph order, where the graph
-//                       definition orders them unlike the aclnn signature
+//                       definition orders them unlike the aclnn signature (compat/op_binding.h)
 //   kAttrs, kAttrMembers  its attributes (name, type, default, required by op-by-name) and
 //                       the Params members they fill
 //   check_params()      what is truly specific to its contract (attribute ranges, ...)
@@ -625,63 +625,6 @@ constexpr std::size_t scalar_attr_index(std::size_t j) {
   return kNumAttrs<Op>;
 }
 
-// ---- Op-by-name input order -----------------------------------------------------------------
-
-template <class Op>
-constexpr std::size_t count_inputs() {
-  std::size_t n = 0;
-  for (const ArgSpec& a : Op::kArgs) n += a.role != Role::kOut;
-  return n;
-}
-
-// The number of op-by-name tensor inputs: Op::kGraphInputs' where declared, else every read and
-// in/out argument.
-template <class Op>
-constexpr std::size_t count_graph_inputs() {
-  if constexpr (requires { Op::kGraphInputs; }) {
-    return Op::kGraphInputs.size();
-  } else {
-    return count_inputs<Op>();
-  }
-}
-
-// The op-by-name inputs (the read and in/out arguments) as argument indices, in the order of
-// CANN's graph definition: Op::kGraphInputs where the operator declares it (its graph orders
-// them unlike its aclnn signature, or lacks an optional one), else declaration order.
-template <class Op>
-constexpr std::array<std::size_t, count_graph_inputs<Op>()> graph_inputs() {
-  std::array<std::size_t, count_graph_inputs<Op>()> order{};
-  if constexpr (requires { Op::kGraphInputs; }) {
-    for (std::size_t i = 0; i < order.size(); ++i) {
-      order[i] = static_cast<std::size_t>(Op::kGraphInputs[i]);
-    }
-  } else {
-    std::size_t i = 0;
-    for (std::size_t k = 0; k < kNumArgs<Op>; ++k) {
-      if (Op::kArgs[k].role != Role::kOut) order[i++] = k;
-    }
-  }
-  return order;
-}
-
-// A declared graph order names every read and in/out argument at most once, and every one that
-// is not optional (an optional input the graph lacks is always absent by name).
-template <class Op>
-constexpr bool graph_order_valid() {
-  if constexpr (requires { Op::kGraphInputs; }) {
-    std::array<bool, kNumArgs<Op>> seen{};
-    for (auto k : Op::kGraphInputs) {
-      const auto i = static_cast<std::size_t>(k);
-      if (i >= kNumArgs<Op> || seen[i] || Op::kArgs[i].role == Role::kOut) return false;
-      seen[i] = true;
-    }
-    for (std::size_t k = 0; k < kNumArgs<Op>; ++k) {
-      if (Op::kArgs[k].role != Role::kOut && !Op::kArgs[k].optional && !seen[k]) return false;
-    }
-  }
-  return true;
-}
-
 // ---- Common validation ----------------------------------------------------------------------
 
 // One tensor taking part in validation: a plain argument, or one element of a list argument
@@ -1183,7 +1126,6 @@ constexpr bool well_formed() {
     if (a.dtype == DtypeRule::kSameAs && may_be_absent(a.dtype_ref)) return false;
     if (a.shape == ShapeRule::kSameAs && may_be_absent(a.shape_ref)) return false;
   }
-  if (!graph_order_valid<Op>()) return false;
   return std::tuple_size_v<std::decay_t<decltype(Op::kTensorMembers)>> == kNumArgs<Op> &&
          std::tuple_size_v<std::decay_t<decltype(Op::kAttrMembers)>> == kNumAttrs<Op> &&
          members_match<Op>() && hooks_registered<Op>();

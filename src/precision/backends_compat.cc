@@ -19,6 +19,7 @@
 #define MANTISSA_ACLNN_HEADERS
 #include "aclnn_backends.inc"  // generated: every aclnn header
 #undef MANTISSA_ACLNN_HEADERS
+#include "compat/op_binding.h"
 #include "precision/op_defs.h"
 #include "precision/op_schema.h"
 #include "precision/ops_common.h"
@@ -260,7 +261,7 @@ std::string aclop_backend(const OpInputs& in, std::vector<HostTensor>& out) {
   auto input_attr_before = [](std::size_t i, int k) {
     return detail::is_input_attr(Op::kAttrs[i].type) && Op::kAttrs[i].graph_input_before == k;
   };
-  for (std::size_t k : detail::graph_inputs<Op>()) {
+  for (std::size_t k : compat::graph_inputs<Op>()) {
     for (std::size_t i = 0; i < detail::kNumAttrs<Op>; ++i) {
       if (input_attr_before(i, static_cast<int>(k))) add_attr_input(i);
     }

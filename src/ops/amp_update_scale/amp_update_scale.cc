@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/entry.h"
+#include "core/op_entry.h"
 #include "ops/amp_update_scale/amp_update_scale_desc.h"
 
 namespace mantissa {
@@ -26,8 +26,7 @@ Status amp_update_scale_validate(const AmpUpdateScaleTensors& t, const AmpUpdate
 }
 
 Status amp_update_scale(const AmpUpdateScaleTensors& t, const AmpUpdateScaleParams& p) {
-  return detail::guarded_entry("amp_update_scale", [&]() -> Status {
-    MANTISSA_RETURN_IF_ERROR(amp_update_scale_validate(t, p));
+  return detail::op_entry<detail::AmpUpdateScaleOp>(t, p, [&]() -> Status {
     const DType dtype = t.current_scale.dtype;
 
     // Read every input before writing anything: outputs may alias inputs.

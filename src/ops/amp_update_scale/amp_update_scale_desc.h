@@ -15,6 +15,7 @@ struct AmpUpdateScaleOp {
   using Tensors = AmpUpdateScaleTensors;
   using Params = AmpUpdateScaleParams;
   static constexpr std::string_view kType = "AmpUpdateScale";
+  static constexpr std::string_view kFunction = "amp_update_scale";  // the C++ API's
   static constexpr std::string_view kAclnn = "aclnnAmpUpdateScale";
 
   enum Arg { kCurrentScale, kGrowthTracker, kFoundInf, kUpdatedScale, kUpdatedGrowthTracker };

@@ -87,7 +87,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 #include <cmath>
 
-#include "core/entry.h"
+#include "core/op_entry.h"
 #include "core/runtime_internal.h"
 #include "mantissa/ops/apply_adam_d.h"
 #include "ops/apply_adam_d/apply_adam_d_desc.h"
@@ -105,11 +105,9 @@ Status apply_adam_d_validate(const ApplyAdamDTensors& t, const ApplyAdamDParams&
 }
 
 Status apply_adam_d(const ApplyAdamDTensors& t, const ApplyAdamDParams& p) {
-  return detail::guarded_entry("apply_adam_d", [&]() -> Status {
-    MANTISSA_RETURN_IF_ERROR(apply_adam_d_validate(t, p));
+  return detail::op_entry<detail::ApplyAdamDOp>(t, p, [&]() -> Status {
     const int64_t n = *t.var.numel();
     if (n == 0) return {};  // empty var: nothing to read or write
-    detail::ensure_runtime_initialized();
 
     const DType dtype = t.var.dtype;
     // Scalars widened exactly to fp32; the per-call constants computed once, in this grouping.

@@ -15,6 +15,7 @@ struct ApplyAdamDOp {
   using Tensors = ApplyAdamDTensors;
   using Params = ApplyAdamDParams;
   static constexpr std::string_view kType = "ApplyAdamD";
+  static constexpr std::string_view kFunction = "apply_adam_d";  // the C++ API's
   static constexpr std::string_view kAclnn = "aclnnApplyAdamD";
 
   enum Arg {

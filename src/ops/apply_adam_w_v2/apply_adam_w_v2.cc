@@ -90,7 +90,7 @@ HWY_AFTER_NAMESPACE();
 #include <cmath>
 #include <cstring>
 
-#include "core/entry.h"
+#include "core/op_entry.h"
 #include "core/runtime_internal.h"
 #include "mantissa/ops/apply_adam_w_v2.h"
 #include "ops/apply_adam_w_v2/apply_adam_w_v2_desc.h"
@@ -122,11 +122,9 @@ Status apply_adam_w_v2_validate(const ApplyAdamWV2Tensors& t, const ApplyAdamWV2
 }
 
 Status apply_adam_w_v2(const ApplyAdamWV2Tensors& t, const ApplyAdamWV2Params& p) {
-  return detail::guarded_entry("apply_adam_w_v2", [&]() -> Status {
-    MANTISSA_RETURN_IF_ERROR(apply_adam_w_v2_validate(t, p));
+  return detail::op_entry<detail::ApplyAdamWV2Op>(t, p, [&]() -> Status {
     const int64_t n = *t.var.numel();
     if (n == 0) return {};  // empty var: nothing to read or write
-    detail::ensure_runtime_initialized();
 
     // The step count t = step + 1 (step counts the steps already taken), in double: an int64 step
     // converted (exact up to 2^53), an fp32 one widened exactly.

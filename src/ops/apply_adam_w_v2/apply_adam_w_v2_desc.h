@@ -17,6 +17,7 @@ struct ApplyAdamWV2Op {
   using Tensors = ApplyAdamWV2Tensors;
   using Params = ApplyAdamWV2Params;
   static constexpr std::string_view kType = "ApplyAdamWV2";
+  static constexpr std::string_view kFunction = "apply_adam_w_v2";  // the C++ API's
   static constexpr std::string_view kAclnn = "aclnnApplyAdamWV2";
 
   enum Arg { kVar, kM, kV, kMaxGradNorm, kGrad, kStep };

@@ -165,7 +165,7 @@ HWY_AFTER_NAMESPACE();
 #include <span>
 #include <vector>
 
-#include "core/entry.h"
+#include "core/op_entry.h"
 #include "core/runtime_internal.h"
 #include "mantissa/ops/ascend_quant_v3.h"
 #include "ops/ascend_quant_v3/ascend_quant_v3_desc.h"
@@ -263,11 +263,9 @@ Status ascend_quant_v3_validate(const AscendQuantV3Tensors& t, const AscendQuant
 
 Status ascend_quant_v3(const AscendQuantV3Tensors& t, const AscendQuantV3Params& p,
                        Workspace /*ws*/) {
-  return detail::guarded_entry("ascend_quant_v3", [&]() -> Status {
-    MANTISSA_RETURN_IF_ERROR(ascend_quant_v3_validate(t, p));
+  return detail::op_entry<detail::AscendQuantV3Op>(t, p, [&]() -> Status {
     const int64_t numel = *t.x.numel();
     if (numel == 0) return {};
-    detail::ensure_runtime_initialized();
     const detail::QuantChannels q = detail::quant_channels(t.x, numel, p.axis, t.scale, t.offset);
     detail::AscendQuantV3KernelArgs a;
     a.x_dtype = t.x.dtype;

@@ -25,6 +25,7 @@ struct AscendQuantV3Op {
   using Tensors = AscendQuantV3Tensors;
   using Params = AscendQuantV3Params;
   static constexpr std::string_view kType = "AscendQuantV2";
+  static constexpr std::string_view kFunction = "ascend_quant_v3";  // the C++ API's
   static constexpr std::string_view kAclnn = "aclnnAscendQuantV3";
 
   enum Arg { kX, kScale, kOffset, kY };

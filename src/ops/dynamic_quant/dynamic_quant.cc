@@ -148,7 +148,7 @@ void DynamicQuantImpl(const detail::DynamicQuantKernelArgs& a) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include "core/entry.h"
+#include "core/op_entry.h"
 #include "core/runtime_internal.h"
 #include "mantissa/ops/dynamic_quant.h"
 #include "ops/dynamic_quant/dynamic_quant_desc.h"
@@ -204,13 +204,11 @@ Status dynamic_quant_validate(const DynamicQuantTensors& t, const DynamicQuantPa
 }
 
 Status dynamic_quant(const DynamicQuantTensors& t, const DynamicQuantParams& p, Workspace /*ws*/) {
-  return detail::guarded_entry("dynamic_quant", [&]() -> Status {
-    MANTISSA_RETURN_IF_ERROR(dynamic_quant_validate(t, p));
+  return detail::op_entry<detail::DynamicQuantOp>(t, p, [&]() -> Status {
     const int64_t n = t.x.shape[t.x.rank - 1];
     int64_t rows = 1;
     for (int i = 0; i + 1 < t.x.rank; ++i) rows *= t.x.shape[i];
     if (rows == 0) return {};
-    detail::ensure_runtime_initialized();
     detail::DynamicQuantKernelArgs a;
     a.x_dtype = t.x.dtype;
     a.y_dtype = t.y.dtype;

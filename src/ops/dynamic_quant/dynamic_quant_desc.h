@@ -19,6 +19,7 @@ struct DynamicQuantOp {
   using Tensors = DynamicQuantTensors;
   using Params = DynamicQuantParams;
   static constexpr std::string_view kType = "DynamicQuant";
+  static constexpr std::string_view kFunction = "dynamic_quant";  // the C++ API's
   static constexpr std::string_view kAclnn = "aclnnDynamicQuant";
 
   enum Arg { kX, kSmoothScales, kY, kScale };

@@ -79,7 +79,7 @@ HWY_AFTER_NAMESPACE();
 #include <cstring>
 #include <vector>
 
-#include "core/entry.h"
+#include "core/op_entry.h"
 #include "core/runtime_internal.h"
 #include "mantissa/ops/foreach_non_finite_check_and_unscale.h"
 #include "ops/foreach_non_finite_check_and_unscale/foreach_non_finite_check_and_unscale_desc.h"
@@ -109,9 +109,7 @@ Status foreach_non_finite_check_and_unscale_validate(
 
 Status foreach_non_finite_check_and_unscale(const ForeachNonFiniteCheckAndUnscaleTensors& t,
                                             const ForeachNonFiniteCheckAndUnscaleParams& p) {
-  return detail::guarded_entry("foreach_non_finite_check_and_unscale", [&]() -> Status {
-    MANTISSA_RETURN_IF_ERROR(foreach_non_finite_check_and_unscale_validate(t, p));
-    detail::ensure_runtime_initialized();
+  return detail::op_entry<detail::ForeachNonFiniteCheckAndUnscaleOp>(t, p, [&]() -> Status {
     std::vector<int64_t> offsets(t.scaled_grads.size() + 1, 0);
     for (std::size_t i = 0; i < t.scaled_grads.size(); ++i) {
       offsets[i + 1] =

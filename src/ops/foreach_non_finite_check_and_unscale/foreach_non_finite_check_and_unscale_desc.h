@@ -15,6 +15,8 @@ struct ForeachNonFiniteCheckAndUnscaleOp {
   using Tensors = ForeachNonFiniteCheckAndUnscaleTensors;
   using Params = ForeachNonFiniteCheckAndUnscaleParams;
   static constexpr std::string_view kType = "ForeachNonFiniteCheckAndUnscale";
+  static constexpr std::string_view kFunction =
+      "foreach_non_finite_check_and_unscale";  // the C++ API's
   static constexpr std::string_view kAclnn = "aclnnForeachNonFiniteCheckAndUnscale";
 
   enum Arg { kScaledGrads, kFoundInf, kInvScale };

@@ -86,7 +86,7 @@ HWY_AFTER_NAMESPACE();
 #include <cstring>
 #include <vector>
 
-#include "core/entry.h"
+#include "core/op_entry.h"
 #include "core/reduce.h"
 #include "core/runtime_internal.h"
 #include "ops/foreach_norm/foreach_norm_desc.h"
@@ -150,9 +150,7 @@ Status foreach_norm_validate(const ForeachNormTensors& t, const ForeachNormParam
 }
 
 Status foreach_norm(const ForeachNormTensors& t, const ForeachNormParams& p, Workspace ws) {
-  return detail::guarded_entry("foreach_norm", [&]() -> Status {
-    MANTISSA_RETURN_IF_ERROR(foreach_norm_validate(t, p));
-    detail::ensure_runtime_initialized();
+  return detail::op_entry<detail::ForeachNormOp>(t, p, [&]() -> Status {
     const std::size_t n = t.x.size();
     // Block starts (n + 1 int64) then the block partials (doubles): in the caller's workspace when
     // it is large enough (aligned to 8 bytes inside it), else allocated here.

@@ -15,6 +15,7 @@ struct ForeachNormOp {
   using Tensors = ForeachNormTensors;
   using Params = ForeachNormParams;
   static constexpr std::string_view kType = "ForeachNorm";
+  static constexpr std::string_view kFunction = "foreach_norm";  // the C++ API's
   static constexpr std::string_view kAclnn = "aclnnForeachNorm";
 
   enum Arg { kX, kOut };

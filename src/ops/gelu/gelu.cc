@@ -107,7 +107,7 @@ void GeluImpl(const detail::GeluKernelArgs& args) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include "core/entry.h"
+#include "core/op_entry.h"
 #include "core/runtime_internal.h"
 #include "mantissa/ops/gelu.h"
 #include "ops/gelu/gelu_desc.h"
@@ -123,9 +123,7 @@ Status gelu_validate(const GeluTensors& t, const GeluParams& p) {
 }
 
 Status gelu(const GeluTensors& t, const GeluParams& p) {
-  return detail::guarded_entry("gelu", [&]() -> Status {
-    MANTISSA_RETURN_IF_ERROR(gelu_validate(t, p));
-    detail::ensure_runtime_initialized();
+  return detail::op_entry<detail::GeluOp>(t, p, [&]() -> Status {
     detail::GeluKernelArgs args;
     args.dtype = t.self.dtype;
     args.n = *t.self.numel();

@@ -16,6 +16,7 @@ struct GeluOp {
   using Tensors = GeluTensors;
   using Params = GeluParams;
   static constexpr std::string_view kType = "Gelu";
+  static constexpr std::string_view kFunction = "gelu";  // the C++ API's
   static constexpr std::string_view kAclnn = "aclnnGelu";
   // CANN's phase-one signature: the build generates aclnnop/aclnn_gelu.h and both entry points.
   static constexpr std::string_view kAclnnSignature = "const aclTensor* self, aclTensor* out";

@@ -426,7 +426,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 #include <algorithm>
 
-#include "core/entry.h"
+#include "core/op_entry.h"
 #include "core/runtime_internal.h"
 #include "mantissa/ops/layer_norm.h"
 #include "ops/layer_norm/layer_norm_desc.h"
@@ -500,8 +500,7 @@ Status layer_norm_validate(const LayerNormTensors& t, const LayerNormParams& p) 
 }
 
 Status layer_norm(const LayerNormTensors& t, const LayerNormParams& p, Workspace /*ws*/) {
-  return detail::guarded_entry("layer_norm", [&]() -> Status {
-    MANTISSA_RETURN_IF_ERROR(layer_norm_validate(t, p));
+  return detail::op_entry<detail::LayerNormOp>(t, p, [&]() -> Status {
     int64_t n = 1;
     for (int64_t d : p.normalized_shape.span()) n *= d;  // fits: x's size was validated
     const int64_t numel = *t.input.numel();
@@ -511,7 +510,6 @@ Status layer_norm(const LayerNormTensors& t, const LayerNormParams& p, Workspace
       rows *= t.input.shape[i];
     }
     if (rows == 0) return {};
-    detail::ensure_runtime_initialized();
     detail::LayerNormKernelArgs a;
     a.x_dtype = t.input.dtype;
     a.param_dtype = t.weight ? t.weight->dtype : (t.bias ? t.bias->dtype : t.input.dtype);

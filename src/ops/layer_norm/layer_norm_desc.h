@@ -28,6 +28,7 @@ struct LayerNormOp {
   using Tensors = LayerNormTensors;
   using Params = LayerNormParams;
   static constexpr std::string_view kType = "LayerNormV4";
+  static constexpr std::string_view kFunction = "layer_norm";  // the C++ API's
   static constexpr std::string_view kAclnn = "aclnnLayerNorm";
 
   enum Arg { kInput, kWeight, kBias, kOut, kMean, kRstd };

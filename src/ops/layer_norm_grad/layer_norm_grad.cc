@@ -427,7 +427,7 @@ HWY_AFTER_NAMESPACE();
 #include <cstdint>
 #include <memory>
 
-#include "core/entry.h"
+#include "core/op_entry.h"
 #include "core/runtime_internal.h"
 #include "core/scratch.h"
 #include "mantissa/ops/layer_norm_grad.h"
@@ -501,8 +501,7 @@ Status layer_norm_grad_validate(const LayerNormGradTensors& t, const LayerNormGr
 }
 
 Status layer_norm_grad(const LayerNormGradTensors& t, const LayerNormGradParams& p, Workspace ws) {
-  return detail::guarded_entry("layer_norm_grad", [&]() -> Status {
-    MANTISSA_RETURN_IF_ERROR(layer_norm_grad_validate(t, p));
+  return detail::op_entry<detail::LayerNormGradOp>(t, p, [&]() -> Status {
     int64_t rows = 0, n = 0;
     rows_and_length(t, p, rows, n);
     void* const dweight = p.output_mask[1] ? t.dweight->data : nullptr;
@@ -518,7 +517,6 @@ Status layer_norm_grad(const LayerNormGradTensors& t, const LayerNormGradParams&
       }
       return {};
     }
-    detail::ensure_runtime_initialized();
     detail::LayerNormGradKernelArgs a;
     a.x_dtype = t.dy.dtype;
     a.param_dtype = param_dtype;

@@ -20,6 +20,7 @@ struct LayerNormGradOp {
   using Tensors = LayerNormGradTensors;
   using Params = LayerNormGradParams;
   static constexpr std::string_view kType = "LayerNormGradV3";
+  static constexpr std::string_view kFunction = "layer_norm_grad";  // the C++ API's
   static constexpr std::string_view kAclnn = "aclnnLayerNormBackward";
 
   enum Arg { kDy, kInput, kMean, kRstd, kWeight, kBias, kDx, kDweight, kDbias };

@@ -103,7 +103,7 @@ HWY_AFTER_NAMESPACE();
 #include <span>
 #include <vector>
 
-#include "core/entry.h"
+#include "core/op_entry.h"
 #include "core/runtime_internal.h"
 #include "mantissa/ops/quantize.h"
 #include "ops/quantize/channel_params.h"
@@ -173,11 +173,9 @@ Status quantize_validate(const QuantizeTensors& t, const QuantizeParams& p) {
 }
 
 Status quantize(const QuantizeTensors& t, const QuantizeParams& p, Workspace /*ws*/) {
-  return detail::guarded_entry("quantize", [&]() -> Status {
-    MANTISSA_RETURN_IF_ERROR(quantize_validate(t, p));
+  return detail::op_entry<detail::QuantizeOp>(t, p, [&]() -> Status {
     const int64_t numel = *t.x.numel();
     if (numel == 0) return {};
-    detail::ensure_runtime_initialized();
     const detail::QuantChannels q =
         detail::quant_channels(t.x, numel, p.axis, t.scales, t.zero_points);
     detail::QuantizeKernelArgs a;

@@ -33,6 +33,7 @@ struct QuantizeOp {
   using Tensors = QuantizeTensors;
   using Params = QuantizeParams;
   static constexpr std::string_view kType = "Quantize";
+  static constexpr std::string_view kFunction = "quantize";  // the C++ API's
   static constexpr std::string_view kAclnn = "aclnnQuantize";
 
   enum Arg { kX, kScales, kZeroPoints, kY };

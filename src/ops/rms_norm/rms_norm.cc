@@ -91,7 +91,7 @@ void RmsNormImpl(const detail::RmsNormKernelArgs& a) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include "core/entry.h"
+#include "core/op_entry.h"
 #include "core/runtime_internal.h"
 #include "mantissa/ops/rms_norm.h"
 #include "ops/rms_norm/rms_norm_desc.h"
@@ -107,14 +107,12 @@ Status rms_norm_validate(const RmsNormTensors& t, const RmsNormParams& p) {
 }
 
 Status rms_norm(const RmsNormTensors& t, const RmsNormParams& p, Workspace /*ws*/) {
-  return detail::guarded_entry("rms_norm", [&]() -> Status {
-    MANTISSA_RETURN_IF_ERROR(rms_norm_validate(t, p));
+  return detail::op_entry<detail::RmsNormOp>(t, p, [&]() -> Status {
     const int64_t n = *t.gamma.numel();
     // Rows: x's leading dims (as many as rstd's elements, validated to fit). Rows of 0 elements
     // still get their rstd (NaN: the mean of nothing).
     const int64_t rows = *t.rstd.numel();
     if (rows == 0) return {};
-    detail::ensure_runtime_initialized();
     detail::RmsNormKernelArgs a;
     a.x_dtype = t.x.dtype;
     a.gamma_dtype = t.gamma.dtype;

@@ -15,6 +15,7 @@ struct RmsNormOp {
   using Tensors = RmsNormTensors;
   using Params = RmsNormParams;
   static constexpr std::string_view kType = "RmsNorm";
+  static constexpr std::string_view kFunction = "rms_norm";  // the C++ API's
   static constexpr std::string_view kAclnn = "aclnnRmsNorm";
   // CANN's phase-one signature: the build generates aclnnop/aclnn_rms_norm.h and both entries
   // from it (cmake/operators.cmake).

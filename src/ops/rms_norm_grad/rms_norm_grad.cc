@@ -238,7 +238,7 @@ HWY_AFTER_NAMESPACE();
 #include <cstdint>
 #include <memory>
 
-#include "core/entry.h"
+#include "core/op_entry.h"
 #include "core/runtime_internal.h"
 #include "core/scratch.h"
 #include "mantissa/ops/rms_norm_grad.h"
@@ -275,8 +275,7 @@ Status rms_norm_grad_validate(const RmsNormGradTensors& t, const RmsNormGradPara
 }
 
 Status rms_norm_grad(const RmsNormGradTensors& t, const RmsNormGradParams& p, Workspace ws) {
-  return detail::guarded_entry("rms_norm_grad", [&]() -> Status {
-    MANTISSA_RETURN_IF_ERROR(rms_norm_grad_validate(t, p));
+  return detail::op_entry<detail::RmsNormGradOp>(t, p, [&]() -> Status {
     const int64_t n = *t.gamma.numel();
     const int64_t rows = *t.rstd.numel();
     float* const dgamma = static_cast<float*>(t.dgamma.data);
@@ -285,7 +284,6 @@ Status rms_norm_grad(const RmsNormGradTensors& t, const RmsNormGradParams& p, Wo
       std::fill(dgamma, dgamma + n, 0.0f);  // no terms: +0, an empty sum
       return {};
     }
-    detail::ensure_runtime_initialized();
     detail::RmsNormGradKernelArgs a;
     a.x_dtype = t.x.dtype;
     a.gamma_dtype = t.gamma.dtype;

@@ -16,6 +16,7 @@ struct RmsNormGradOp {
   using Tensors = RmsNormGradTensors;
   using Params = RmsNormGradParams;
   static constexpr std::string_view kType = "RmsNormGrad";
+  static constexpr std::string_view kFunction = "rms_norm_grad";  // the C++ API's
   static constexpr std::string_view kAclnn = "aclnnRmsNormGrad";
   // CANN's phase-one signature (generated entries: cmake/operators.cmake).
   static constexpr std::string_view kAclnnSignature =

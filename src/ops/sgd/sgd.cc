@@ -120,7 +120,7 @@ void SgdImpl(const detail::SgdKernelArgs& args) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include "core/entry.h"
+#include "core/op_entry.h"
 #include "core/runtime_internal.h"
 #include "mantissa/ops/sgd.h"
 #include "ops/sgd/sgd_desc.h"
@@ -151,9 +151,7 @@ Status sgd_validate(const SgdTensors& t, const SgdParams& p) {
 }
 
 Status sgd(const SgdTensors& t, const SgdParams& p) {
-  return detail::guarded_entry("sgd", [&]() -> Status {
-    MANTISSA_RETURN_IF_ERROR(sgd_validate(t, p));
-    detail::ensure_runtime_initialized();
+  return detail::op_entry<detail::SgdOp>(t, p, [&]() -> Status {
     const DType dtype = t.parameters.dtype;
     detail::SgdKernelArgs args;
     args.dtype = dtype;

@@ -15,7 +15,8 @@ struct SgdOp {
   using Tensors = SgdTensors;
   using Params = SgdParams;
   static constexpr std::string_view kType = "SGD";
-  static constexpr std::string_view kAclnn = "";  // CANN has no aclnn entry for SGD
+  static constexpr std::string_view kFunction = "sgd";  // the C++ API's
+  static constexpr std::string_view kAclnn = "";        // CANN has no aclnn entry for SGD
 
   enum Arg { kParameters, kGradient, kLearningRate, kAccum, kMomentum, kStat, kParametersOut };
   // parameters decides the dtype (a training float) and shape (rank 1..8, no empty dimension);

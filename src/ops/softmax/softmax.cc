@@ -359,7 +359,7 @@ void SoftmaxImpl(const detail::SoftmaxKernelArgs& a) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include "core/entry.h"
+#include "core/op_entry.h"
 #include "core/runtime_internal.h"
 #include "ops/softmax/softmax_desc.h"
 
@@ -372,7 +372,6 @@ namespace {
 Status run_softmax(const SoftmaxTensors& t, int64_t dim, bool log) {
   const int64_t n = *t.self.numel();
   if (n == 0) return {};  // nothing to read or write
-  detail::ensure_runtime_initialized();
   detail::SoftmaxKernelArgs a;
   a.dtype = t.self.dtype;
   a.rows = detail::rows_over_dim(std::span<const int64_t>(t.self.shape.data(), t.self.rank), dim);
@@ -392,10 +391,8 @@ Status softmax_validate(const SoftmaxTensors& t, const SoftmaxParams& p) {
 }
 
 Status softmax(const SoftmaxTensors& t, const SoftmaxParams& p) {
-  return detail::guarded_entry("softmax", [&]() -> Status {
-    MANTISSA_RETURN_IF_ERROR(softmax_validate(t, p));
-    return run_softmax(t, p.dim, false);
-  });
+  return detail::op_entry<detail::SoftmaxOp>(
+      t, p, [&]() -> Status { return run_softmax(t, p.dim, false); });
 }
 
 Status log_softmax_validate(const SoftmaxTensors& t, const LogSoftmaxParams& p) {
@@ -403,10 +400,8 @@ Status log_softmax_validate(const SoftmaxTensors& t, const LogSoftmaxParams& p) 
 }
 
 Status log_softmax(const SoftmaxTensors& t, const LogSoftmaxParams& p) {
-  return detail::guarded_entry("log_softmax", [&]() -> Status {
-    MANTISSA_RETURN_IF_ERROR(log_softmax_validate(t, p));
-    return run_softmax(t, p.dim, true);
-  });
+  return detail::op_entry<detail::LogSoftmaxOp>(
+      t, p, [&]() -> Status { return run_softmax(t, p.dim, true); });
 }
 
 }  // namespace mantissa

@@ -28,6 +28,7 @@ struct SoftmaxOp {
   using Tensors = SoftmaxTensors;
   using Params = SoftmaxParams;
   static constexpr std::string_view kType = "SoftmaxV2";
+  static constexpr std::string_view kFunction = "softmax";  // the C++ API's
   static constexpr std::string_view kAclnn = "aclnnSoftmax";
 
   enum Arg { kSelf, kOut };
@@ -67,6 +68,7 @@ struct LogSoftmaxOp {
   using Tensors = SoftmaxTensors;
   using Params = LogSoftmaxParams;
   static constexpr std::string_view kType = "LogSoftmaxV2";
+  static constexpr std::string_view kFunction = "log_softmax";  // the C++ API's
   static constexpr std::string_view kAclnn = "aclnnLogSoftmax";
 
   enum Arg { kSelf, kOut };

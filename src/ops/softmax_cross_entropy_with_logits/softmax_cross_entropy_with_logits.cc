@@ -105,7 +105,7 @@ void CrossEntropyImpl(const detail::CrossEntropyKernelArgs& a) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include "core/entry.h"
+#include "core/op_entry.h"
 #include "core/runtime_internal.h"
 #include "ops/softmax_cross_entropy_with_logits/softmax_cross_entropy_with_logits_desc.h"
 
@@ -122,8 +122,7 @@ Status softmax_cross_entropy_with_logits_validate(const SoftmaxCrossEntropyWithL
 
 Status softmax_cross_entropy_with_logits(const SoftmaxCrossEntropyWithLogitsTensors& t,
                                          const SoftmaxCrossEntropyWithLogitsParams& p) {
-  return detail::guarded_entry("softmax_cross_entropy_with_logits", [&]() -> Status {
-    MANTISSA_RETURN_IF_ERROR(softmax_cross_entropy_with_logits_validate(t, p));
+  return detail::op_entry<detail::SoftmaxCrossEntropyWithLogitsOp>(t, p, [&]() -> Status {
     const int64_t rows = t.features.shape[0], classes = t.features.shape[1];
     if (rows == 0) return {};
     if (classes == 0) {
@@ -132,7 +131,6 @@ Status softmax_cross_entropy_with_logits(const SoftmaxCrossEntropyWithLogitsTens
         store_from_float(t.loss.dtype, t.loss.data, static_cast<std::size_t>(r), 0.0f);
       return {};
     }
-    detail::ensure_runtime_initialized();
     detail::CrossEntropyKernelArgs a;
     a.dtype = t.features.dtype;
     a.rows = rows;

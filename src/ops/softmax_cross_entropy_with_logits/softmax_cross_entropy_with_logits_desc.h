@@ -15,6 +15,8 @@ struct SoftmaxCrossEntropyWithLogitsOp {
   using Tensors = SoftmaxCrossEntropyWithLogitsTensors;
   using Params = SoftmaxCrossEntropyWithLogitsParams;
   static constexpr std::string_view kType = "SoftmaxCrossEntropyWithLogits";
+  static constexpr std::string_view kFunction =
+      "softmax_cross_entropy_with_logits";  // the C++ API's
   static constexpr std::string_view kAclnn = "aclnnSoftmaxCrossEntropyWithLogits";
 
   enum Arg { kFeatures, kLabels, kLoss, kBackprop };

@@ -459,7 +459,7 @@ void SoftmaxGradImpl(const detail::SoftmaxGradKernelArgs& a) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include "core/entry.h"
+#include "core/op_entry.h"
 #include "core/runtime_internal.h"
 #include "ops/softmax_grad/softmax_grad_desc.h"
 
@@ -472,7 +472,6 @@ namespace {
 Status run_softmax_grad(const SoftmaxGradTensors& t, int64_t dim, bool log) {
   const int64_t n = *t.grad_output.numel();
   if (n == 0) return {};  // nothing to read or write
-  detail::ensure_runtime_initialized();
   detail::SoftmaxGradKernelArgs a;
   a.dtype = t.grad_output.dtype;
   a.rows = detail::rows_over_dim(
@@ -495,10 +494,8 @@ Status softmax_grad_validate(const SoftmaxGradTensors& t, const SoftmaxGradParam
 }
 
 Status softmax_grad(const SoftmaxGradTensors& t, const SoftmaxGradParams& p) {
-  return detail::guarded_entry("softmax_grad", [&]() -> Status {
-    MANTISSA_RETURN_IF_ERROR(softmax_grad_validate(t, p));
-    return run_softmax_grad(t, p.dim, false);
-  });
+  return detail::op_entry<detail::SoftmaxGradOp>(
+      t, p, [&]() -> Status { return run_softmax_grad(t, p.dim, false); });
 }
 
 Status log_softmax_grad_validate(const SoftmaxGradTensors& t, const SoftmaxGradParams& p) {
@@ -506,10 +503,8 @@ Status log_softmax_grad_validate(const SoftmaxGradTensors& t, const SoftmaxGradP
 }
 
 Status log_softmax_grad(const SoftmaxGradTensors& t, const SoftmaxGradParams& p) {
-  return detail::guarded_entry("log_softmax_grad", [&]() -> Status {
-    MANTISSA_RETURN_IF_ERROR(log_softmax_grad_validate(t, p));
-    return run_softmax_grad(t, p.dim, true);
-  });
+  return detail::op_entry<detail::LogSoftmaxGradOp>(
+      t, p, [&]() -> Status { return run_softmax_grad(t, p.dim, true); });
 }
 
 }  // namespace mantissa

@@ -19,6 +19,7 @@ struct SoftmaxGradOp {
   using Tensors = SoftmaxGradTensors;
   using Params = SoftmaxGradParams;
   static constexpr std::string_view kType = "SoftmaxGrad";
+  static constexpr std::string_view kFunction = "softmax_grad";  // the C++ API's
   static constexpr std::string_view kAclnn = "aclnnSoftmaxBackward";
 
   enum Arg { kGradOutput, kOutput, kOut };
@@ -57,6 +58,7 @@ struct LogSoftmaxGradOp {
   using Tensors = SoftmaxGradTensors;
   using Params = SoftmaxGradParams;
   static constexpr std::string_view kType = "LogSoftmaxGrad";
+  static constexpr std::string_view kFunction = "log_softmax_grad";  // the C++ API's
   static constexpr std::string_view kAclnn = "aclnnLogSoftmaxBackward";
 
   enum Arg { kGradOutput, kOutput, kOut };
