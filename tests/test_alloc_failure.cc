@@ -18,6 +18,8 @@
 #include "mantissa/ops/softmax.h"
 #include "mantissa/runtime.h"
 
+namespace mantissa::testing {
+
 namespace {
 
 using mantissa::DType;
@@ -192,3 +194,5 @@ TEST(AllocFailure, NothingThrownInsideAnEntryEscapesIt) {
 }
 
 }  // namespace
+
+}  // namespace mantissa::testing

@@ -15,6 +15,8 @@
 #include "mantissa/amp/loss_scaler.h"
 #include "mantissa/optim.h"
 
+namespace mantissa::testing {
+
 namespace {
 
 using mantissa::DType;
@@ -114,3 +116,5 @@ TEST(AmpTrainingStep, OverflowSkipsTheFusedStepAndBacksOff) {
 }
 
 }  // namespace
+
+}  // namespace mantissa::testing

@@ -16,7 +16,9 @@
 #include "mantissa/dtype.h"
 #include "mantissa/reduce.h"
 #include "mantissa/runtime.h"
-#include "target_sweep.h"
+#include "target_support.h"
+
+namespace mantissa::testing {
 
 namespace {
 
@@ -292,3 +294,5 @@ TEST(AnomalyDetector, InvalidInputsAreRejected) {
 }
 
 }  // namespace
+
+}  // namespace mantissa::testing

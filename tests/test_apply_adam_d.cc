@@ -1,33 +1,50 @@
 // ApplyAdamD: bits against an fp32 golden on every SIMD target and thread count, precision
 // against an fp64 golden (single_bm), special values, validation and aliasing rules.
+//
+// Below the C++ API's tests: the aclnn two-phase entry and op-by-name (aclopCompileAndExecuteV2),
+// each section headed "// ====".
+
 #include <gtest/gtest.h>
 
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <string>
 #include <tuple>
 #include <vector>
+
+#include "acl/acl.h"
+#include "aclnnop/aclnn_amp_update_scale.h"
+#include "aclnnop/aclnn_apply_adam_d.h"
+#include "aclop_support.h"
+#include "mantissa/dtype.h"
+#include "mantissa/ops/apply_adam_d.h"
+#include "mantissa/runtime.h"
+#include "target_support.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <xmmintrin.h>
 #endif
 
+#include "apply_adam_d_support.h"
 #include "mantissa/ops/apply_adam_d.h"
 #include "mantissa/runtime.h"
-#include "test_apply_adam_d_golden.h"
+
+namespace mantissa::testing {
 
 namespace {
 
-using adam_test::Buffer;
-using adam_test::Outputs;
-using adam_test::Problem;
-using adam_test::Scalars;
 using mantissa::DType;
 using mantissa::StatusCode;
 using mantissa::TensorView;
+using mantissa::testing::adam_support::Buffer;
+using mantissa::testing::adam_support::Outputs;
+using mantissa::testing::adam_support::Problem;
+using mantissa::testing::adam_support::Scalars;
 
 constexpr DType kDtypes[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
 
@@ -53,12 +70,14 @@ TEST(ApplyAdamD, WorkedExampleFromDocs) {
     p.m.set(0, 0.2);
     p.v.set(0, 0.01);
     p.grad.set(0, 0.5);
-    const Outputs o = adam_test::run_in_place(p, nesterov);
+    const Outputs o = mantissa::testing::adam_support::run_in_place(p, nesterov);
     // The values the documentation shows and their exact bits.
     EXPECT_EQ(o.m.bits(0), 0x3E6B8520u);                             // 0.230000019
     EXPECT_EQ(o.v.bits(0), 0x3C27C5A9u);                             // 0.0102399969
     EXPECT_EQ(o.var.bits(0), nesterov ? 0x3F7FCB5Eu : 0x3F7FD0E5u);  // 0.999196887, 0.999281228
-    EXPECT_EQ(adam_test::compare_bits(o, adam_test::golden32(p, nesterov)), "");
+    EXPECT_EQ(mantissa::testing::adam_support::compare_bits(
+                  o, mantissa::testing::adam_support::golden32(p, nesterov)),
+              "");
   }
   // The per-call constants in fp32: 1 - beta1 is 0.100000024, not 0.1.
   const float beta1 = 0.9f, one_minus_beta1 = 1.0f - beta1;
@@ -87,7 +106,7 @@ TEST(ApplyAdamD, BitExactOnEveryTargetThreadCountAndSize) {
   for (size_t n = 1; n <= 49; ++n) sizes.push_back(n);
   for (size_t n : {63u, 64u, 65u, 127u, 129u, 255u, 1001u}) sizes.push_back(n);
   sizes.push_back(3 * kGrain + 5);
-  adam_test::SweepPlan plan;
+  mantissa::testing::adam_support::SweepPlan plan;
   plan.sizes = sizes;
   plan.threads = {1, 2, 3, 7};
   plan.scalars = kScalarSets[0];
@@ -95,23 +114,24 @@ TEST(ApplyAdamD, BitExactOnEveryTargetThreadCountAndSize) {
   plan.big = (size_t{1} << 20) + 7;
   plan.big_in_place_threads = {7};
   plan.seed = 1000;
-  adam_test::run_sweep(plan);
+  mantissa::testing::adam_support::run_sweep(plan);
   // A late step with a small epsilon, on the small sizes.
   plan.scalars = kScalarSets[1];
   plan.big = 0;
   plan.seed = 2000;
-  adam_test::run_sweep(plan);
+  mantissa::testing::adam_support::run_sweep(plan);
 }
 
 // Views that start one element into their buffers (unaligned for every vector width).
 TEST(ApplyAdamD, UnalignedViewsGiveTheSameBits) {
-  adam_test::RuntimeReset reset;
+  mantissa::testing::adam_support::RuntimeReset reset;
   for (DType dtype : kDtypes) {
     for (bool nesterov : {false, true}) {
       const size_t n = 3 * 16 + 5;
       Problem p(dtype, {static_cast<int64_t>(n + 1)}, Scalars{});
-      adam_test::fill_core(p, 77);
-      const Outputs golden = adam_test::golden32(adam_test::slice(p, 1, n), nesterov);
+      mantissa::testing::adam_support::fill_core(p, 77);
+      const Outputs golden = mantissa::testing::adam_support::golden32(
+          mantissa::testing::adam_support::slice(p, 1, n), nesterov);
       for (const std::string& target : mantissa::available_simd_targets()) {
         ASSERT_TRUE(mantissa::set_simd_target(target).ok());
         Problem q = p;
@@ -135,8 +155,9 @@ TEST(ApplyAdamD, UnalignedViewsGiveTheSameBits) {
         out_view.var = o.var;
         out_view.m = o.m;
         out_view.v = o.v;
-        const Problem s = adam_test::slice(out_view, 1, n);
-        EXPECT_EQ(adam_test::compare_bits(Outputs{s.var, s.m, s.v}, golden), "")
+        const Problem s = mantissa::testing::adam_support::slice(out_view, 1, n);
+        EXPECT_EQ(mantissa::testing::adam_support::compare_bits(Outputs{s.var, s.m, s.v}, golden),
+                  "")
             << label(dtype, nesterov) << " " << target;
         EXPECT_EQ(o.var.bits(0), 0u) << "element before the view written";
       }
@@ -177,14 +198,16 @@ std::vector<MatrixCase> upstream_matrix() {
 // fp32 result instead and reports it. Returns whether the fallback was used.
 bool judge(const std::string& where, const char* name, const Buffer& kernel, const Buffer& golden64,
            const Buffer& golden32) {
-  const adam_test::BmResult r = adam_test::single_bm(kernel, golden64);
+  const mantissa::testing::adam_support::BmResult r =
+      mantissa::testing::adam_support::single_bm(kernel, golden64);
   if (r.pass) return false;
-  const adam_test::BmResult r32 = adam_test::single_bm(golden32, golden64);
+  const mantissa::testing::adam_support::BmResult r32 =
+      mantissa::testing::adam_support::single_bm(golden32, golden64);
   EXPECT_FALSE(r32.pass) << where << " " << name << ": kernel fails single_bm (" << r.reason
                          << ") although the fp32 golden passes";
   if (r32.pass) return false;
   // Cancellation: even the exact fp32 grouping is outside MARE; the bitwise standard applies.
-  EXPECT_EQ(adam_test::describe_mismatch(name, kernel, golden32), "")
+  EXPECT_EQ(mantissa::testing::adam_support::describe_mismatch(name, kernel, golden32), "")
       << where << ": cancellation case judged bitwise";
   std::printf("[ info ] %s %s: fp32 golden itself outside single_bm (%s); judged bitwise\n",
               where.c_str(), name, r32.reason.c_str());
@@ -199,22 +222,23 @@ TEST(ApplyAdamD, UpstreamCaseMatrixMeetsSingleBm) {
       for (const MatrixCase& c : upstream_matrix()) {
         const std::string where = label(dtype, nesterov) + " " + c.name;
         Problem p(dtype, c.shape, c.scalars);
-        adam_test::fill_core(p, ++seed);
+        mantissa::testing::adam_support::fill_core(p, ++seed);
         if (c.grad_zero) {
           for (size_t i = 0; i < p.size(); ++i) p.grad.set(i, 0.0);
         }
-        const Outputs kernel = adam_test::run_separate(p, nesterov);
-        const Outputs g64 = adam_test::golden64(p, nesterov);
-        const Outputs g32 = adam_test::golden32(p, nesterov);
+        const Outputs kernel = mantissa::testing::adam_support::run_separate(p, nesterov);
+        const Outputs g64 = mantissa::testing::adam_support::golden64(p, nesterov);
+        const Outputs g32 = mantissa::testing::adam_support::golden32(p, nesterov);
         ++cases;
         if (p.size() == 0) continue;
         bitwise_fallbacks += judge(where, "var", kernel.var, g64.var, g32.var);
         bitwise_fallbacks += judge(where, "m", kernel.m, g64.m, g32.m);
         bitwise_fallbacks += judge(where, "v", kernel.v, g64.v, g32.v);
-        EXPECT_EQ(adam_test::compare_bits(kernel, g32), "") << where;
+        EXPECT_EQ(mantissa::testing::adam_support::compare_bits(kernel, g32), "") << where;
         // Zero-trust guard: a kernel that does nothing must not pass.
         // (m moves by 10% of grad - m; v moves by 0.1% of grad^2 - v, less than a bf16 ulp.)
-        EXPECT_NE(adam_test::first_bit_mismatch(kernel.m, p.m), -1) << where << ": m unchanged";
+        EXPECT_NE(mantissa::testing::adam_support::first_bit_mismatch(kernel.m, p.m), -1)
+            << where << ": m unchanged";
       }
     }
   }
@@ -226,16 +250,16 @@ TEST(ApplyAdamD, UpstreamCaseMatrixMeetsSingleBm) {
 // The fp16 and bf16 precision margin: an fp32 problem of the core distribution, larger, so that
 // MERE is meaningful, under every target.
 TEST(ApplyAdamD, LargeCoreProblemMeetsSingleBmOnEveryTarget) {
-  adam_test::RuntimeReset reset;
+  mantissa::testing::adam_support::RuntimeReset reset;
   for (DType dtype : kDtypes) {
     for (bool nesterov : {false, true}) {
       Problem p(dtype, {64, 1024}, Scalars{});
-      adam_test::fill_core(p, 99 + static_cast<uint64_t>(dtype));
-      const Outputs g64 = adam_test::golden64(p, nesterov);
-      const Outputs g32 = adam_test::golden32(p, nesterov);
+      mantissa::testing::adam_support::fill_core(p, 99 + static_cast<uint64_t>(dtype));
+      const Outputs g64 = mantissa::testing::adam_support::golden64(p, nesterov);
+      const Outputs g32 = mantissa::testing::adam_support::golden32(p, nesterov);
       for (const std::string& target : mantissa::available_simd_targets()) {
         ASSERT_TRUE(mantissa::set_simd_target(target).ok());
-        const Outputs kernel = adam_test::run_separate(p, nesterov);
+        const Outputs kernel = mantissa::testing::adam_support::run_separate(p, nesterov);
         const std::string where = label(dtype, nesterov) + " " + target;
         judge(where, "var", kernel.var, g64.var, g32.var);
         judge(where, "m", kernel.m, g64.m, g32.m);
@@ -264,7 +288,7 @@ std::string compare_special(const char* name, const Buffer& got, const Buffer& w
 // forms, every target, separate and in place: every bit equals the fp32 golden.
 template <size_t kV, size_t kS>
 void check_every_combination(const double (&values)[kV], const Scalars (&scalar_sets)[kS]) {
-  adam_test::RuntimeReset reset;
+  mantissa::testing::adam_support::RuntimeReset reset;
   for (DType dtype : kDtypes) {
     for (const Scalars& s : scalar_sets) {
       Problem p(dtype, {static_cast<int64_t>(kV * kV * kV * kV)}, s);
@@ -283,13 +307,13 @@ void check_every_combination(const double (&values)[kV], const Scalars (&scalar_
         }
       }
       for (bool nesterov : {false, true}) {
-        const Outputs g = adam_test::golden32(p, nesterov);
+        const Outputs g = mantissa::testing::adam_support::golden32(p, nesterov);
         for (const std::string& target : mantissa::available_simd_targets()) {
           ASSERT_TRUE(mantissa::set_simd_target(target).ok());
           const std::string where =
               label(dtype, nesterov) + " " + target + " eps " + std::to_string(s.epsilon);
-          for (const Outputs& o :
-               {adam_test::run_separate(p, nesterov), adam_test::run_in_place(p, nesterov)}) {
+          for (const Outputs& o : {mantissa::testing::adam_support::run_separate(p, nesterov),
+                                   mantissa::testing::adam_support::run_in_place(p, nesterov)}) {
             EXPECT_EQ(compare_special("var", o.var, g.var), "") << where;
             EXPECT_EQ(compare_special("m", o.m, g.m), "") << where;
             EXPECT_EQ(compare_special("v", o.v, g.v), "") << where;
@@ -388,17 +412,17 @@ std::string rare_where(DType dtype, bool nesterov, const std::string& target, Ra
 // lane of each vector of a pair, the one-vector remainder and the tail must take the rare value
 // correctly and leave its neighbours' bits alone.
 TEST(ApplyAdamD, OneRareElementAtEveryPositionMatchesFp32Golden) {
-  adam_test::RuntimeReset reset;
+  mantissa::testing::adam_support::RuntimeReset reset;
   constexpr size_t kN = 83;  // two 32-element blocks, one 16-lane vector, a 3-element tail
   for (DType dtype : kDtypes) {
     for (Rare rare : {Rare::kNaN, Rare::kInfinity, Rare::kSubnormalM}) {
       for (size_t pos = 0; pos < kN; ++pos) {
         Problem p = ordinary_problem(dtype, kN, 0.01);
         place_rare(p, rare, pos);
-        const Outputs g = adam_test::golden32(p, false);
+        const Outputs g = mantissa::testing::adam_support::golden32(p, false);
         for (const std::string& target : mantissa::available_simd_targets()) {
           ASSERT_TRUE(mantissa::set_simd_target(target).ok());
-          ASSERT_EQ(compare_state(adam_test::run_in_place(p, false), g), "")
+          ASSERT_EQ(compare_state(mantissa::testing::adam_support::run_in_place(p, false), g), "")
               << rare_where(dtype, false, target, rare, pos);
         }
       }
@@ -411,7 +435,7 @@ TEST(ApplyAdamD, OneRareElementAtEveryPositionMatchesFp32Golden) {
 // other elements included, on every target. A kernel that finds its rare lanes per block rather
 // than per vector (tried for bf16 on AVX3_BF16, see docs/performance.md) must pass it too.
 TEST(ApplyAdamD, RareElementInOneBlockOfALongCallMatchesFp32Golden) {
-  adam_test::RuntimeReset reset;
+  mantissa::testing::adam_support::RuntimeReset reset;
   constexpr size_t kN = 3 * 1024 + 45;  // three blocks and a tail
   for (DType dtype : kDtypes) {
     for (Rare rare : {Rare::kNaN, Rare::kInfinity, Rare::kSubnormalM, Rare::kNaNPayload}) {
@@ -420,11 +444,11 @@ TEST(ApplyAdamD, RareElementInOneBlockOfALongCallMatchesFp32Golden) {
         Problem p = ordinary_problem(dtype, kN, 1e-4);
         place_rare(p, rare, pos);
         for (bool nesterov : {false, true}) {
-          const Outputs g = adam_test::golden32(p, nesterov);
+          const Outputs g = mantissa::testing::adam_support::golden32(p, nesterov);
           for (const std::string& target : mantissa::available_simd_targets()) {
             ASSERT_TRUE(mantissa::set_simd_target(target).ok());
-            for (const Outputs& o :
-                 {adam_test::run_separate(p, nesterov), adam_test::run_in_place(p, nesterov)}) {
+            for (const Outputs& o : {mantissa::testing::adam_support::run_separate(p, nesterov),
+                                     mantissa::testing::adam_support::run_in_place(p, nesterov)}) {
               ASSERT_EQ(compare_state(o, g), "") << rare_where(dtype, nesterov, target, rare, pos);
             }
           }
@@ -439,7 +463,7 @@ TEST(ApplyAdamD, RareElementInOneBlockOfALongCallMatchesFp32Golden) {
 // after a call on ordinary values, set or not, and after a call that computed a NaN from a quiet
 // NaN (which IEEE arithmetic does not flag).
 TEST(ApplyAdamD, CallersInvalidAndDenormalFlagsAreKept) {
-  adam_test::RuntimeReset reset;
+  mantissa::testing::adam_support::RuntimeReset reset;
   constexpr unsigned kInvalid = 0x1, kDenormal = 0x2;
   constexpr size_t kN = 4 * 1024 + 3;
   for (DType dtype : kDtypes) {
@@ -452,11 +476,11 @@ TEST(ApplyAdamD, CallersInvalidAndDenormalFlagsAreKept) {
       const std::string where = std::string(mantissa::dtype_name(dtype)) + " " + target;
       for (unsigned before : {0u, kInvalid, kDenormal, kInvalid | kDenormal}) {
         _mm_setcsr((saved & ~0x3Fu) | before);
-        (void)adam_test::run_in_place(p, false);
+        (void)mantissa::testing::adam_support::run_in_place(p, false);
         EXPECT_EQ(_mm_getcsr() & (kInvalid | kDenormal), before) << where;
       }
       _mm_setcsr(saved & ~0x3Fu);
-      (void)adam_test::run_in_place(with_nan, false);
+      (void)mantissa::testing::adam_support::run_in_place(with_nan, false);
       EXPECT_EQ(_mm_getcsr() & (kInvalid | kDenormal), 0u) << where;
     }
     _mm_setcsr(saved);
@@ -483,12 +507,13 @@ TEST(ApplyAdamD, SignedZerosAndNaNsFollowIeee) {
     p.m.set(2, 0.5);
     p.v.set(2, 0.5);
     p.grad.set(2, std::numeric_limits<double>::quiet_NaN());
-    const Outputs o = adam_test::run_separate(p, false);
+    const Outputs o = mantissa::testing::adam_support::run_separate(p, false);
     EXPECT_TRUE(std::signbit(o.var.get(0)) && o.var.get(0) == 0.0) << mantissa::dtype_name(dtype);
     EXPECT_TRUE(!std::signbit(o.m.get(0)) && o.m.get(0) == 0.0) << mantissa::dtype_name(dtype);
     EXPECT_EQ(o.var.get(1), 2.0);
     EXPECT_TRUE(std::isnan(o.var.get(2)) && std::isnan(o.m.get(2)) && std::isnan(o.v.get(2)));
-    EXPECT_EQ(compare_special("var", o.var, adam_test::golden32(p, false).var), "");
+    EXPECT_EQ(
+        compare_special("var", o.var, mantissa::testing::adam_support::golden32(p, false).var), "");
   }
 }
 
@@ -499,10 +524,12 @@ TEST(ApplyAdamD, UseLockingHasNoNumericEffect) {
   for (DType dtype : kDtypes) {
     for (bool nesterov : {false, true}) {
       Problem p(dtype, {1000}, Scalars{});
-      adam_test::fill_core(p, 5);
-      const Outputs a = adam_test::run_separate(p, nesterov, /*use_locking=*/false);
-      const Outputs b = adam_test::run_separate(p, nesterov, /*use_locking=*/true);
-      EXPECT_EQ(adam_test::compare_bits(a, b), "") << label(dtype, nesterov);
+      mantissa::testing::adam_support::fill_core(p, 5);
+      const Outputs a =
+          mantissa::testing::adam_support::run_separate(p, nesterov, /*use_locking=*/false);
+      const Outputs b =
+          mantissa::testing::adam_support::run_separate(p, nesterov, /*use_locking=*/true);
+      EXPECT_EQ(mantissa::testing::adam_support::compare_bits(a, b), "") << label(dtype, nesterov);
     }
   }
 }
@@ -517,7 +544,7 @@ TEST(ApplyAdamD, EmptyVarSucceedsAndTouchesNothing) {
       t.var.data = t.m.data = t.v.data = t.grad.data = nullptr;
       const Buffer lr_before = p.lr;
       EXPECT_TRUE(mantissa::apply_adam_d(t, {}).ok());
-      EXPECT_EQ(adam_test::first_bit_mismatch(p.lr, lr_before), -1);
+      EXPECT_EQ(mantissa::testing::adam_support::first_bit_mismatch(p.lr, lr_before), -1);
       // Separate empty outputs, also null.
       TensorView out = t.var;
       t.var_out = t.m_out = t.v_out = out;
@@ -537,7 +564,7 @@ class ValidationFixture {
   explicit ValidationFixture(DType dtype = DType::kFloat32, std::vector<int64_t> shape = {4, 16})
       : p_(dtype, shape, Scalars{}),
         out_{Buffer(dtype, p_.size()), Buffer(dtype, p_.size()), Buffer(dtype, p_.size())} {
-    adam_test::fill_core(p_, 3);
+    mantissa::testing::adam_support::fill_core(p_, 3);
     for (Buffer* b : {&out_.var, &out_.m, &out_.v}) {
       std::memset(b->data(), 0x5A, b->bytes.size());
     }
@@ -781,14 +808,14 @@ TEST(ApplyAdamD, MatchesTorchAdamWithEpsilonMapping) {
   const double beta1 = 0.9, beta2 = 0.999, lr = 1e-3, eps_torch = 1e-8;
   const int steps = 5;
   Problem p(DType::kFloat32, {256}, Scalars{});
-  adam_test::fill_core(p, 11);
+  mantissa::testing::adam_support::fill_core(p, 11);
   for (size_t i = 0; i < p.size(); ++i) {  // torch starts from zero moments
     p.m.set(i, 0.0);
     p.v.set(i, 0.0);
   }
   std::vector<double> var(p.size()), m(p.size(), 0.0), v(p.size(), 0.0);
   for (size_t i = 0; i < p.size(); ++i) var[i] = p.var.get(i);
-  adam_test::Normal grads(12);
+  mantissa::testing::adam_support::Normal grads(12);
   for (int t = 1; t <= steps; ++t) {
     for (size_t i = 0; i < p.size(); ++i) p.grad.set(i, grads.normal(0.0, 0.3));
     Scalars s;
@@ -813,7 +840,8 @@ TEST(ApplyAdamD, MatchesTorchAdamWithEpsilonMapping) {
   }
   Buffer torch_var(DType::kFloat32, p.size());
   for (size_t i = 0; i < p.size(); ++i) torch_var.set(i, var[i]);
-  const adam_test::BmResult r = adam_test::single_bm(p.var, torch_var);
+  const mantissa::testing::adam_support::BmResult r =
+      mantissa::testing::adam_support::single_bm(p.var, torch_var);
   EXPECT_TRUE(r.pass) << r.reason;
   // The parameters moved by about steps * lr; the agreement is far tighter than that.
   double max_diff = 0.0;
@@ -824,3 +852,947 @@ TEST(ApplyAdamD, MatchesTorchAdamWithEpsilonMapping) {
 }
 
 }  // namespace
+
+// ==== The aclnn entry: =======================================================
+// aclnnApplyAdamD through the C API: in-place and separate outputs give the C++ API's bits;
+// strided (padded, transposed, reversed) tensors give the same bits as contiguous ones and leave
+// the bytes around their views alone; workspace rules; validation rows with nothing written.
+
+namespace aclnn {
+
+namespace {
+
+using mantissa::DType;
+
+std::string recent() { return aclGetRecentErrMsg(); }
+DType dt(aclDataType d) { return static_cast<DType>(d); }
+size_t esize(aclDataType d) { return mantissa::dtype_size(dt(d)); }
+
+constexpr uint8_t kSentinel = 0xA7;
+constexpr int kRows = 4, kCols = 16, kN = kRows * kCols;
+
+// How a [kRows, kCols] tensor sits in its storage.
+enum class Layout { kContiguous, kPadded, kTransposed, kReversed };
+const char* name(Layout l) {
+  switch (l) {
+    case Layout::kContiguous: return "contiguous";
+    case Layout::kPadded: return "padded";
+    case Layout::kTransposed: return "transposed";
+    case Layout::kReversed: return "reversed";
+  }
+  return "?";
+}
+
+struct Geometry {
+  std::vector<int64_t> dims, strides, storage;
+  int64_t offset = 0;
+  int64_t storage_elems() const {
+    int64_t n = 1;
+    for (int64_t d : storage) n *= d;
+    return n;
+  }
+  // Storage index of logical element (i, j) of a rank-2 view.
+  int64_t at(int i, int j) const { return offset + i * strides[0] + j * strides[1]; }
+};
+
+Geometry geometry(Layout l) {
+  switch (l) {
+    case Layout::kContiguous: return {{kRows, kCols}, {kCols, 1}, {kRows, kCols}, 0};
+    case Layout::kPadded: return {{kRows, kCols}, {40, 1}, {kRows + 1, 40}, 3};
+    case Layout::kTransposed: return {{kRows, kCols}, {1, kRows}, {kCols, kRows}, 0};
+    case Layout::kReversed: return {{kRows, kCols}, {kCols, -1}, {kN}, kCols - 1};
+  }
+  return {};
+}
+
+// A tensor of the call: its storage bytes and the aclTensor over them.
+struct Tensor {
+  aclDataType dtype = ACL_FLOAT;
+  Geometry g;
+  std::vector<uint8_t> bytes;
+  aclTensor* t = nullptr;
+
+  ~Tensor() {
+    if (t != nullptr) aclDestroyTensor(t);
+  }
+  void make(aclDataType d, Geometry geo, aclFormat format = ACL_FORMAT_ND) {
+    dtype = d;
+    g = std::move(geo);
+    bytes.assign(static_cast<size_t>(g.storage_elems()) * esize(d) + 64, kSentinel);
+    make_handle(format);
+  }
+  void make_handle(aclFormat format = ACL_FORMAT_ND, void* data = nullptr) {
+    if (t != nullptr) aclDestroyTensor(t);
+    t = aclCreateTensor(g.dims.data(), g.dims.size(), dtype, g.strides.data(), g.offset, format,
+                        g.storage.data(), g.storage.size(), data ? data : bytes.data());
+    ASSERT_NE(t, nullptr) << recent();
+  }
+  void set(int64_t index, float f) {
+    mantissa::store_from_float(dt(dtype), bytes.data(), index, f);
+  }
+  // Raw bits of storage element `index`.
+  uint32_t raw(int64_t index) const {
+    uint32_t u = 0;
+    std::memcpy(&u, bytes.data() + index * esize(dtype), esize(dtype));
+    return u;
+  }
+};
+
+// Logical inputs of one step, in fp32, already representable in the dtype.
+struct Inputs {
+  std::vector<float> var, m, v, grad;
+  std::array<float, 6> scalars;  // beta1_power, beta2_power, lr, beta1, beta2, epsilon
+};
+
+Inputs make_inputs(aclDataType d, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> var(0.3f, 0.4f), m(0.0f, 0.1f), v(0.7f, 0.03f), g(0.1f, 0.2f);
+  Inputs in;
+  auto r = [&](float f) { return mantissa::round_to(dt(d), f); };
+  for (int i = 0; i < kN; ++i) {
+    in.var.push_back(r(var(rng)));
+    in.m.push_back(r(m(rng)));
+    in.v.push_back(r(std::abs(v(rng))));
+    in.grad.push_back(r(g(rng)));
+  }
+  in.scalars = {r(0.9f), r(0.999f), r(0.001f), r(0.9f), r(0.999f), r(1e-7f)};
+  return in;
+}
+
+// The C++ API on contiguous buffers with separate outputs: the reference bits (as raw storage
+// words, row-major).
+struct Result {
+  std::vector<uint32_t> var, m, v;
+};
+
+Result reference(aclDataType d, const Inputs& in, bool nesterov) {
+  const DType t = dt(d);
+  const size_t es = esize(d);
+  auto buffer = [&](const std::vector<float>& values) {
+    std::vector<uint8_t> b(values.size() * es);
+    for (size_t i = 0; i < values.size(); ++i)
+      mantissa::store_from_float(t, b.data(), i, values[i]);
+    return b;
+  };
+  std::vector<uint8_t> var = buffer(in.var), m = buffer(in.m), v = buffer(in.v),
+                       grad = buffer(in.grad);
+  std::vector<std::vector<uint8_t>> s;
+  for (float f : in.scalars) s.push_back(buffer({f}));
+  std::vector<uint8_t> var_out(var.size()), m_out(m.size()), v_out(v.size());
+  const std::array<int64_t, 2> shape{kRows, kCols};
+  const std::array<int64_t, 1> one{1};
+  mantissa::ApplyAdamDTensors ts;
+  ts.var = mantissa::TensorView(var.data(), t, shape);
+  ts.m = mantissa::TensorView(m.data(), t, shape);
+  ts.v = mantissa::TensorView(v.data(), t, shape);
+  ts.grad = mantissa::TensorView(grad.data(), t, shape);
+  mantissa::TensorView* scalars[] = {&ts.beta1_power, &ts.beta2_power, &ts.lr,
+                                     &ts.beta1,       &ts.beta2,       &ts.epsilon};
+  for (int k = 0; k < 6; ++k) *scalars[k] = mantissa::TensorView(s[k].data(), t, one);
+  ts.var_out = mantissa::TensorView(var_out.data(), t, shape);
+  ts.m_out = mantissa::TensorView(m_out.data(), t, shape);
+  ts.v_out = mantissa::TensorView(v_out.data(), t, shape);
+  mantissa::ApplyAdamDParams p;
+  p.use_nesterov = nesterov;
+  const mantissa::Status st = mantissa::apply_adam_d(ts, p);
+  EXPECT_TRUE(st.ok()) << st.message();
+  auto words = [&](const std::vector<uint8_t>& b) {
+    std::vector<uint32_t> w(kN, 0);
+    for (int i = 0; i < kN; ++i) std::memcpy(&w[i], b.data() + i * es, es);
+    return w;
+  };
+  return {words(var_out), words(m_out), words(v_out)};
+}
+
+// One aclnn call: layouts of var, m, v, grad; per state tensor either in place or a separate
+// output with its own layout.
+struct CallLayout {
+  std::array<Layout, 4> in_layout{};  // var, m, v, grad
+  std::array<bool, 3> in_place{true, true, true};
+  std::array<Layout, 3> out_layout{};  // for separate outputs
+};
+
+class AdamCall {
+ public:
+  AdamCall(aclDataType d, const Inputs& in, const CallLayout& setup) : d_(d), setup_(setup) {
+    const std::vector<float>* values[] = {&in.var, &in.m, &in.v, &in.grad};
+    const int index[] = {0, 1, 2, 9};
+    for (int k = 0; k < 4; ++k) {
+      Tensor& t = tensors_[index[k]];
+      t.make(d, geometry(setup.in_layout[k]));
+      for (int i = 0; i < kRows; ++i) {
+        for (int j = 0; j < kCols; ++j) t.set(t.g.at(i, j), (*values[k])[i * kCols + j]);
+      }
+    }
+    for (int k = 0; k < 6; ++k) {
+      Tensor& t = tensors_[3 + k];
+      t.make(d, Geometry{{1}, {1}, {1}, 0});
+      t.set(0, in.scalars[k]);
+    }
+    for (int j = 0; j < 3; ++j) {
+      if (!setup.in_place[j]) tensors_[10 + j].make(d, geometry(setup.out_layout[j]));
+    }
+  }
+
+  aclTensor* handle(int k) {
+    if (k >= 10 && setup_.in_place[k - 10]) return tensors_[k - 10].t;
+    return tensors_[k].t;
+  }
+  Tensor& tensor(int k) { return tensors_[k]; }
+  // The tensor holding output j's result.
+  Tensor& output(int j) { return setup_.in_place[j] ? tensors_[j] : tensors_[10 + j]; }
+
+  aclnnStatus phase_one(bool nesterov, uint64_t* ws, aclOpExecutor** executor,
+                        std::array<aclTensor*, 13>* override_handles = nullptr) {
+    std::array<aclTensor*, 13> h;
+    for (int k = 0; k < 13; ++k) h[k] = handle(k);
+    if (override_handles) h = *override_handles;
+    return aclnnApplyAdamDGetWorkspaceSize(h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8],
+                                           h[9], false, nesterov, h[10], h[11], h[12], ws,
+                                           executor);
+  }
+  aclnnStatus run(bool nesterov, uint64_t* reported = nullptr) {
+    uint64_t ws = 0;
+    aclOpExecutor* executor = nullptr;
+    const aclnnStatus s = phase_one(nesterov, &ws, &executor);
+    if (s != ACLNN_SUCCESS) return s;
+    if (reported) *reported = ws;
+    void* workspace = nullptr;
+    if (ws > 0) {
+      EXPECT_EQ(aclrtMalloc(&workspace, ws, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    }
+    const aclnnStatus r = aclnnApplyAdamD(workspace, ws, executor, nullptr);
+    if (workspace) aclrtFree(workspace);
+    return r;
+  }
+
+  // Output j's logical elements (row-major raw words).
+  std::vector<uint32_t> result(int j) {
+    Tensor& t = output(j);
+    std::vector<uint32_t> w;
+    for (int i = 0; i < kRows; ++i) {
+      for (int c = 0; c < kCols; ++c) w.push_back(t.raw(t.g.at(i, c)));
+    }
+    return w;
+  }
+  // Every byte of every storage, to prove what was (not) written.
+  std::vector<std::vector<uint8_t>> snapshot() const {
+    std::vector<std::vector<uint8_t>> s;
+    for (const Tensor& t : tensors_) s.push_back(t.bytes);
+    return s;
+  }
+  // Bytes of `t` outside its view are still the sentinel.
+  static bool untouched_outside_view(const Tensor& t) {
+    std::vector<bool> in_view(t.bytes.size(), false);
+    const size_t es = esize(t.dtype);
+    for (int i = 0; i < kRows; ++i) {
+      for (int c = 0; c < kCols; ++c) {
+        for (size_t b = 0; b < es; ++b) in_view[t.g.at(i, c) * es + b] = true;
+      }
+    }
+    for (size_t b = 0; b < t.bytes.size(); ++b) {
+      if (!in_view[b] && t.bytes[b] != kSentinel) return false;
+    }
+    return true;
+  }
+
+ private:
+  aclDataType d_;
+  CallLayout setup_;
+  std::array<Tensor, 13> tensors_;
+};
+
+const char* kNames[] = {"var",   "m",       "v",    "beta1Power", "beta2Power", "lr",  "beta1",
+                        "beta2", "epsilon", "grad", "varOut",     "mOut",       "vOut"};
+
+struct Param {
+  aclDataType dtype;
+  bool nesterov;
+};
+
+class CompatApplyAdamD : public ::testing::TestWithParam<Param> {};
+
+void expect_matches(AdamCall& call, const Result& want, const std::string& what) {
+  EXPECT_EQ(call.result(0), want.var) << what;
+  EXPECT_EQ(call.result(1), want.m) << what;
+  EXPECT_EQ(call.result(2), want.v) << what;
+  for (int j = 0; j < 3; ++j) {
+    EXPECT_TRUE(AdamCall::untouched_outside_view(call.output(j))) << what << " output " << j;
+  }
+}
+
+TEST_P(CompatApplyAdamD, InPlaceAndSeparateGiveTheCxxApiBits) {
+  const auto [d, nesterov] = GetParam();
+  const Inputs in = make_inputs(d, 7);
+  const Result want = reference(d, in, nesterov);
+  {
+    AdamCall call(d, in, CallLayout{});
+    uint64_t ws = 99;
+    ASSERT_EQ(call.run(nesterov, &ws), ACLNN_SUCCESS) << recent();
+    EXPECT_EQ(ws, 0u);
+    expect_matches(call, want, "in place");
+  }
+  {
+    CallLayout s;
+    s.in_place = {false, false, false};
+    AdamCall call(d, in, s);
+    const auto before = call.snapshot();
+    uint64_t ws = 99;
+    ASSERT_EQ(call.run(nesterov, &ws), ACLNN_SUCCESS) << recent();
+    EXPECT_EQ(ws, 0u);
+    expect_matches(call, want, "separate");
+    const auto after = call.snapshot();
+    for (int k = 0; k < 10; ++k) EXPECT_EQ(after[k], before[k]) << kNames[k] << " was written";
+  }
+  {  // mixed: var in place, m and v separate
+    CallLayout s;
+    s.in_place = {true, false, false};
+    AdamCall call(d, in, s);
+    ASSERT_EQ(call.run(nesterov), ACLNN_SUCCESS) << recent();
+    expect_matches(call, want, "mixed");
+  }
+}
+
+TEST_P(CompatApplyAdamD, StridedTensorsGiveTheContiguousBits) {
+  const auto [d, nesterov] = GetParam();
+  const Inputs in = make_inputs(d, 11);
+  const Result want = reference(d, in, nesterov);
+  const Layout strided[] = {Layout::kPadded, Layout::kTransposed, Layout::kReversed};
+  const uint64_t view_bytes = kN * esize(d);
+
+  for (Layout l : strided) {
+    {  // everything strided, in place: var, m, v and grad each get a slot
+      CallLayout s;
+      s.in_layout = {l, l, l, l};
+      AdamCall call(d, in, s);
+      uint64_t ws = 0;
+      ASSERT_EQ(call.run(nesterov, &ws), ACLNN_SUCCESS) << recent();
+      EXPECT_GE(ws, 4 * view_bytes);
+      expect_matches(call, want, std::string("all in place ") + name(l));
+      EXPECT_TRUE(AdamCall::untouched_outside_view(call.tensor(9)));
+    }
+    {  // only grad strided
+      CallLayout s;
+      s.in_layout = {Layout::kContiguous, Layout::kContiguous, Layout::kContiguous, l};
+      AdamCall call(d, in, s);
+      uint64_t ws = 0;
+      ASSERT_EQ(call.run(nesterov, &ws), ACLNN_SUCCESS) << recent();
+      EXPECT_GE(ws, view_bytes);
+      EXPECT_LT(ws, 2 * view_bytes);
+      expect_matches(call, want, std::string("grad ") + name(l));
+    }
+    {  // only var strided, in place
+      CallLayout s;
+      s.in_layout = {l, Layout::kContiguous, Layout::kContiguous, Layout::kContiguous};
+      AdamCall call(d, in, s);
+      ASSERT_EQ(call.run(nesterov), ACLNN_SUCCESS) << recent();
+      expect_matches(call, want, std::string("var ") + name(l));
+    }
+    {  // contiguous inputs, strided separate outputs; the inputs stay as they were
+      CallLayout s;
+      s.in_place = {false, false, false};
+      s.out_layout = {l, l, l};
+      AdamCall call(d, in, s);
+      const auto before = call.snapshot();
+      ASSERT_EQ(call.run(nesterov), ACLNN_SUCCESS) << recent();
+      expect_matches(call, want, std::string("outputs ") + name(l));
+      const auto after = call.snapshot();
+      for (int k = 0; k < 10; ++k) EXPECT_EQ(after[k], before[k]) << kNames[k];
+    }
+    {  // strided inputs, contiguous separate outputs
+      CallLayout s;
+      s.in_layout = {l, l, l, l};
+      s.in_place = {false, false, false};
+      AdamCall call(d, in, s);
+      const auto before = call.snapshot();
+      ASSERT_EQ(call.run(nesterov), ACLNN_SUCCESS) << recent();
+      expect_matches(call, want, std::string("inputs ") + name(l));
+      const auto after = call.snapshot();
+      for (int k = 0; k < 10; ++k) EXPECT_EQ(after[k], before[k]) << kNames[k];
+    }
+  }
+  {  // a bit of everything
+    CallLayout s;
+    s.in_layout = {Layout::kPadded, Layout::kTransposed, Layout::kContiguous, Layout::kReversed};
+    s.in_place = {true, false, false};
+    s.out_layout = {Layout::kContiguous, Layout::kReversed, Layout::kPadded};
+    AdamCall call(d, in, s);
+    ASSERT_EQ(call.run(nesterov), ACLNN_SUCCESS) << recent();
+    expect_matches(call, want, "mixed layouts");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(DTypes, CompatApplyAdamD,
+                         ::testing::Values(Param{ACL_FLOAT, false}, Param{ACL_FLOAT, true},
+                                           Param{ACL_FLOAT16, false}, Param{ACL_FLOAT16, true},
+                                           Param{ACL_BF16, false}, Param{ACL_BF16, true}),
+                         [](const auto& param_info) {
+                           return std::string(
+                                      mantissa::dtype_short_name(dt(param_info.param.dtype))) +
+                                  (param_info.param.nesterov ? "_nesterov" : "");
+                         });
+
+TEST(CompatApplyAdamDShapes, RankZeroAndEmpty) {
+  const float values[] = {0.5f, 0.1f, 0.2f, 0.9f, 0.999f, 0.001f, 0.9f, 0.999f, 1e-7f, 0.3f};
+  {  // rank 0: every tensor one element, in place
+    std::array<Tensor, 10> t;
+    for (int k = 0; k < 10; ++k) {
+      t[k].make(ACL_FLOAT, Geometry{{}, {}, {}, 0});
+      t[k].set(0, values[k]);
+    }
+    uint64_t ws = 1;
+    aclOpExecutor* e = nullptr;
+    ASSERT_EQ(aclnnApplyAdamDGetWorkspaceSize(t[0].t, t[1].t, t[2].t, t[3].t, t[4].t, t[5].t,
+                                              t[6].t, t[7].t, t[8].t, t[9].t, false, false, t[0].t,
+                                              t[1].t, t[2].t, &ws, &e),
+              ACLNN_SUCCESS)
+        << recent();
+    EXPECT_EQ(ws, 0u);
+    ASSERT_EQ(aclnnApplyAdamD(nullptr, 0, e, nullptr), ACLNN_SUCCESS);
+    // m_out = 0.1 + (1 - 0.9) * (0.3 - 0.1), in fp32 in this grouping.
+    const float m_out = 0.1f + ((1.0f - 0.9f) * (0.3f - 0.1f));
+    float got;
+    std::memcpy(&got, t[1].bytes.data(), 4);
+    EXPECT_EQ(got, m_out);
+  }
+  {  // empty var: succeeds, workspace 0, touches nothing
+    std::array<Tensor, 13> t;
+    for (int k = 0; k < 13; ++k) {
+      const bool scalar = k >= 3 && k <= 8;
+      t[k].make(ACL_FLOAT,
+                scalar ? Geometry{{1}, {1}, {1}, 0} : Geometry{{0, 16}, {16, 1}, {0, 16}, 0});
+    }
+    const uint8_t before = t[10].bytes[0];
+    uint64_t ws = 1;
+    aclOpExecutor* e = nullptr;
+    ASSERT_EQ(aclnnApplyAdamDGetWorkspaceSize(t[0].t, t[1].t, t[2].t, t[3].t, t[4].t, t[5].t,
+                                              t[6].t, t[7].t, t[8].t, t[9].t, false, false, t[10].t,
+                                              t[11].t, t[12].t, &ws, &e),
+              ACLNN_SUCCESS)
+        << recent();
+    EXPECT_EQ(ws, 0u);
+    ASSERT_EQ(aclnnApplyAdamD(nullptr, 0, e, nullptr), ACLNN_SUCCESS);
+    EXPECT_EQ(t[10].bytes[0], before);
+  }
+}
+
+// --- Workspace rules -------------------------------------------------------------------------
+
+TEST(CompatApplyAdamDWorkspace, TooSmallNullOrOverlappingWritesNothing) {
+  const Inputs in = make_inputs(ACL_FLOAT, 3);
+  CallLayout s;
+  s.in_layout = {Layout::kPadded, Layout::kContiguous, Layout::kContiguous, Layout::kTransposed};
+  AdamCall call(ACL_FLOAT, in, s);
+  const auto before = call.snapshot();
+  auto phase_one = [&](uint64_t* ws) {
+    aclOpExecutor* e = nullptr;
+    EXPECT_EQ(call.phase_one(false, ws, &e), ACLNN_SUCCESS) << recent();
+    return e;
+  };
+  uint64_t ws = 0;
+  aclOpExecutor* e = phase_one(&ws);
+  ASSERT_GT(ws, 0u);
+  std::vector<uint8_t> workspace(ws + 64, 0x3C);
+  EXPECT_EQ(aclnnApplyAdamD(workspace.data(), ws - 1, e, nullptr), ACLNN_ERR_PARAM_INVALID);
+  EXPECT_NE(recent().find("smaller than"), std::string::npos) << recent();
+  // The one-shot executor is spent even though it failed.
+  EXPECT_EQ(aclnnApplyAdamD(workspace.data(), ws, e, nullptr), ACLNN_ERR_PARAM_INVALID);
+
+  e = phase_one(&ws);
+  EXPECT_EQ(aclnnApplyAdamD(nullptr, ws, e, nullptr), ACLNN_ERR_PARAM_INVALID);
+  EXPECT_NE(recent().find("workspace is null"), std::string::npos) << recent();
+
+  // A workspace inside a tensor's storage would overwrite it: rejected before any copy.
+  e = phase_one(&ws);
+  Tensor& var = call.tensor(0);
+  ASSERT_GE(var.bytes.size(), 64u);
+  EXPECT_EQ(aclnnApplyAdamD(var.bytes.data() + 8, ws, e, nullptr), ACLNN_ERR_PARAM_INVALID);
+  EXPECT_NE(recent().find("workspace overlaps var"), std::string::npos) << recent();
+
+  EXPECT_EQ(call.snapshot(), before);
+  for (uint8_t b : workspace) ASSERT_EQ(b, 0x3C);
+
+  // A repeatable executor runs with a right-sized workspace, twice.
+  e = phase_one(&ws);
+  ASSERT_EQ(aclSetAclOpExecutorRepeatable(e), ACLNN_SUCCESS);
+  EXPECT_EQ(aclnnApplyAdamD(workspace.data(), ws, e, nullptr), ACLNN_SUCCESS) << recent();
+  EXPECT_EQ(aclnnApplyAdamD(workspace.data(), ws, e, nullptr), ACLNN_SUCCESS) << recent();
+  EXPECT_EQ(aclDestroyAclOpExecutor(e), ACLNN_SUCCESS);
+  EXPECT_NE(call.snapshot(), before);
+}
+
+TEST(CompatApplyAdamDWorkspace, ExecutorOfAnotherOperatorIsRejected) {
+  const Inputs in = make_inputs(ACL_FLOAT, 5);
+  AdamCall call(ACL_FLOAT, in, CallLayout{});
+  const auto before = call.snapshot();
+  uint64_t ws = 0;
+  aclOpExecutor* e = nullptr;
+  ASSERT_EQ(call.phase_one(false, &ws, &e), ACLNN_SUCCESS);
+  // Passing it to a different operator's phase two: rejected and spent.
+  EXPECT_EQ(aclnnAmpUpdateScale(nullptr, ws, e, nullptr), ACLNN_ERR_PARAM_INVALID);
+  EXPECT_NE(recent().find("aclnnApplyAdamDGetWorkspaceSize"), std::string::npos) << recent();
+  EXPECT_EQ(aclnnApplyAdamD(nullptr, ws, e, nullptr), ACLNN_ERR_PARAM_INVALID);
+  EXPECT_EQ(call.snapshot(), before);
+}
+
+// --- Validation rows through aclnn, nothing written ------------------------------------------
+
+struct Row {
+  const char* what;
+  void (*setup)(AdamCall&);
+  aclnnStatus code;
+  const char* reason;
+};
+
+TEST(CompatApplyAdamDValidation, EveryRowWritesNothing) {
+  const Row rows[] = {
+      {"dtype INT32",
+       [](AdamCall& c) {
+         for (int k = 0; k < 10; ++k) {  // in place: the outputs are these tensors
+           c.tensor(k).dtype = ACL_INT32;
+           c.tensor(k).make_handle();
+         }
+       },
+       ACLNN_ERR_PARAM_INVALID, "var dtype INT32"},
+      {"unknown dtype",
+       [](AdamCall& c) {
+         for (int k = 0; k < 10; ++k) {
+           c.tensor(k).dtype = static_cast<aclDataType>(30);
+           c.tensor(k).make_handle();
+         }
+       },
+       ACLNN_ERR_PARAM_INVALID, "var dtype"},
+      {"grad dtype differs",
+       [](AdamCall& c) {
+         c.tensor(9).dtype = ACL_FLOAT16;
+         c.tensor(9).make_handle();
+       },
+       ACLNN_ERR_PARAM_INVALID, "grad dtype FLOAT16"},
+      {"rank 9",
+       [](AdamCall& c) {
+         for (int k : {0, 1, 2, 9}) {
+           c.tensor(k).g = Geometry{{1, 1, 1, 1, 1, 4, 1, 1, 16}, {}, {kRows, kCols}, 0};
+           c.tensor(k).g.strides.assign(9, 1);
+           c.tensor(k).g.strides[5] = 16;
+           c.tensor(k).make_handle();
+         }
+       },
+       ACLNN_ERR_PARAM_INVALID, "rank 9"},
+      {"m shape differs",
+       [](AdamCall& c) {
+         c.tensor(1).g.dims = {kRows, kCols - 1};
+         c.tensor(1).make_handle();
+       },
+       ACLNN_ERR_PARAM_INVALID, "m shape [4, 15] differs from var shape [4, 16]"},
+      {"lr holds two elements",
+       [](AdamCall& c) {
+         c.tensor(5).g = Geometry{{2}, {1}, {2}, 0};
+         c.tensor(5).bytes.resize(64, kSentinel);
+         c.tensor(5).make_handle();
+       },
+       ACLNN_ERR_PARAM_INVALID, "lr must hold exactly one element"},
+      {"format NCHW", [](AdamCall& c) { c.tensor(9).make_handle(ACL_FORMAT_NCHW); },
+       ACLNN_ERR_PARAM_INVALID, "grad format"},
+      {"var data null",
+       [](AdamCall& c) {
+         Tensor& t = c.tensor(0);
+         aclDestroyTensor(t.t);
+         t.t = aclCreateTensor(t.g.dims.data(), 2, t.dtype, t.g.strides.data(), 0, ACL_FORMAT_ND,
+                               t.g.storage.data(), t.g.storage.size(), nullptr);
+       },
+       ACLNN_ERR_PARAM_NULLPTR, "var has a null data pointer"},
+      {"strided var data null",
+       [](AdamCall& c) {
+         Tensor& t = c.tensor(0);
+         t.g = geometry(Layout::kTransposed);
+         aclDestroyTensor(t.t);
+         t.t = aclCreateTensor(t.g.dims.data(), 2, t.dtype, t.g.strides.data(), 0, ACL_FORMAT_ND,
+                               t.g.storage.data(), t.g.storage.size(), nullptr);
+       },
+       ACLNN_ERR_PARAM_NULLPTR, "var has a null data pointer"},
+  };
+  const Inputs in = make_inputs(ACL_FLOAT, 21);
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.what);
+    AdamCall call(ACL_FLOAT, in, CallLayout{});
+    row.setup(call);
+    const auto before = call.snapshot();
+    EXPECT_EQ(call.run(false), row.code);
+    EXPECT_NE(recent().find(row.reason), std::string::npos) << recent();
+    EXPECT_EQ(call.snapshot(), before);
+  }
+}
+
+TEST(CompatApplyAdamDValidation, NullPointersNameTheArgument) {
+  const Inputs in = make_inputs(ACL_FLOAT, 1);
+  AdamCall call(ACL_FLOAT, in, CallLayout{});
+  const auto before = call.snapshot();
+  for (int k = 0; k < 13; ++k) {
+    std::array<aclTensor*, 13> h;
+    for (int i = 0; i < 13; ++i) h[i] = call.handle(i);
+    h[k] = nullptr;
+    uint64_t ws = 0;
+    aclOpExecutor* e = nullptr;
+    EXPECT_EQ(call.phase_one(false, &ws, &e, &h), ACLNN_ERR_PARAM_NULLPTR) << kNames[k];
+    EXPECT_NE(recent().find(std::string(kNames[k]) + " is null"), std::string::npos) << recent();
+  }
+  uint64_t ws = 0;
+  aclOpExecutor* e = nullptr;
+  EXPECT_EQ(call.phase_one(false, nullptr, &e), ACLNN_ERR_PARAM_NULLPTR);
+  EXPECT_EQ(call.phase_one(false, &ws, nullptr), ACLNN_ERR_PARAM_NULLPTR);
+  EXPECT_EQ(call.snapshot(), before);
+}
+
+// Outputs that overlap what they must not, with strided and contiguous views.
+TEST(CompatApplyAdamDValidation, OverlappingOutputsAreRejected) {
+  const Inputs in = make_inputs(ACL_FLOAT, 2);
+  struct Case {
+    const char* what;
+    void (*setup)(AdamCall&, std::array<aclTensor*, 13>&, std::vector<aclTensor*>&);
+    const char* reason;
+  };
+  const Case cases[] = {
+      {"varOut is var shifted by one element",
+       [](AdamCall& c, std::array<aclTensor*, 13>& h, std::vector<aclTensor*>& made) {
+         Tensor& var = c.tensor(0);
+         const int64_t storage[] = {kN + 1};
+         made.push_back(aclCreateTensor(var.g.dims.data(), 2, ACL_FLOAT, var.g.strides.data(), 1,
+                                        ACL_FORMAT_ND, storage, 1, var.bytes.data()));
+         h[10] = made.back();
+       },
+       "var_out partially overlaps var"},
+      {"strided vOut interleaved with strided grad",
+       [](AdamCall& c, std::array<aclTensor*, 13>& h, std::vector<aclTensor*>& made) {
+         // grad is the even columns of an [4, 32] buffer, vOut the odd ones: disjoint elements
+         // but overlapping spans, which the rule compares.
+         Tensor& grad = c.tensor(9);
+         grad.g = Geometry{{kRows, kCols}, {32, 2}, {kRows, 32}, 0};
+         grad.bytes.assign(kRows * 32 * 4 + 64, kSentinel);
+         grad.make_handle();
+         h[9] = grad.t;
+         const int64_t dims[] = {kRows, kCols}, strides[] = {32, 2}, storage[] = {kRows, 32};
+         made.push_back(aclCreateTensor(dims, 2, ACL_FLOAT, strides, 1, ACL_FORMAT_ND, storage, 2,
+                                        grad.bytes.data()));
+         h[12] = made.back();
+       },
+       "vOut overlaps grad"},
+      {"separate mOut with a zero stride writes one element twice",
+       [](AdamCall& c, std::array<aclTensor*, 13>& h, std::vector<aclTensor*>& made) {
+         static float out[kCols];
+         (void)c;
+         const int64_t dims[] = {kRows, kCols}, strides[] = {0, 1}, storage[] = {kCols};
+         made.push_back(
+             aclCreateTensor(dims, 2, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, storage, 1, out));
+         h[11] = made.back();
+       },
+       "mOut (shape [4, 16]) has strides that address some element twice"},
+      {"in-place var overlapping a strided m",
+       [](AdamCall& c, std::array<aclTensor*, 13>& h, std::vector<aclTensor*>& made) {
+         // m viewed transposed over var's own storage.
+         Tensor& var = c.tensor(0);
+         const int64_t dims[] = {kRows, kCols}, strides[] = {1, kRows}, storage[] = {kN};
+         made.push_back(aclCreateTensor(dims, 2, ACL_FLOAT, strides, 0, ACL_FORMAT_ND, storage, 1,
+                                        var.bytes.data()));
+         h[1] = made.back();
+         h[11] = made.back();
+       },
+       "overlaps"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    AdamCall call(ACL_FLOAT, in, CallLayout{});
+    std::array<aclTensor*, 13> h;
+    std::vector<aclTensor*> made;
+    for (int i = 0; i < 13; ++i) h[i] = call.handle(i);
+    c.setup(call, h, made);
+    const auto before = call.snapshot();
+    uint64_t ws = 0;
+    aclOpExecutor* e = nullptr;
+    EXPECT_EQ(call.phase_one(false, &ws, &e, &h), ACLNN_ERR_PARAM_INVALID);
+    EXPECT_NE(recent().find(c.reason), std::string::npos) << recent();
+    EXPECT_EQ(call.snapshot(), before);
+    for (aclTensor* t : made) aclDestroyTensor(t);
+  }
+}
+
+}  // namespace
+
+}  // namespace aclnn
+
+// ==== Op-by-name: ============================================================
+// ApplyAdamD through op-by-name execution: bit-identity with the C++ API for every dtype and
+// use_nesterov, same and separate output buffers, and every validation row with nothing written.
+
+namespace aclop {
+
+namespace {
+
+using mantissa::testing::aclop_support::Call;
+using mantissa::testing::aclop_support::expect_rejected_untouched;
+
+constexpr aclError kInvalid = 161002;
+const char* const kNames[] = {"var", "m",     "v",     "beta1_power", "beta2_power",
+                              "lr",  "beta1", "beta2", "epsilon",     "grad"};
+
+// An ApplyAdamD call on `dims`; in place means the outputs are the var, m, v buffers.
+Call make_call(aclDataType dt, const std::vector<int64_t>& dims, bool nesterov, bool in_place) {
+  Call c("ApplyAdamD");
+  for (int i = 0; i < 3; ++i) c.add_in(dt, dims);
+  for (int i = 0; i < 6; ++i)
+    c.add_in(dt, i % 2 ? std::vector<int64_t>{1} : std::vector<int64_t>{});
+  c.add_in(dt, dims);
+  for (int i = 0; i < 3; ++i) c.add_out(dt, dims, in_place ? i : -1);
+  c.set_bool("use_nesterov", nesterov);
+  return c;
+}
+
+// The upstream ATK distributions (v strictly positive) and fixed scalars; a large step uses
+// lr 0.5 and beta2_power 0.9 (bf16 rounds the ATK's 0.999 to 1, which makes lr_t 0).
+void fill(Call& c, uint32_t seed, bool large_step = false) {
+  c.allocate(0x3C);
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> var(0.3f, 0.4f), m(-0.2f, 0.1f), v(0.7f, 0.03f), g(0.1f, 0.2f);
+  const size_t n = mantissa::testing::aclop_support::count_of(c.in(0).dims);
+  for (size_t i = 0; i < n; ++i) {
+    c.in(0).set(i, var(gen));
+    c.in(1).set(i, m(gen));
+    c.in(2).set(i, std::abs(v(gen)));
+    c.in(9).set(i, g(gen));
+  }
+  const std::array<float, 6> scalars{0.9f, 0.999f, 0.001f, 0.9f, 0.999f, 1e-7f};
+  for (int k = 0; k < 6; ++k) c.in(3 + k).set(0, scalars[k]);
+  if (large_step) {
+    c.in(4).set(0, 0.9f);
+    c.in(5).set(0, 0.5f);
+  }
+}
+
+// The C++ API on a fresh copy of the same inputs, with separate outputs.
+Call run_cpp(aclDataType dt, const std::vector<int64_t>& dims, bool nesterov, uint32_t seed,
+             bool large_step) {
+  Call c = make_call(dt, dims, nesterov, false);
+  fill(c, seed, large_step);
+  mantissa::ApplyAdamDTensors t;
+  t.var = c.in(0).view();
+  t.m = c.in(1).view();
+  t.v = c.in(2).view();
+  t.beta1_power = c.in(3).view();
+  t.beta2_power = c.in(4).view();
+  t.lr = c.in(5).view();
+  t.beta1 = c.in(6).view();
+  t.beta2 = c.in(7).view();
+  t.epsilon = c.in(8).view();
+  t.grad = c.in(9).view();
+  t.var_out = c.out(0).view();
+  t.m_out = c.out(1).view();
+  t.v_out = c.out(2).view();
+  mantissa::ApplyAdamDParams p;
+  p.use_nesterov = nesterov;
+  const mantissa::Status s = mantissa::apply_adam_d(t, p);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return c;
+}
+
+bool bytes_equal(const mantissa::testing::aclop_support::Arg& a,
+                 const mantissa::testing::aclop_support::Arg& b) {
+  return a.bytes() == b.bytes() &&
+         std::equal(a.mem.begin(), a.mem.begin() + a.bytes(), b.mem.begin());
+}
+
+TEST(AclopApplyAdamD, BitIdenticalToCppApiSameAndSeparateOutputs) {
+  const std::vector<std::vector<int64_t>> shapes{{4, 16}, {3, 5, 7}, {}, {1}, {129}};
+  uint32_t seed = 11;
+  for (aclDataType dt : mantissa::testing::aclop_support::training_dtypes()) {
+    for (bool nesterov : {false, true}) {
+      for (bool large_step : {false, true}) {
+        for (const auto& dims : shapes) {
+          ++seed;
+          Call e = run_cpp(dt, dims, nesterov, seed, large_step);
+          Call separate = make_call(dt, dims, nesterov, false);
+          fill(separate, seed, large_step);
+          Call original = make_call(dt, dims, nesterov, false);
+          fill(original, seed, large_step);
+          ASSERT_EQ(separate.run(), ACL_SUCCESS) << aclGetRecentErrMsg();
+          Call same = make_call(dt, dims, nesterov, true);
+          fill(same, seed, large_step);
+          ASSERT_EQ(same.run(), ACL_SUCCESS) << aclGetRecentErrMsg();
+          for (int k = 0; k < 3; ++k) {
+            EXPECT_TRUE(bytes_equal(separate.out(k), e.out(k)))
+                << kNames[k] << " dtype " << dt << " nesterov " << nesterov;
+            EXPECT_TRUE(bytes_equal(same.in(k), e.out(k)))
+                << kNames[k] << " in place, dtype " << dt << " nesterov " << nesterov;
+            // Separate outputs leave the inputs as they were.
+            EXPECT_TRUE(bytes_equal(separate.in(k), original.in(k))) << kNames[k];
+          }
+          if (large_step) {  // the step is visible, so the comparison above means something
+            EXPECT_FALSE(bytes_equal(separate.out(0), original.in(0))) << "dtype " << dt;
+          }
+        }
+      }
+    }
+  }
+}
+
+// use_nesterov changes the result; use_locking has no numeric effect (a large step, so that the
+// var update is visible in every dtype).
+TEST(AclopApplyAdamD, Attributes) {
+  for (aclDataType dt : mantissa::testing::aclop_support::training_dtypes()) {
+    Call plain = make_call(dt, {4, 16}, false, false);
+    fill(plain, 3, true);
+    ASSERT_EQ(plain.run(), ACL_SUCCESS);
+    Call locking = make_call(dt, {4, 16}, false, false);
+    locking.set_bool("use_locking", true);
+    fill(locking, 3, true);
+    ASSERT_EQ(locking.run(), ACL_SUCCESS);
+    Call nesterov = make_call(dt, {4, 16}, true, false);
+    fill(nesterov, 3, true);
+    ASSERT_EQ(nesterov.run(), ACL_SUCCESS);
+    Call defaults = make_call(dt, {4, 16}, false, false);
+    defaults.attrs().clear();
+    fill(defaults, 3, true);
+    ASSERT_EQ(defaults.run(), ACL_SUCCESS);
+    EXPECT_TRUE(bytes_equal(plain.out(0), locking.out(0)));
+    EXPECT_TRUE(bytes_equal(plain.out(0), defaults.out(0)));
+    EXPECT_FALSE(bytes_equal(plain.out(0), nesterov.out(0))) << dt;
+    EXPECT_TRUE(bytes_equal(plain.out(1), nesterov.out(1)));  // m and v do not depend on it
+    EXPECT_TRUE(bytes_equal(plain.out(2), nesterov.out(2)));
+  }
+}
+
+// The same bits on every SIMD target and thread count (several parallel chunks, a vector tail).
+TEST(AclopApplyAdamD, SameBitsOnEveryTargetAndThreadCount) {
+  const std::vector<int64_t> dims{70001};
+  mantissa::testing::ThreadCountGuard guard;
+  for (aclDataType dt : mantissa::testing::aclop_support::training_dtypes()) {
+    for (bool nesterov : {false, true}) {
+      Call e = run_cpp(dt, dims, nesterov, 21, true);
+      mantissa::testing::for_each_target([&](const std::string&) {
+        for (int threads : {1, 3}) {
+          ASSERT_TRUE(mantissa::set_num_threads(threads).ok());
+          Call c = make_call(dt, dims, nesterov, true);
+          fill(c, 21, true);
+          ASSERT_EQ(c.run(), ACL_SUCCESS) << aclGetRecentErrMsg();
+          for (int k = 0; k < 3; ++k) {
+            EXPECT_TRUE(bytes_equal(c.in(k), e.out(k)))
+                << kNames[k] << " threads " << threads << " dtype " << dt;
+          }
+        }
+      });
+    }
+  }
+}
+
+// Empty var: succeeds and touches nothing.
+TEST(AclopApplyAdamD, EmptyTensorTouchesNothing) {
+  for (bool in_place : {false, true}) {
+    Call c = make_call(ACL_FLOAT16, {3, 0, 2}, false, in_place);
+    c.allocate();
+    c.fill_random(5);
+    const auto before = c.snapshot();
+    EXPECT_EQ(c.run(), ACL_SUCCESS) << aclGetRecentErrMsg();
+    EXPECT_TRUE(c.snapshot() == before);
+  }
+}
+
+// Every validation row of the operator, through op-by-name, on sentinel-filled memory.
+TEST(AclopApplyAdamD, ValidationRowsWriteNothing) {
+  const std::vector<int64_t> dims{4, 16};
+  for (aclDataType dt : mantissa::testing::aclop_support::training_dtypes()) {
+    for (bool in_place : {false, true}) {
+      auto base = [&] { return make_call(dt, dims, false, in_place); };
+      {  // the unmodified call succeeds, so every rejection below is the row's doing
+        Call c = base();
+        fill(c, 1);
+        ASSERT_EQ(c.run(), ACL_SUCCESS) << aclGetRecentErrMsg();
+      }
+      for (aclDataType bad : {ACL_INT32, ACL_DOUBLE, ACL_INT8, ACL_BOOL}) {
+        Call c = base();
+        for (auto& a : c.ins()) a.dtype = bad;
+        for (auto& a : c.outs()) a.dtype = bad;
+        expect_rejected_untouched(c, kInvalid, "dtype", "var dtype");
+      }
+      const aclDataType other = dt == ACL_FLOAT ? ACL_BF16 : ACL_FLOAT;
+      for (int k = 1; k < 10; ++k) {
+        Call c = base();
+        c.in(k).dtype = other;
+        expect_rejected_untouched(c, kInvalid, kNames[k], std::string(kNames[k]) + " dtype");
+      }
+      if (!in_place) {
+        for (int k = 0; k < 3; ++k) {
+          Call c = base();
+          c.out(k).dtype = other;
+          expect_rejected_untouched(c, kInvalid, "output dtype",
+                                    std::string(kNames[k]) + "_out dtype");
+        }
+      }
+      {  // rank > 8
+        const std::vector<int64_t> nine{1, 1, 4, 1, 1, 1, 16, 1, 1};
+        Call c = base();
+        for (int k : {0, 1, 2, 9}) c.in(k).dims = nine;
+        for (auto& a : c.outs()) a.dims = nine;
+        expect_rejected_untouched(c, kInvalid, "rank 9", "rank 9");
+        Call s = base();
+        s.in(5).dims = std::vector<int64_t>(9, 1);  // a rank-9 scalar input
+        expect_rejected_untouched(s, kInvalid, "rank 9 lr", "lr rank 9");
+      }
+      for (int k : {1, 2, 9}) {  // m, v, grad shape differs from var's
+        for (const std::vector<int64_t>& bad :
+             {std::vector<int64_t>{4, 15}, std::vector<int64_t>{64},
+              std::vector<int64_t>{1, 4, 16}}) {
+          Call c = base();
+          c.in(k).dims = bad;
+          expect_rejected_untouched(c, kInvalid, kNames[k], std::string(kNames[k]) + " shape");
+        }
+      }
+      if (!in_place) {
+        for (int k = 0; k < 3; ++k) {
+          Call c = base();
+          c.out(k).dims = {16, 4};
+          expect_rejected_untouched(c, kInvalid, "output shape",
+                                    std::string(kNames[k]) + "_out shape");
+        }
+      }
+      for (int k = 3; k < 9; ++k) {  // a scalar input not holding exactly one element
+        for (const std::vector<int64_t>& bad :
+             {std::vector<int64_t>{2}, std::vector<int64_t>{0}, std::vector<int64_t>{1, 2}}) {
+          Call c = base();
+          c.in(k).dims = bad;
+          expect_rejected_untouched(c, kInvalid, kNames[k],
+                                    std::string(kNames[k]) + " must hold exactly one element");
+        }
+      }
+      if (!in_place) {  // outputs partially overlapping their inputs or each other
+        Call c = base();
+        c.out(0).alias_input = 0;
+        c.out(0).alias_offset = mantissa::testing::aclop_support::elem_size(dt);
+        expect_rejected_untouched(c, kInvalid, "var_out overlaps var", "overlaps");
+        Call g = base();
+        g.out(1).alias_input = 9;
+        expect_rejected_untouched(g, kInvalid, "m_out is grad", "overlaps");
+        Call o = base();
+        o.out(2).alias_input = 0;
+        expect_rejected_untouched(o, kInvalid, "v_out is var", "overlaps");
+      }
+      for (int k = 0; k < 10; ++k) {  // buffers smaller than their descriptors
+        Call c = base();
+        c.in(k).buffer_size = c.in(k).bytes() - 1;
+        expect_rejected_untouched(c, kInvalid, kNames[k],
+                                  "inputs[" + std::to_string(k) + "] (" + kNames[k] + ") holds");
+      }
+      if (!in_place) {
+        for (int k = 0; k < 3; ++k) {
+          Call c = base();
+          c.out(k).buffer_size = c.out(k).bytes() / 2;
+          expect_rejected_untouched(c, kInvalid, "output size",
+                                    "outputs[" + std::to_string(k) + "] (" + kNames[k] + ") holds");
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+}  // namespace aclop
+
+}  // namespace mantissa::testing

@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "test_apply_adam_d_golden.h"
+#include "apply_adam_d_support.h"
+
+namespace mantissa::testing {
 
 namespace {
 
@@ -22,17 +24,17 @@ std::vector<size_t> all_sizes() {
 }
 
 TEST(ApplyAdamDSweep, ManySizesAndThreadCountsUpstreamScalars) {
-  adam_test::SweepPlan plan;
+  mantissa::testing::adam_support::SweepPlan plan;
   plan.sizes = all_sizes();
   plan.threads = {1, 2, 3, 4, 7, 8, 16};
   plan.big = (size_t{8} << 20) + 3;
   plan.big_in_place_threads = {1, 3, 16};
   plan.seed = 31;
-  adam_test::run_sweep(plan);
+  mantissa::testing::adam_support::run_sweep(plan);
 }
 
 TEST(ApplyAdamDSweep, OtherScalarSets) {
-  const adam_test::Scalars sets[] = {
+  const mantissa::testing::adam_support::Scalars sets[] = {
       // A late step, small epsilon.
       {std::pow(0.9, 1000), std::pow(0.999, 1000), 3e-4, 0.9, 0.999, 1e-8},
       // The first step of torch-like defaults mapped to this form.
@@ -43,16 +45,18 @@ TEST(ApplyAdamDSweep, OtherScalarSets) {
       {0.5, 0.75, 0.1, 0.5, 0.75, 1e-3},
   };
   uint64_t seed = 100;
-  for (const adam_test::Scalars& s : sets) {
-    adam_test::SweepPlan plan;
+  for (const mantissa::testing::adam_support::Scalars& s : sets) {
+    mantissa::testing::adam_support::SweepPlan plan;
     plan.sizes = all_sizes();
     plan.threads = {1, 2, 7};
     plan.scalars = s;
     plan.big = (size_t{1} << 21) + 1;
     plan.big_in_place_threads = {2};
     plan.seed = ++seed;
-    adam_test::run_sweep(plan);
+    mantissa::testing::adam_support::run_sweep(plan);
   }
 }
 
 }  // namespace
+
+}  // namespace mantissa::testing

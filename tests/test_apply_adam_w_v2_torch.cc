@@ -17,7 +17,8 @@
 
 #include "mantissa/ops/apply_adam_w_v2.h"
 
-namespace mantissa {
+namespace mantissa::testing {
+
 namespace {
 
 constexpr double kU = 0x1p-24;  // unit roundoff of fp32
@@ -292,4 +293,5 @@ TEST(ApplyAdamWV2VersusPyTorch, RealTorchOptimAdamW) {
 }
 
 }  // namespace
-}  // namespace mantissa
+
+}  // namespace mantissa::testing

@@ -15,8 +15,10 @@
 #include "acl/acl.h"
 #include "aclnnop/aclnn_ascend_quant_v3.h"
 #include "mantissa/ops/ascend_quant_v3.h"
-#include "op_test_support.h"
+#include "op_support.h"
 #include "ops/ascend_quant_v3/ascend_quant_v3_desc.h"
+
+namespace mantissa::testing {
 
 namespace {
 
@@ -333,3 +335,5 @@ TEST(AscendQuantV3ByName, InputsAndAttributes) {
 }
 
 }  // namespace
+
+}  // namespace mantissa::testing

@@ -17,7 +17,9 @@
 #include "mantissa/calibrate.h"
 #include "mantissa/dtype.h"
 #include "mantissa/runtime.h"
-#include "op_test_support.h"
+#include "op_support.h"
+
+namespace mantissa::testing {
 
 namespace {
 
@@ -363,3 +365,5 @@ TEST(Npy, ReadsAndRejects) {
 }
 
 }  // namespace
+
+}  // namespace mantissa::testing

@@ -16,6 +16,8 @@
 #include "mantissa/dtype.h"
 #include "mantissa/tensor.h"
 
+namespace mantissa::testing {
+
 namespace {
 
 using mantissa::DType;
@@ -478,3 +480,5 @@ TEST(CompatLists, ArraysCopyTheirValues) {
 }
 
 }  // namespace
+
+}  // namespace mantissa::testing

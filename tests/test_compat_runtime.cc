@@ -10,6 +10,8 @@
 #include "acl/acl.h"
 #include "aclnn/acl_meta.h"
 
+namespace mantissa::testing {
+
 namespace {
 
 std::string recent() { return aclGetRecentErrMsg(); }
@@ -271,3 +273,5 @@ TEST(CompatTensor, DestroyChecksTheHandle) {
 }
 
 }  // namespace
+
+}  // namespace mantissa::testing

@@ -21,7 +21,9 @@
 #include "core/parallel.h"
 #include "mantissa/runtime.h"
 #include "precision/kit.h"
-#include "target_sweep.h"
+#include "target_support.h"
+
+namespace mantissa::testing {
 
 namespace {
 
@@ -236,3 +238,5 @@ TEST(Concurrency, ParallelForFromSeveralThreadsCoversEachChunkOnce) {
 }
 
 }  // namespace
+
+}  // namespace mantissa::testing

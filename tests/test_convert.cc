@@ -9,12 +9,13 @@
 #include <random>
 #include <vector>
 
-#include "conversion_reference.h"
+#include "conversion_support.h"
 #include "mantissa/convert.h"
 #include "mantissa/dtype.h"
-#include "target_sweep.h"
+#include "target_support.h"
 
-namespace mantissa {
+namespace mantissa::testing {
+
 namespace {
 
 using testing::reference_bf16_to_fp32_bits;
@@ -166,4 +167,5 @@ TEST(Convert, Bf16RareLanesAtEveryPosition) {
 }
 
 }  // namespace
-}  // namespace mantissa
+
+}  // namespace mantissa::testing

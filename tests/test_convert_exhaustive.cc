@@ -7,12 +7,13 @@
 #include <thread>
 #include <vector>
 
-#include "conversion_reference.h"
+#include "conversion_support.h"
 #include "mantissa/convert.h"
 #include "mantissa/dtype.h"
-#include "target_sweep.h"
+#include "target_support.h"
 
-namespace mantissa {
+namespace mantissa::testing {
+
 namespace {
 
 TEST(ConvertExhaustive, AllFp32InputsOnEveryTarget) {
@@ -62,4 +63,5 @@ TEST(ConvertExhaustive, AllFp32InputsOnEveryTarget) {
 }
 
 }  // namespace
-}  // namespace mantissa
+
+}  // namespace mantissa::testing

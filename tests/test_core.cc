@@ -16,9 +16,10 @@
 
 #include "core/parallel.h"
 #include "mantissa/mantissa.h"
-#include "target_sweep.h"
+#include "target_support.h"
 
-namespace mantissa {
+namespace mantissa::testing {
+
 namespace {
 
 TEST(DType, NamesAndSizes) {
@@ -270,4 +271,5 @@ TEST(ParallelFor, AnExceptionOnTheCallerWaitsForTheWorkers) {
 }
 
 }  // namespace
-}  // namespace mantissa
+
+}  // namespace mantissa::testing

@@ -14,8 +14,10 @@
 #include "acl/acl.h"
 #include "aclnnop/aclnn_dynamic_quant.h"
 #include "mantissa/ops/dynamic_quant.h"
-#include "op_test_support.h"
+#include "op_support.h"
 #include "ops/dynamic_quant/dynamic_quant_desc.h"
+
+namespace mantissa::testing {
 
 namespace {
 
@@ -330,3 +332,5 @@ TEST(DynamicQuantByName, InputsOutputsAndDstType) {
 }
 
 }  // namespace
+
+}  // namespace mantissa::testing

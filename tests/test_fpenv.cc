@@ -21,7 +21,9 @@
 #include "mantissa/reduce.h"
 #include "mantissa/runtime.h"
 #include "precision/kit.h"
-#include "target_sweep.h"
+#include "target_support.h"
+
+namespace mantissa::testing {
 
 namespace {
 
@@ -219,3 +221,5 @@ TEST(FpEnv, WorkersDoNotInheritTheCreatorsEnvironment) {
 }
 
 }  // namespace
+
+}  // namespace mantissa::testing

@@ -14,8 +14,10 @@
 #include "acl/acl.h"
 #include "aclnnop/aclnn_gelu.h"
 #include "mantissa/ops/gelu.h"
-#include "op_test_support.h"
+#include "op_support.h"
 #include "precision/fp.h"
+
+namespace mantissa::testing {
 
 namespace {
 
@@ -249,3 +251,5 @@ TEST(Gelu, StridedThroughAclnn) {
 }
 
 }  // namespace
+
+}  // namespace mantissa::testing

@@ -19,9 +19,11 @@
 #include "aclnnop/aclnn_layer_norm_backward.h"
 #include "mantissa/ops/layer_norm.h"
 #include "mantissa/ops/layer_norm_grad.h"
-#include "op_test_support.h"
+#include "op_support.h"
 #include "ops/layer_norm/layer_norm_desc.h"
 #include "ops/layer_norm_grad/layer_norm_grad_desc.h"
+
+namespace mantissa::testing {
 
 namespace {
 
@@ -887,3 +889,5 @@ TEST(LayerNormByName, GraphOrderAndAttributes) {
 }
 
 }  // namespace
+
+}  // namespace mantissa::testing

@@ -13,6 +13,8 @@
 #include "mantissa/amp/loss_scaler.h"
 #include "mantissa/dtype.h"
 
+namespace mantissa::testing {
+
 namespace {
 
 using mantissa::DType;
@@ -391,3 +393,5 @@ TEST(LossScaler, CallsOutOfOrderAreRejected) {
 }
 
 }  // namespace
+
+}  // namespace mantissa::testing

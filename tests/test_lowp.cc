@@ -1,6 +1,6 @@
 // Low-precision formats: every code of every format widened, every rounding tie (and its
 // neighbours) narrowed, special values and random inputs, scalar and SIMD on every target,
-// against the independent references of lowp_reference.h.
+// against the independent references of lowp_support.h.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,13 +11,14 @@
 #include <random>
 #include <vector>
 
-#include "lowp_reference.h"
+#include "lowp_support.h"
 #include "mantissa/lowp.h"
 #include "mantissa/runtime.h"
 #include "mantissa/tensor.h"
-#include "target_sweep.h"
+#include "target_support.h"
 
-namespace mantissa {
+namespace mantissa::testing {
+
 namespace {
 
 using testing::kLowpFormats;
@@ -296,4 +297,5 @@ TEST(Lowp, DtypeSizesAndNames) {
 }
 
 }  // namespace
-}  // namespace mantissa
+
+}  // namespace mantissa::testing

@@ -13,10 +13,11 @@
 #include <thread>
 #include <vector>
 
-#include "lowp_reference.h"
+#include "lowp_support.h"
 #include "mantissa/lowp.h"
 
-namespace mantissa {
+namespace mantissa::testing {
+
 namespace {
 
 TEST(LowpExhaustive, AllFp32Inputs) {
@@ -76,4 +77,5 @@ TEST(LowpExhaustive, AllFp32Inputs) {
 }
 
 }  // namespace
-}  // namespace mantissa
+
+}  // namespace mantissa::testing

@@ -11,10 +11,11 @@
 #include <vector>
 
 #include "mantissa/math.h"
-#include "math_test_support.h"
-#include "target_sweep.h"
+#include "math_support.h"
+#include "target_support.h"
 
 namespace mantissa::testing {
+
 namespace {
 
 // The bounds of docs/math.md, measured over all 2^32 inputs by test_math_exhaustive.
@@ -125,4 +126,5 @@ TEST(Math, SpecialValues) {
 }
 
 }  // namespace
+
 }  // namespace mantissa::testing

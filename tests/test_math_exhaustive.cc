@@ -12,10 +12,11 @@
 #include <vector>
 
 #include "mantissa/math.h"
-#include "math_test_support.h"
-#include "target_sweep.h"
+#include "math_support.h"
+#include "target_support.h"
 
 namespace mantissa::testing {
+
 namespace {
 
 constexpr double kExpMaxUlp = 1.0;
@@ -87,4 +88,5 @@ TEST(MathExhaustive, SameBitsOnEveryTarget) {
 }
 
 }  // namespace
+
 }  // namespace mantissa::testing

@@ -10,9 +10,10 @@
 #include <vector>
 
 #include "multi_tensor_support.h"
-#include "op_test_support.h"
+#include "op_support.h"
 
-namespace mantissa {
+namespace mantissa::testing {
+
 namespace {
 
 using testing::Algo;
@@ -267,4 +268,5 @@ TEST(MultiTensorBf16, StochasticBitsDefinition) {
 }
 
 }  // namespace
-}  // namespace mantissa
+
+}  // namespace mantissa::testing

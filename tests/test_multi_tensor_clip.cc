@@ -11,9 +11,10 @@
 
 #include "mantissa/ops/foreach_non_finite_check_and_unscale.h"
 #include "multi_tensor_support.h"
-#include "op_test_support.h"
+#include "op_support.h"
 
-namespace mantissa {
+namespace mantissa::testing {
+
 namespace {
 
 struct Grads {
@@ -188,4 +189,5 @@ TEST(MultiTensorClip, CoefficientInsideTheFusedStep) {
 }
 
 }  // namespace
-}  // namespace mantissa
+
+}  // namespace mantissa::testing

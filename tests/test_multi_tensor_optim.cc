@@ -9,9 +9,10 @@
 #include <vector>
 
 #include "multi_tensor_support.h"
-#include "op_test_support.h"
+#include "op_support.h"
 
-namespace mantissa {
+namespace mantissa::testing {
+
 namespace {
 
 using testing::Algo;
@@ -245,4 +246,5 @@ TEST(MultiTensorOptim, EmptyLists) {
 }
 
 }  // namespace
-}  // namespace mantissa
+
+}  // namespace mantissa::testing

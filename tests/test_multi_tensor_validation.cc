@@ -8,7 +8,8 @@
 
 #include "multi_tensor_support.h"
 
-namespace mantissa {
+namespace mantissa::testing {
+
 namespace {
 
 using testing::Algo;
@@ -325,4 +326,5 @@ TEST(MultiTensorValidation, LastParameterBadWritesNothing) {
 }
 
 }  // namespace
-}  // namespace mantissa
+
+}  // namespace mantissa::testing

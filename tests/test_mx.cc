@@ -1,5 +1,5 @@
 // MX block quantize/dequantize against a reference written here in double (frexp for the shared
-// exponent, the nearbyint element reference of lowp_reference.h), on normal, heavy-tailed,
+// exponent, the nearbyint element reference of lowp_support.h), on normal, heavy-tailed,
 // outlier, tiny and non-finite data, odd row lengths, several thread counts and every target.
 #include <gtest/gtest.h>
 
@@ -10,13 +10,14 @@
 #include <random>
 #include <vector>
 
-#include "lowp_reference.h"
+#include "lowp_support.h"
 #include "mantissa/lowp.h"
 #include "mantissa/mx.h"
 #include "mantissa/runtime.h"
-#include "target_sweep.h"
+#include "target_support.h"
 
-namespace mantissa {
+namespace mantissa::testing {
+
 namespace {
 
 constexpr MxFormat kFormats[] = {MxFormat::kFp8E4M3, MxFormat::kFp8E5M2, MxFormat::kFp6E3M2,
@@ -208,4 +209,5 @@ TEST(Mx, Arguments) {
 }
 
 }  // namespace
-}  // namespace mantissa
+
+}  // namespace mantissa::testing

@@ -8,7 +8,9 @@
 
 #include "precision/kit.h"
 
-namespace mantissa::precision {
+namespace mantissa::testing {
+using namespace mantissa::precision;
+
 namespace {
 
 std::string case_dir() {
@@ -48,4 +50,5 @@ TEST(PrecisionShippedCases, AllPassOnEveryBackend) {
 }
 
 }  // namespace
-}  // namespace mantissa::precision
+
+}  // namespace mantissa::testing

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+namespace mantissa::testing {
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -207,3 +209,5 @@ TEST_F(CheckCli, ShippedCasesGiveTheSameBitsOnEveryTargetAndThreadCount) {
 }
 
 }  // namespace
+
+}  // namespace mantissa::testing

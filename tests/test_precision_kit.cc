@@ -14,7 +14,9 @@
 #include "precision/fp.h"
 #include "precision/kit.h"
 
-namespace mantissa::precision {
+namespace mantissa::testing {
+using namespace mantissa::precision;
+
 namespace {
 
 // ---- Own fp encodings -----------------------------------------------------------------------
@@ -648,4 +650,5 @@ TEST(PrecisionReport, JsonAndRepro) {
 }
 
 }  // namespace
-}  // namespace mantissa::precision
+
+}  // namespace mantissa::testing

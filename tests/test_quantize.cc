@@ -15,8 +15,10 @@
 #include "acl/acl.h"
 #include "aclnnop/aclnn_quantize.h"
 #include "mantissa/ops/quantize.h"
-#include "op_test_support.h"
+#include "op_support.h"
 #include "ops/quantize/quantize_desc.h"
+
+namespace mantissa::testing {
 
 namespace {
 
@@ -476,3 +478,5 @@ TEST(QuantizeByName, InputsAndAttributes) {
 }
 
 }  // namespace
+
+}  // namespace mantissa::testing

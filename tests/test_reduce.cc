@@ -14,10 +14,11 @@
 
 #include "core/reduce.h"
 #include "mantissa/mantissa.h"
-#include "target_sweep.h"
-#include "test_reduce_support.h"
+#include "reduce_support.h"
+#include "target_support.h"
 
-namespace mantissa {
+namespace mantissa::testing {
+
 namespace {
 
 using detail::ReduceArgs;
@@ -55,7 +56,7 @@ std::vector<int64_t> Sizes() {
   return sizes;
 }
 
-// The kernels give the bits of the scalar model (tests/test_reduce_support.h), which is written
+// The kernels give the bits of the scalar model (tests/reduce_support.h), which is written
 // from the normative description in core/reduce.h and shares no code with them.
 TEST(Reduce, MatchesScalarModelForEverySize) {
   for (const DType dtype : kDtypes) {
@@ -311,4 +312,5 @@ TEST(ReduceApi, ValidationNamesOperatorAndArgument) {
 }
 
 }  // namespace
-}  // namespace mantissa
+
+}  // namespace mantissa::testing

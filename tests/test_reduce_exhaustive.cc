@@ -6,10 +6,11 @@
 
 #include "core/reduce.h"
 #include "mantissa/mantissa.h"
-#include "target_sweep.h"
-#include "test_reduce_support.h"
+#include "reduce_support.h"
+#include "target_support.h"
 
-namespace mantissa {
+namespace mantissa::testing {
+
 namespace {
 
 using namespace testing::reduce_support;  // NOLINT: test support
@@ -49,4 +50,5 @@ TEST(ReduceExhaustive, EverySizeOnEveryTargetMatchesTheModel) {
 }
 
 }  // namespace
-}  // namespace mantissa
+
+}  // namespace mantissa::testing

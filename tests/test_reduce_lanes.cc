@@ -278,7 +278,7 @@ HWY_AFTER_NAMESPACE();
 
 #include <string>
 
-#include "target_sweep.h"
+#include "target_support.h"
 
 namespace mantissa {
 HWY_EXPORT(CheckLaneTrees);

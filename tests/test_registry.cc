@@ -13,6 +13,8 @@
 #include "ops/all_ops.h"
 #include "precision/kit.h"
 
+namespace mantissa::testing {
+
 namespace {
 
 using mantissa::detail::AllOps;
@@ -151,3 +153,5 @@ TEST(Registry, DescriptorsAreWellFormed) {
 }
 
 }  // namespace
+
+}  // namespace mantissa::testing

@@ -17,8 +17,10 @@
 #include "aclnnop/aclnn_rms_norm_grad.h"
 #include "mantissa/ops/rms_norm.h"
 #include "mantissa/ops/rms_norm_grad.h"
-#include "op_test_support.h"
+#include "op_support.h"
 #include "precision/fp.h"
+
+namespace mantissa::testing {
 
 namespace {
 
@@ -499,3 +501,5 @@ TEST(RmsNormAclnn, TransposedInputsGiveTheContiguousBits) {
 }
 
 }  // namespace
+
+}  // namespace mantissa::testing

@@ -13,9 +13,10 @@
 
 #include "core/rows.h"
 #include "mantissa/runtime.h"
-#include "target_sweep.h"
+#include "target_support.h"
 
-namespace mantissa {
+namespace mantissa::testing {
+
 namespace {
 
 using detail::Rows;
@@ -203,4 +204,5 @@ TEST(Rows, TileReductionIsThreadCountIndependent) {
 }
 
 }  // namespace
-}  // namespace mantissa
+
+}  // namespace mantissa::testing

@@ -2,24 +2,34 @@
 // combination, momentum class, SIMD target, thread count and size around the vector width;
 // special values in every input; the momentum == 0 write mask; in place against a separate
 // parameters_out; the documented worked examples; every validation row.
+//
+// Below the C++ API's tests: op-by-name (aclopCompileAndExecuteV2), each section headed "// ====".
+
 #include <gtest/gtest.h>
 
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <random>
+#include <string>
 #include <vector>
 
+#include "aclop_support.h"
 #include "core/parallel.h"
 #include "core/prefetch.h"
-#include "test_sgd_support.h"
+#include "mantissa/ops/sgd.h"
+#include "mantissa/runtime.h"
+#include "sgd_support.h"
+#include "target_support.h"
 
-namespace mantissa {
+namespace mantissa::testing {
+
 namespace {
 
-using sgd_test::Buffer;
-using sgd_test::Case;
-using sgd_test::describe;
+using mantissa::testing::sgd_support::Buffer;
+using mantissa::testing::sgd_support::Case;
+using mantissa::testing::sgd_support::describe;
 using testing::ThreadCountGuard;
 
 constexpr DType kDTypes[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
@@ -43,12 +53,13 @@ TEST_P(SgdDType, MatchesGoldenOnEveryTargetThreadCountAndSize) {
   ThreadCountGuard guard;
   const DType dt = GetParam();
   uint64_t seed = 1000;
-  for (const SgdParams& prm : sgd_test::attribute_combinations()) {
-    for (const auto& mom : sgd_test::momentum_values(dt)) {
+  for (const SgdParams& prm : mantissa::testing::sgd_support::attribute_combinations()) {
+    for (const auto& mom : mantissa::testing::sgd_support::momentum_values(dt)) {
       SCOPED_TRACE(std::string(describe(prm)) + " momentum " + mom.name);
       for (size_t n : sweep_sizes()) {
-        const Case input = sgd_test::random_case(dt, n, ++seed, 0.0625f, mom.bits);
-        sgd_test::check_against_golden(input, prm, {1, 2, 3, 7});
+        const Case input =
+            mantissa::testing::sgd_support::random_case(dt, n, ++seed, 0.0625f, mom.bits);
+        mantissa::testing::sgd_support::check_against_golden(input, prm, {1, 2, 3, 7});
         if (HasFailure()) return;
       }
     }
@@ -62,18 +73,20 @@ TEST_P(SgdDType, MatchesGoldenOnEveryTargetThreadCountAndSize) {
 TEST_P(SgdDType, OneRareInputAtEveryPosition) {
   ThreadCountGuard guard;
   const DType dt = GetParam();
-  const sgd_test::Specials sp = sgd_test::specials_of(dt);
+  const mantissa::testing::sgd_support::Specials sp =
+      mantissa::testing::sgd_support::specials_of(dt);
   SgdParams prm;
   prm.dampening = 0.25f;
   prm.weight_decay = 0.5f;
-  const uint32_t momentum_0_9 = sgd_test::momentum_values(dt)[3].bits;
-  const Case base = sgd_test::random_case(dt, 83, 4242, 0.0625f, momentum_0_9, 0);
+  const uint32_t momentum_0_9 = mantissa::testing::sgd_support::momentum_values(dt)[3].bits;
+  const Case base =
+      mantissa::testing::sgd_support::random_case(dt, 83, 4242, 0.0625f, momentum_0_9, 0);
   for (uint32_t rare : {sp.qnan_payload, sp.pos_inf, sp.min_sub}) {
     for (size_t pos = 0; pos < base.n; ++pos) {
       Case input = base;
       input.g.set_bits(pos, rare);
       SCOPED_TRACE("rare 0x" + std::to_string(rare) + " at " + std::to_string(pos));
-      sgd_test::check_against_golden(input, prm, {1});
+      mantissa::testing::sgd_support::check_against_golden(input, prm, {1});
       if (HasFailure()) return;
     }
   }
@@ -84,7 +97,7 @@ TEST_P(SgdDType, OneRareInputAtEveryPosition) {
 TEST_P(SgdDType, SpecialValuesInEveryInput) {
   ThreadCountGuard guard;
   const DType dt = GetParam();
-  const std::vector<uint32_t> sp = sgd_test::special_list(dt);
+  const std::vector<uint32_t> sp = mantissa::testing::sgd_support::special_list(dt);
   const size_t k = sp.size();
   Case base(dt, k * k * k * k);
   size_t i = 0;
@@ -100,13 +113,13 @@ TEST_P(SgdDType, SpecialValuesInEveryInput) {
         }
   for (float lr : {0.01f, std::numeric_limits<float>::infinity(), -0.0f,
                    std::numeric_limits<float>::quiet_NaN()}) {
-    for (const SgdParams& prm : sgd_test::attribute_combinations()) {
-      for (const auto& mom : sgd_test::momentum_values(dt)) {
+    for (const SgdParams& prm : mantissa::testing::sgd_support::attribute_combinations()) {
+      for (const auto& mom : mantissa::testing::sgd_support::momentum_values(dt)) {
         SCOPED_TRACE(std::string(describe(prm)) + " momentum " + mom.name);
         Case input = base;
         input.lr.set(0, lr);
         input.m.set_bits(0, mom.bits);
-        sgd_test::check_against_golden(input, prm, {1});
+        mantissa::testing::sgd_support::check_against_golden(input, prm, {1});
         if (HasFailure()) return;
       }
     }
@@ -124,18 +137,19 @@ TEST_P(SgdDType, SpecialAttributeValues) {
   uint64_t seed = 300;
   for (float d : {nan, inf, -0.5f, -0.0f, tiny}) {
     for (float wd : {0.0f, -0.0f, inf, tiny, 3.0f}) {
-      for (const auto& mom : sgd_test::momentum_values(dt)) {
+      for (const auto& mom : mantissa::testing::sgd_support::momentum_values(dt)) {
         const SgdParams prm{d, wd, false};
         SCOPED_TRACE(describe(prm) + " momentum " + mom.name);
-        const Case input = sgd_test::random_case(dt, 67, ++seed, 0.25f, mom.bits);
-        sgd_test::check_against_golden(input, prm, {1});
+        const Case input =
+            mantissa::testing::sgd_support::random_case(dt, 67, ++seed, 0.25f, mom.bits);
+        mantissa::testing::sgd_support::check_against_golden(input, prm, {1});
         if (HasFailure()) return;
       }
     }
   }
   for (float wd : {-0.0f, inf, tiny}) {  // nesterov with dampening -0.0 (== 0)
-    const Case input = sgd_test::random_case(dt, 67, ++seed, 0.25f, 0);
-    sgd_test::check_against_golden(input, {-0.0f, wd, true}, {1});
+    const Case input = mantissa::testing::sgd_support::random_case(dt, 67, ++seed, 0.25f, 0);
+    mantissa::testing::sgd_support::check_against_golden(input, {-0.0f, wd, true}, {1});
   }
 }
 
@@ -143,8 +157,9 @@ TEST_P(SgdDType, SpecialAttributeValues) {
 // parameters, while accum and stat keep every bit.
 TEST_P(SgdDType, InfiniteAccumWithZeroMomentumGivesNaNParameters) {
   const DType dt = GetParam();
-  const sgd_test::Specials sp = sgd_test::specials_of(dt);
-  for (const SgdParams& prm : sgd_test::attribute_combinations()) {
+  const mantissa::testing::sgd_support::Specials sp =
+      mantissa::testing::sgd_support::specials_of(dt);
+  for (const SgdParams& prm : mantissa::testing::sgd_support::attribute_combinations()) {
     for (uint32_t zero : {0u, sp.neg_zero}) {
       Case c(dt, 3);
       for (size_t i = 0; i < 3; ++i) {
@@ -169,21 +184,22 @@ TEST_P(SgdDType, InfiniteAccumWithZeroMomentumGivesNaNParameters) {
 // momentum == 0 (and -0.0): accum and stat are never written, whatever they hold.
 TEST_P(SgdDType, ZeroMomentumLeavesAccumAndStatBitIdentical) {
   const DType dt = GetParam();
-  const std::vector<uint32_t> sp = sgd_test::special_list(dt);
-  for (const SgdParams& prm : sgd_test::attribute_combinations()) {
-    for (uint32_t zero : {0u, sgd_test::specials_of(dt).neg_zero}) {
-      Case c = sgd_test::random_case(dt, 301, 77, 0.5f, zero, 30);
+  const std::vector<uint32_t> sp = mantissa::testing::sgd_support::special_list(dt);
+  for (const SgdParams& prm : mantissa::testing::sgd_support::attribute_combinations()) {
+    for (uint32_t zero : {0u, mantissa::testing::sgd_support::specials_of(dt).neg_zero}) {
+      Case c = mantissa::testing::sgd_support::random_case(dt, 301, 77, 0.5f, zero, 30);
       for (size_t i = 0; i < sp.size(); ++i) {  // every special value in both, at the start
         c.a.set_bits(i, sp[i]);
         c.s.set_bits(sp.size() - 1 - i, sp[i]);
       }
       const Case before = c;
       Case want = c;
-      sgd_test::golden_sgd(want, prm);
+      mantissa::testing::sgd_support::golden_sgd(want, prm);
       ASSERT_TRUE(sgd(c.tensors(), prm).ok());
       EXPECT_EQ(std::memcmp(c.a.data(), before.a.data(), c.a.bytes()), 0) << describe(prm);
       EXPECT_EQ(std::memcmp(c.s.data(), before.s.data(), c.s.bytes()), 0) << describe(prm);
-      EXPECT_EQ(sgd_test::first_difference(c.p, want.p), sgd_test::kNoDifference);
+      EXPECT_EQ(mantissa::testing::sgd_support::first_difference(c.p, want.p),
+                mantissa::testing::sgd_support::kNoDifference);
     }
   }
 }
@@ -191,17 +207,19 @@ TEST_P(SgdDType, ZeroMomentumLeavesAccumAndStatBitIdentical) {
 // Any non-zero momentum, however tiny, and NaN, writes accum_t and +0.0 to every stat element.
 TEST_P(SgdDType, NonZeroMomentumWritesAccumAndPositiveZeroStat) {
   const DType dt = GetParam();
-  for (const auto& mom : sgd_test::momentum_values(dt)) {
+  for (const auto& mom : mantissa::testing::sgd_support::momentum_values(dt)) {
     Buffer mb(dt, 1);
     mb.set_bits(0, mom.bits);
     if (mb.get(0) == 0.0f) continue;
-    for (const SgdParams& prm : sgd_test::attribute_combinations()) {
-      Case c = sgd_test::random_case(dt, 77, 5, 0.25f, mom.bits, 20);
+    for (const SgdParams& prm : mantissa::testing::sgd_support::attribute_combinations()) {
+      Case c = mantissa::testing::sgd_support::random_case(dt, 77, 5, 0.25f, mom.bits, 20);
       Case want = c;
-      sgd_test::golden_sgd(want, prm);
+      mantissa::testing::sgd_support::golden_sgd(want, prm);
       ASSERT_TRUE(sgd(c.tensors(), prm).ok());
       for (size_t i = 0; i < c.n; ++i) ASSERT_EQ(c.s.bits(i), 0u) << mom.name << " i=" << i;
-      EXPECT_EQ(sgd_test::first_difference(c.a, want.a), sgd_test::kNoDifference) << mom.name;
+      EXPECT_EQ(mantissa::testing::sgd_support::first_difference(c.a, want.a),
+                mantissa::testing::sgd_support::kNoDifference)
+          << mom.name;
       if (std::isnan(mb.get(0))) {
         for (size_t i = 0; i < c.n; ++i) EXPECT_TRUE(c.p.is_nan(i) && c.a.is_nan(i));
       }
@@ -213,9 +231,10 @@ TEST_P(SgdDType, NonZeroMomentumWritesAccumAndPositiveZeroStat) {
 // parameters_out given as the very same view as parameters is the in-place form.
 TEST_P(SgdDType, SeparateOutputEqualsInPlace) {
   const DType dt = GetParam();
-  for (const SgdParams& prm : sgd_test::attribute_combinations()) {
-    for (const auto& mom : sgd_test::momentum_values(dt)) {
-      const Case input = sgd_test::random_case(dt, 1003, 9, 0.03125f, mom.bits);
+  for (const SgdParams& prm : mantissa::testing::sgd_support::attribute_combinations()) {
+    for (const auto& mom : mantissa::testing::sgd_support::momentum_values(dt)) {
+      const Case input =
+          mantissa::testing::sgd_support::random_case(dt, 1003, 9, 0.03125f, mom.bits);
       Case in_place = input;
       ASSERT_TRUE(sgd(in_place.tensors(), prm).ok());
 
@@ -246,27 +265,30 @@ TEST_P(SgdDType, SeparateOutputEqualsInPlace) {
 TEST_P(SgdDType, ReadOnlyTensorsMayOverlap) {
   const DType dt = GetParam();
   const SgdParams prm{0.0f, 0.0f, false};
-  Case c = sgd_test::random_case(dt, 40, 3, 0.5f, 0);
+  Case c = mantissa::testing::sgd_support::random_case(dt, 40, 3, 0.5f, 0);
   c.g = c.p;
   Case want = c;
-  sgd_test::golden_sgd(want, prm);
+  mantissa::testing::sgd_support::golden_sgd(want, prm);
   Buffer out(dt, c.n);
   SgdTensors t = c.tensors();
   t.gradient = t.parameters;  // the very same memory
   t.parameters_out = out.view();
   const Status st = sgd(t, prm);
   ASSERT_TRUE(st.ok()) << st.message();
-  EXPECT_EQ(sgd_test::first_difference(out, want.p), sgd_test::kNoDifference);
+  EXPECT_EQ(mantissa::testing::sgd_support::first_difference(out, want.p),
+            mantissa::testing::sgd_support::kNoDifference);
 
-  Case c2 = sgd_test::random_case(dt, 40, 4, 0.5f, 0);
+  Case c2 = mantissa::testing::sgd_support::random_case(dt, 40, 4, 0.5f, 0);
   c2.m.set(0, 0.5f);
   Case want2 = c2;
-  sgd_test::golden_sgd(want2, prm);
+  mantissa::testing::sgd_support::golden_sgd(want2, prm);
   SgdTensors t2 = c2.tensors();
   t2.momentum = t2.learning_rate;  // lr == momentum == 0.5
   ASSERT_TRUE(sgd(t2, prm).ok());
-  EXPECT_EQ(sgd_test::first_difference(c2.p, want2.p), sgd_test::kNoDifference);
-  EXPECT_EQ(sgd_test::first_difference(c2.a, want2.a), sgd_test::kNoDifference);
+  EXPECT_EQ(mantissa::testing::sgd_support::first_difference(c2.p, want2.p),
+            mantissa::testing::sgd_support::kNoDifference);
+  EXPECT_EQ(mantissa::testing::sgd_support::first_difference(c2.a, want2.a),
+            mantissa::testing::sgd_support::kNoDifference);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDTypes, SgdDType, ::testing::ValuesIn(kDTypes),
@@ -581,4 +603,323 @@ TEST_F(SgdValidation, Aliasing) {
 }
 
 }  // namespace
-}  // namespace mantissa
+
+// ==== Op-by-name: ============================================================
+// SGD through op-by-name execution: bit-identity with the C++ API for every dtype and variant,
+// in place and with a separate output buffer, and every validation row with nothing written.
+
+namespace aclop {
+
+namespace {
+
+using mantissa::testing::aclop_support::Call;
+using mantissa::testing::aclop_support::expect_rejected_untouched;
+
+constexpr aclError kInvalid = 161002;
+
+struct Variant {
+  float momentum;
+  float dampening;
+  float weight_decay;
+  bool nesterov;
+};
+
+std::string describe(aclDataType dt, const Variant& v) {
+  return "dtype " + std::to_string(dt) + " momentum " + std::to_string(v.momentum) + " dampening " +
+         std::to_string(v.dampening) + " weight_decay " + std::to_string(v.weight_decay) +
+         " nesterov " + std::to_string(v.nesterov);
+}
+
+// An SGD call on `dims`; the output is the parameters' buffer when in place, else its own.
+Call make_call(aclDataType dt, const std::vector<int64_t>& dims, const Variant& v, bool in_place) {
+  Call c("SGD");
+  c.add_in(dt, dims);  // parameters
+  c.add_in(dt, dims);  // gradient
+  c.add_in(dt, {1});   // learning_rate
+  c.add_in(dt, dims);  // accum
+  c.add_in(dt, {});    // momentum
+  c.add_in(dt, dims);  // stat
+  c.add_out(dt, dims, in_place ? 0 : -1);
+  c.set_float("dampening", v.dampening);
+  c.set_float("weight_decay", v.weight_decay);
+  c.set_bool("nesterov", v.nesterov);
+  return c;
+}
+
+// Values of every kind: normal, tiny, large, signed zeros, a few non-finite; stat is 0 or 1.
+void fill(Call& c, const Variant& v, uint32_t seed) {
+  c.allocate(0xC3);
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const size_t n = mantissa::testing::aclop_support::count_of(c.in(0).dims);
+  for (int k : {0, 1, 3}) {
+    for (size_t i = 0; i < n; ++i) {
+      float x = normal(gen);
+      if (i % 53 == 7) x = 1e-39f;
+      if (i % 61 == 11) x = -0.0f;
+      if (i % 97 == 13) x = 3e4f;
+      c.in(k).set(i, x);
+    }
+  }
+  for (size_t i = 0; i < n; ++i) c.in(5).set(i, (gen() & 1) ? 1.0f : 0.0f);
+  c.in(2).set(0, 0.01f);
+  c.in(4).set(0, v.momentum);
+  // A non-finite accum element: with momentum 0 its inf*0 NaN reaches the parameters.
+  c.in(3).set(n / 2, INFINITY);
+}
+
+// The C++ API on a fresh copy of the same inputs; returns the call holding its results
+// (parameters_out in out(0), accum and stat updated in place).
+Call run_cpp(aclDataType dt, const std::vector<int64_t>& dims, const Variant& v, uint32_t seed) {
+  Call c = make_call(dt, dims, v, false);
+  fill(c, v, seed);
+  mantissa::SgdTensors t;
+  t.parameters = c.in(0).view();
+  t.gradient = c.in(1).view();
+  t.learning_rate = c.in(2).view();
+  t.accum = c.in(3).view();
+  t.momentum = c.in(4).view();
+  t.stat = c.in(5).view();
+  t.parameters_out = c.out(0).view();
+  mantissa::SgdParams p;
+  p.dampening = v.dampening;
+  p.weight_decay = v.weight_decay;
+  p.nesterov = v.nesterov;
+  const mantissa::Status s = mantissa::sgd(t, p);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return c;
+}
+
+bool bytes_equal(const mantissa::testing::aclop_support::Arg& a,
+                 const mantissa::testing::aclop_support::Arg& b) {
+  return a.bytes() == b.bytes() &&
+         std::equal(a.mem.begin(), a.mem.begin() + a.bytes(), b.mem.begin());
+}
+
+std::vector<Variant> all_variants() {
+  std::vector<Variant> vs;
+  for (float momentum : {0.0f, 0.9f, 1e-30f}) {
+    for (float dampening : {0.0f, 0.25f}) {
+      for (float weight_decay : {0.0f, 0.01f}) {
+        for (bool nesterov : {false, true}) {
+          if (nesterov && dampening != 0.0f) continue;  // rejected; see the validation test
+          vs.push_back({momentum, dampening, weight_decay, nesterov});
+        }
+      }
+    }
+  }
+  return vs;
+}
+
+TEST(AclopSgd, BitIdenticalToCppApiInPlace) {
+  const std::vector<int64_t> dims{3, 37};
+  uint32_t seed = 1;
+  for (aclDataType dt : mantissa::testing::aclop_support::training_dtypes()) {
+    for (const Variant& v : all_variants()) {
+      ++seed;
+      const Call expected = run_cpp(dt, dims, v, seed);
+      Call c = make_call(dt, dims, v, true);
+      fill(c, v, seed);
+      ASSERT_EQ(c.run(), ACL_SUCCESS) << aclGetRecentErrMsg();
+      Call e = expected;
+      EXPECT_TRUE(bytes_equal(c.in(0), e.out(0))) << "parameters, " << describe(dt, v);
+      EXPECT_TRUE(bytes_equal(c.in(3), e.in(3))) << "accum, " << describe(dt, v);
+      EXPECT_TRUE(bytes_equal(c.in(5), e.in(5))) << "stat, " << describe(dt, v);
+    }
+  }
+}
+
+// A separate output buffer: the new parameters go there, the input parameters stay as they
+// were, and accum and stat are updated through their input buffers.
+TEST(AclopSgd, SeparateOutputLeavesParametersAndUpdatesState) {
+  const std::vector<int64_t> dims{2, 5, 13};
+  uint32_t seed = 100;
+  for (aclDataType dt : mantissa::testing::aclop_support::training_dtypes()) {
+    for (const Variant& v : all_variants()) {
+      ++seed;
+      Call e = run_cpp(dt, dims, v, seed);
+      Call c = make_call(dt, dims, v, false);
+      fill(c, v, seed);
+      Call original = make_call(dt, dims, v, false);
+      fill(original, v, seed);
+      ASSERT_EQ(c.run(), ACL_SUCCESS) << aclGetRecentErrMsg();
+      EXPECT_TRUE(bytes_equal(c.out(0), e.out(0))) << "parameters_out, " << describe(dt, v);
+      EXPECT_TRUE(bytes_equal(c.in(0), original.in(0))) << "input parameters, " << describe(dt, v);
+      EXPECT_FALSE(bytes_equal(c.out(0), original.in(0))) << "no step, " << describe(dt, v);
+      EXPECT_TRUE(bytes_equal(c.in(3), e.in(3))) << "accum, " << describe(dt, v);
+      EXPECT_TRUE(bytes_equal(c.in(5), e.in(5))) << "stat, " << describe(dt, v);
+      if (original.in(4).get(0) != 0.0f) {  // momentum as stored: the state was updated
+        EXPECT_FALSE(bytes_equal(c.in(3), original.in(3))) << describe(dt, v);
+        EXPECT_FALSE(bytes_equal(c.in(5), original.in(5))) << describe(dt, v);
+      } else {  // momentum 0: accum and stat are not written at all
+        EXPECT_TRUE(bytes_equal(c.in(3), original.in(3))) << describe(dt, v);
+        EXPECT_TRUE(bytes_equal(c.in(5), original.in(5))) << describe(dt, v);
+      }
+      // In place and separate give the same new parameters.
+      Call in_place = make_call(dt, dims, v, true);
+      fill(in_place, v, seed);
+      ASSERT_EQ(in_place.run(), ACL_SUCCESS);
+      EXPECT_TRUE(bytes_equal(in_place.in(0), c.out(0))) << describe(dt, v);
+    }
+  }
+}
+
+// The op-by-name results carry the operator's determinism: the same bits on every SIMD target
+// and thread count (a size spanning several parallel chunks, with a vector tail).
+TEST(AclopSgd, SameBitsOnEveryTargetAndThreadCount) {
+  const std::vector<int64_t> dims{70001};
+  const Variant v{0.9f, 0.25f, 0.01f, false};
+  mantissa::testing::ThreadCountGuard guard;
+  for (aclDataType dt : mantissa::testing::aclop_support::training_dtypes()) {
+    const Call expected = run_cpp(dt, dims, v, 77);
+    mantissa::testing::for_each_target([&](const std::string&) {
+      for (int threads : {1, 3}) {
+        ASSERT_TRUE(mantissa::set_num_threads(threads).ok());
+        Call c = make_call(dt, dims, v, false);
+        fill(c, v, 77);
+        ASSERT_EQ(c.run(), ACL_SUCCESS) << aclGetRecentErrMsg();
+        Call e = expected;
+        EXPECT_TRUE(bytes_equal(c.out(0), e.out(0))) << "threads " << threads << " dtype " << dt;
+        EXPECT_TRUE(bytes_equal(c.in(3), e.in(3))) << "threads " << threads << " dtype " << dt;
+        EXPECT_TRUE(bytes_equal(c.in(5), e.in(5))) << "threads " << threads << " dtype " << dt;
+      }
+    });
+  }
+}
+
+// Attribute defaults: dampening 0, weight_decay 0, nesterov false.
+TEST(AclopSgd, AttributeDefaults) {
+  const Variant v{0.9f, 0.0f, 0.0f, false};
+  for (aclDataType dt : mantissa::testing::aclop_support::training_dtypes()) {
+    Call e = run_cpp(dt, {41}, v, 9);
+    for (bool pass_attr : {true, false}) {
+      Call c = make_call(dt, {41}, v, false);
+      c.attrs().clear();
+      fill(c, v, 9);
+      ASSERT_EQ(c.run(ACL_ENGINE_SYS, ACL_COMPILE_SYS, pass_attr), ACL_SUCCESS);
+      EXPECT_TRUE(bytes_equal(c.out(0), e.out(0)));
+      EXPECT_TRUE(bytes_equal(c.in(3), e.in(3)));
+      EXPECT_TRUE(bytes_equal(c.in(5), e.in(5)));
+    }
+  }
+}
+
+// Every validation row of the operator, through op-by-name, on sentinel-filled memory.
+TEST(AclopSgd, ValidationRowsWriteNothing) {
+  const Variant ok{0.9f, 0.0f, 0.0f, false};
+  const std::vector<int64_t> dims{4, 6};
+  const char* names[] = {"parameters", "gradient", "learning_rate", "accum", "momentum", "stat"};
+  for (aclDataType dt : mantissa::testing::aclop_support::training_dtypes()) {
+    for (bool in_place : {false, true}) {
+      auto base = [&] { return make_call(dt, dims, ok, in_place); };
+      {  // the unmodified call succeeds, so every rejection below is the row's doing
+        Call c = base();
+        fill(c, ok, 1);
+        ASSERT_EQ(c.run(), ACL_SUCCESS) << aclGetRecentErrMsg();
+      }
+      for (aclDataType bad : {ACL_INT32, ACL_DOUBLE, ACL_INT64, ACL_UINT8}) {
+        Call c = base();
+        for (auto& a : c.ins()) a.dtype = bad;
+        c.out(0).dtype = bad;
+        expect_rejected_untouched(c, kInvalid, "dtype", "parameters dtype");
+      }
+      const aclDataType other = dt == ACL_BF16 ? ACL_FLOAT16 : ACL_BF16;
+      for (int k = 1; k < 6; ++k) {
+        Call c = base();
+        c.in(k).dtype = other;
+        expect_rejected_untouched(c, kInvalid, names[k], std::string(names[k]) + " dtype");
+      }
+      if (!in_place) {
+        Call c = base();
+        c.out(0).dtype = other;
+        expect_rejected_untouched(c, kInvalid, "output dtype", "parameters_out dtype");
+      }
+      // Rank of parameters outside [1, 8]: rank 0 and rank 9.
+      for (const std::vector<int64_t>& bad :
+           {std::vector<int64_t>{}, std::vector<int64_t>{1, 1, 2, 1, 1, 1, 3, 1, 1}}) {
+        Call c = base();
+        for (int k : {0, 1, 3, 5}) c.in(k).dims = bad;
+        c.out(0).dims = bad;
+        expect_rejected_untouched(c, kInvalid, "rank",
+                                  "rank " + std::to_string(bad.size()) + " is outside [1, 8]");
+      }
+      {  // a zero dimension
+        Call c = base();
+        for (int k : {0, 1, 3, 5}) c.in(k).dims = {4, 0};
+        c.out(0).dims = {4, 0};
+        expect_rejected_untouched(c, kInvalid, "empty", "of size 0");
+      }
+      for (int k : {1, 3, 5}) {  // shape differs from parameters (no broadcasting)
+        for (const std::vector<int64_t>& bad :
+             {std::vector<int64_t>{4, 5}, std::vector<int64_t>{24}, std::vector<int64_t>{1, 6}}) {
+          Call c = base();
+          c.in(k).dims = bad;
+          expect_rejected_untouched(c, kInvalid, names[k], std::string(names[k]) + " shape");
+        }
+      }
+      if (!in_place) {
+        Call c = base();
+        c.out(0).dims = {6, 4};
+        expect_rejected_untouched(c, kInvalid, "output shape", "parameters_out shape");
+      }
+      for (int k : {2, 4}) {  // learning_rate / momentum not holding exactly one element
+        for (const std::vector<int64_t>& bad :
+             {std::vector<int64_t>{2}, std::vector<int64_t>{0}, std::vector<int64_t>{1, 3}}) {
+          Call c = base();
+          c.in(k).dims = bad;
+          expect_rejected_untouched(c, kInvalid, names[k], names[k]);
+        }
+      }
+      for (float d : {0.5f, -0.5f, NAN}) {  // nesterov with dampening != 0
+        Call c = base();
+        c.attrs().clear();
+        c.set_bool("nesterov", true);
+        c.set_float("dampening", d);
+        expect_rejected_untouched(c, kInvalid, "nesterov dampening",
+                                  "nesterov requires dampening 0");
+      }
+      for (float wd : {-0.01f, -INFINITY, NAN}) {  // weight_decay < 0 or NaN
+        Call c = base();
+        c.remove_attr("weight_decay");
+        c.set_float("weight_decay", wd);
+        expect_rejected_untouched(c, kInvalid, "weight_decay", "weight_decay must be >= 0");
+      }
+      // Buffers that partially overlap: the output and the parameters, or a written tensor and
+      // another argument.
+      if (!in_place) {
+        Call c = base();
+        c.out(0).alias_input = 0;
+        c.out(0).alias_offset = mantissa::testing::aclop_support::elem_size(dt);
+        expect_rejected_untouched(c, kInvalid, "output overlaps parameters", "overlaps");
+        Call g = base();
+        g.out(0).alias_input = 1;  // the output is the gradient's buffer
+        expect_rejected_untouched(g, kInvalid, "output is gradient", "overlaps");
+      }
+      {
+        Call c = base();
+        c.in(5).alias_input = 3;  // stat is accum's buffer
+        expect_rejected_untouched(c, kInvalid, "stat is accum", "overlaps");
+      }
+      // Buffers smaller than their descriptors (the state updated in place included).
+      for (int k = 0; k < 6; ++k) {
+        Call c = base();
+        c.in(k).buffer_size = c.in(k).bytes() - 1;
+        expect_rejected_untouched(c, kInvalid, names[k], "holds");
+      }
+      if (!in_place) {
+        Call c = base();
+        c.out(0).buffer_size = 0;
+        expect_rejected_untouched(c, kInvalid, "output size", "outputs[0] (parameters) holds 0");
+      }
+    }
+  }
+}
+
+// Non-contiguous tensors cannot be described through aclTensorDesc (descriptors are always
+// row-major), so that row is covered by the C++ API's own tests.
+
+}  // namespace
+
+}  // namespace aclop
+
+}  // namespace mantissa::testing

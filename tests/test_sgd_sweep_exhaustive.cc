@@ -4,9 +4,10 @@
 #include <gtest/gtest.h>
 
 #include "core/parallel.h"
-#include "test_sgd_support.h"
+#include "sgd_support.h"
 
-namespace mantissa {
+namespace mantissa::testing {
+
 namespace {
 
 class SgdSweep : public ::testing::TestWithParam<DType> {};
@@ -17,11 +18,12 @@ TEST_P(SgdSweep, MillionsOfElementsMatchGolden) {
   // About 92 chunks of the parallel grain and an odd tail.
   const size_t n = static_cast<size_t>(92 * detail::kDefaultGrain + 4099);
   uint64_t seed = 5000;
-  for (const SgdParams& prm : sgd_test::attribute_combinations()) {
-    for (const auto& mom : sgd_test::momentum_values(dt)) {
-      SCOPED_TRACE(sgd_test::describe(prm) + " momentum " + mom.name);
-      const sgd_test::Case input = sgd_test::random_case(dt, n, ++seed, 0.0078125f, mom.bits);
-      sgd_test::check_against_golden(input, prm, {1, 7});
+  for (const SgdParams& prm : mantissa::testing::sgd_support::attribute_combinations()) {
+    for (const auto& mom : mantissa::testing::sgd_support::momentum_values(dt)) {
+      SCOPED_TRACE(mantissa::testing::sgd_support::describe(prm) + " momentum " + mom.name);
+      const mantissa::testing::sgd_support::Case input =
+          mantissa::testing::sgd_support::random_case(dt, n, ++seed, 0.0078125f, mom.bits);
+      mantissa::testing::sgd_support::check_against_golden(input, prm, {1, 7});
       if (HasFailure()) return;
     }
   }
@@ -34,4 +36,5 @@ INSTANTIATE_TEST_SUITE_P(AllDTypes, SgdSweep,
                          });
 
 }  // namespace
-}  // namespace mantissa
+
+}  // namespace mantissa::testing

@@ -16,7 +16,8 @@
 
 #include "mantissa/ops/sgd.h"
 
-namespace mantissa {
+namespace mantissa::testing {
+
 namespace {
 
 constexpr double kU = 0x1p-24;  // unit roundoff of fp32
@@ -359,4 +360,5 @@ TEST(SgdVersusPyTorch, RealTorchOptimSgd) {
 }
 
 }  // namespace
-}  // namespace mantissa
+
+}  // namespace mantissa::testing

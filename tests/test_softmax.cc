@@ -16,10 +16,11 @@
 #include "aclnnop/aclnn_logsoftmax.h"
 #include "aclnnop/aclnn_softmax.h"
 #include "mantissa/ops/softmax.h"
-#include "op_test_support.h"
+#include "op_support.h"
 #include "precision/ops_common.h"
 
 namespace mantissa::testing {
+
 namespace {
 
 using detail::LogSoftmaxOp;
@@ -402,4 +403,5 @@ TEST(Softmax, AclnnValidation) {
 }
 
 }  // namespace
+
 }  // namespace mantissa::testing

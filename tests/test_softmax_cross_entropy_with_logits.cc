@@ -17,8 +17,10 @@
 #include "aclnnop/aclnn_softmax_cross_entropy_with_logits.h"
 #include "mantissa/ops/softmax.h"
 #include "mantissa/ops/softmax_cross_entropy_with_logits.h"
-#include "op_test_support.h"
+#include "op_support.h"
 #include "precision/fp.h"
+
+namespace mantissa::testing {
 
 namespace {
 
@@ -336,3 +338,5 @@ TEST(SoftmaxCrossEntropyWithLogitsAclnn, TransposedInputsGiveTheContiguousBits) 
 }
 
 }  // namespace
+
+}  // namespace mantissa::testing

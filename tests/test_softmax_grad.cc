@@ -23,12 +23,13 @@
 #include "mantissa/math.h"
 #include "mantissa/ops/softmax.h"
 #include "mantissa/ops/softmax_grad.h"
-#include "op_test_support.h"
+#include "op_support.h"
 #include "precision/fp64_exp.h"
 #include "precision/kit.h"
 #include "precision/ops_common.h"
 
 namespace mantissa::testing {
+
 namespace {
 
 using detail::LogSoftmaxGradOp;
@@ -849,4 +850,5 @@ TEST(Exp64, MatchesDocumentedOnEveryTargetAndIsAccurate) {
 }
 
 }  // namespace
+
 }  // namespace mantissa::testing

@@ -19,7 +19,8 @@
 
 #include "mantissa/ops/softmax_grad.h"
 
-namespace mantissa {
+namespace mantissa::testing {
+
 namespace {
 
 std::filesystem::path reference_script() {
@@ -145,4 +146,5 @@ TEST(SoftmaxGradVersusPyTorch, Autograd) {
 }
 
 }  // namespace
-}  // namespace mantissa
+
+}  // namespace mantissa::testing

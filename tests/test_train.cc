@@ -17,7 +17,7 @@
 
 #include "mantissa/runtime.h"
 #include "mantissa/train.h"
-#include "target_sweep.h"
+#include "target_support.h"
 #include "train/kernels.h"
 #include "train/model.h"
 

@@ -11,7 +11,7 @@
 #include "mantissa/runtime.h"
 #include "mantissa/train.h"
 #include "mantissa/train_distributed.h"
-#include "target_sweep.h"
+#include "target_support.h"
 
 namespace mantissa::train {
 namespace {

@@ -17,6 +17,12 @@ struct AmpUpdateScaleOp {
   static constexpr std::string_view kType = "AmpUpdateScale";
   static constexpr std::string_view kFunction = "amp_update_scale";  // the C++ API's
   static constexpr std::string_view kAclnn = "aclnnAmpUpdateScale";
+  // CANN's phase-one signature: the build generates the aclnn header and entries from it.
+  static constexpr std::string_view kAclnnSignature =
+      "const aclTensor* currentScale, const aclTensor* growthTracker, "
+      "const aclTensor* foundInf, double growthFactor, double backoffFactor, "
+      "int64_t growthInterval, const aclTensor* updatedScale, "
+      "const aclTensor* updatedGrowthTracker";
 
   enum Arg { kCurrentScale, kGrowthTracker, kFoundInf, kUpdatedScale, kUpdatedGrowthTracker };
   // Five one-element tensors; a wrong element count is CANN's tiling error (561002). Every input

@@ -17,6 +17,13 @@ struct ApplyAdamDOp {
   static constexpr std::string_view kType = "ApplyAdamD";
   static constexpr std::string_view kFunction = "apply_adam_d";  // the C++ API's
   static constexpr std::string_view kAclnn = "aclnnApplyAdamD";
+  // CANN's phase-one signature: the build generates the aclnn header and entries from it.
+  static constexpr std::string_view kAclnnSignature =
+      "const aclTensor* var, const aclTensor* m, const aclTensor* v, "
+      "const aclTensor* beta1Power, const aclTensor* beta2Power, const aclTensor* lr, "
+      "const aclTensor* beta1, const aclTensor* beta2, const aclTensor* epsilon, "
+      "const aclTensor* grad, bool useLocking, bool useNesterov, aclTensor* varOut, "
+      "aclTensor* mOut, aclTensor* vOut";
 
   enum Arg {
     kVar,

@@ -19,6 +19,11 @@ struct ApplyAdamWV2Op {
   static constexpr std::string_view kType = "ApplyAdamWV2";
   static constexpr std::string_view kFunction = "apply_adam_w_v2";  // the C++ API's
   static constexpr std::string_view kAclnn = "aclnnApplyAdamWV2";
+  // CANN's phase-one signature: the build generates the aclnn header and entries from it.
+  static constexpr std::string_view kAclnnSignature =
+      "aclTensor* varRef, aclTensor* mRef, aclTensor* vRef, aclTensor* maxGradNormOptionalRef, "
+      "const aclTensor* grad, const aclTensor* step, float lr, float beta1, float beta2, "
+      "float weightDecay, float eps, bool amsgrad, bool maximize";
 
   enum Arg { kVar, kM, kV, kMaxGradNorm, kGrad, kStep };
   // State: a training float, rank 1..8, updated in place ("Ref" in the aclnn signature);

@@ -18,6 +18,9 @@ struct ForeachNonFiniteCheckAndUnscaleOp {
   static constexpr std::string_view kFunction =
       "foreach_non_finite_check_and_unscale";  // the C++ API's
   static constexpr std::string_view kAclnn = "aclnnForeachNonFiniteCheckAndUnscale";
+  // CANN's phase-one signature: the build generates the aclnn header and entries from it.
+  static constexpr std::string_view kAclnnSignature =
+      "const aclTensorList* scaledGrads, const aclTensor* foundInf, const aclTensor* invScale";
 
   enum Arg { kScaledGrads, kFoundInf, kInvScale };
   // A wrong element count of found_inf or inv_scale is CANN's tiling error (561002).

@@ -17,6 +17,9 @@ struct ForeachNormOp {
   static constexpr std::string_view kType = "ForeachNorm";
   static constexpr std::string_view kFunction = "foreach_norm";  // the C++ API's
   static constexpr std::string_view kAclnn = "aclnnForeachNorm";
+  // CANN's phase-one signature: the build generates the aclnn header and entries from it.
+  static constexpr std::string_view kAclnnSignature =
+      "const aclTensorList* x, const aclScalar* scalar, const aclTensorList* out";
 
   enum Arg { kX, kOut };
   // out[i] has x[i]'s dtype and one element; a wrong element count is CANN's tiling error

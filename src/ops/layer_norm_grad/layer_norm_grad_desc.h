@@ -22,6 +22,13 @@ struct LayerNormGradOp {
   static constexpr std::string_view kType = "LayerNormGradV3";
   static constexpr std::string_view kFunction = "layer_norm_grad";  // the C++ API's
   static constexpr std::string_view kAclnn = "aclnnLayerNormBackward";
+  // CANN's phase-one signature: the build generates the aclnn header and entries from it.
+  static constexpr std::string_view kAclnnSignature =
+      "const aclTensor* gradOut, const aclTensor* input, const aclIntArray* normalizedShape, "
+      "const aclTensor* mean, const aclTensor* rstd, const aclTensor* weightOptional, "
+      "const aclTensor* biasOptional, const aclBoolArray* outputMask, aclTensor* gradInputOut, "
+      "aclTensor* gradWeightOut, aclTensor* gradBiasOut";
+  static constexpr std::string_view kAclnnHeader = "aclnn_layer_norm_backward.h";
 
   enum Arg { kDy, kInput, kMean, kRstd, kWeight, kBias, kDx, kDweight, kDbias };
   static constexpr std::array kArgs{

@@ -30,6 +30,9 @@ struct SoftmaxOp {
   static constexpr std::string_view kType = "SoftmaxV2";
   static constexpr std::string_view kFunction = "softmax";  // the C++ API's
   static constexpr std::string_view kAclnn = "aclnnSoftmax";
+  // CANN's phase-one signature: the build generates the aclnn header and entries from it.
+  static constexpr std::string_view kAclnnSignature =
+      "const aclTensor* self, int64_t dim, aclTensor* out";
 
   enum Arg { kSelf, kOut };
   static constexpr std::array kArgs{
@@ -70,6 +73,10 @@ struct LogSoftmaxOp {
   static constexpr std::string_view kType = "LogSoftmaxV2";
   static constexpr std::string_view kFunction = "log_softmax";  // the C++ API's
   static constexpr std::string_view kAclnn = "aclnnLogSoftmax";
+  // CANN's phase-one signature: the build generates the aclnn header and entries from it.
+  static constexpr std::string_view kAclnnSignature =
+      "const aclTensor* self, int64_t dim, aclTensor* out";
+  static constexpr std::string_view kAclnnHeader = "aclnn_logsoftmax.h";
 
   enum Arg { kSelf, kOut };
   static constexpr std::array kArgs{

@@ -18,6 +18,9 @@ struct SoftmaxCrossEntropyWithLogitsOp {
   static constexpr std::string_view kFunction =
       "softmax_cross_entropy_with_logits";  // the C++ API's
   static constexpr std::string_view kAclnn = "aclnnSoftmaxCrossEntropyWithLogits";
+  // CANN's phase-one signature: the build generates the aclnn header and entries from it.
+  static constexpr std::string_view kAclnnSignature =
+      "const aclTensor* features, const aclTensor* labels, aclTensor* loss, aclTensor* backprop";
 
   enum Arg { kFeatures, kLabels, kLoss, kBackprop };
   // loss is features' shape with the class dim dropped ([N]) or kept as 1 ([N, 1]).

@@ -21,6 +21,10 @@ struct SoftmaxGradOp {
   static constexpr std::string_view kType = "SoftmaxGrad";
   static constexpr std::string_view kFunction = "softmax_grad";  // the C++ API's
   static constexpr std::string_view kAclnn = "aclnnSoftmaxBackward";
+  // CANN's phase-one signature: the build generates the aclnn header and entries from it.
+  static constexpr std::string_view kAclnnSignature =
+      "const aclTensor* gradOutput, const aclTensor* output, int64_t dim, aclTensor* out";
+  static constexpr std::string_view kAclnnHeader = "aclnn_softmax_backward.h";
 
   enum Arg { kGradOutput, kOutput, kOut };
   static constexpr std::array kArgs{
@@ -60,6 +64,10 @@ struct LogSoftmaxGradOp {
   static constexpr std::string_view kType = "LogSoftmaxGrad";
   static constexpr std::string_view kFunction = "log_softmax_grad";  // the C++ API's
   static constexpr std::string_view kAclnn = "aclnnLogSoftmaxBackward";
+  // CANN's phase-one signature: the build generates the aclnn header and entries from it.
+  static constexpr std::string_view kAclnnSignature =
+      "const aclTensor* gradOutput, const aclTensor* output, int64_t dim, aclTensor* out";
+  static constexpr std::string_view kAclnnHeader = "aclnn_logsoftmax_backward.h";
 
   enum Arg { kGradOutput, kOutput, kOut };
   static constexpr std::array kArgs{

@@ -1,10 +1,6 @@
-// aclnnForeachNorm: CANN's C signature over the generic two-phase entry (compat/aclnn_op.h).
-#include "aclnnop/aclnn_foreach_norm.h"
-
+// aclnnForeachNorm's own rules (its entry points are generated from the declaration).
 #include "compat/aclnn_op.h"
 #include "ops/foreach_norm/foreach_norm_desc.h"
-
-using mantissa::detail::ForeachNormOp;
 
 // The aclnn call's own limits (AclHooks::check_aclnn_early), before the kernel is reached.
 namespace mantissa {
@@ -38,19 +34,3 @@ Status detail::ForeachNormOp::check_aclnn_early(const Tensors& t, const Params&)
 }
 
 }  // namespace mantissa
-
-extern "C" {
-
-aclnnStatus aclnnForeachNormGetWorkspaceSize(const aclTensorList* x, const aclScalar* scalar,
-                                             const aclTensorList* out, uint64_t* workspaceSize,
-                                             aclOpExecutor** executor) {
-  return mantissa::compat::aclnn_prepare<ForeachNormOp>(MANTISSA_ACLNN_HANDLES(x, out), {},
-                                                        workspaceSize, executor, {scalar});
-}
-
-aclnnStatus aclnnForeachNorm(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,
-                             aclrtStream stream) {
-  return mantissa::compat::aclnn_execute<ForeachNormOp>(workspace, workspaceSize, executor, stream);
-}
-
-}  // extern "C"

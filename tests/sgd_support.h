@@ -17,10 +17,10 @@
 #include "mantissa/dtype.h"
 #include "mantissa/ops/sgd.h"
 #include "mantissa/runtime.h"
-#include "op_test_support.h"
-#include "target_sweep.h"
+#include "op_support.h"
+#include "target_support.h"
 
-namespace mantissa::sgd_test {
+namespace mantissa::testing::sgd_support {
 
 // A contiguous buffer of `n` elements of `dtype`, stored as raw bits.
 struct Buffer {
@@ -272,4 +272,4 @@ inline void check_against_golden(const Case& input, const SgdParams& prm,
   });
 }
 
-}  // namespace mantissa::sgd_test
+}  // namespace mantissa::testing::sgd_support

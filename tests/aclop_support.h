@@ -15,7 +15,7 @@
 #include "mantissa/dtype.h"
 #include "mantissa/tensor.h"
 
-namespace aclop_test {
+namespace mantissa::testing::aclop_support {
 
 inline size_t elem_size(aclDataType dt) {
   const size_t s = mantissa::dtype_size(static_cast<mantissa::DType>(dt));
@@ -196,4 +196,4 @@ inline void expect_rejected_untouched(Call& c, aclError code, const std::string&
 
 inline std::vector<aclDataType> training_dtypes() { return {ACL_FLOAT, ACL_FLOAT16, ACL_BF16}; }
 
-}  // namespace aclop_test
+}  // namespace mantissa::testing::aclop_support

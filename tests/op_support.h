@@ -20,7 +20,7 @@
 #include "precision/fp.h"
 #include "precision/kit.h"
 #include "precision/op_schema.h"
-#include "target_sweep.h"
+#include "target_support.h"
 
 namespace mantissa::testing {
 

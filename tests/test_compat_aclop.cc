@@ -6,12 +6,14 @@
 #include <string>
 #include <vector>
 
-#include "test_aclop_common.h"
+#include "aclop_support.h"
+
+namespace mantissa::testing {
 
 namespace {
 
-using aclop_test::Call;
-using aclop_test::expect_rejected_untouched;
+using mantissa::testing::aclop_support::Call;
+using mantissa::testing::aclop_support::expect_rejected_untouched;
 
 constexpr aclError kNullptr = 161001;
 constexpr aclError kInvalid = 161002;
@@ -462,7 +464,7 @@ TEST(AclopBuffers, SmallerThanDescriptorRejected) {
   }
   for (int k = 0; k < 13; ++k) {
     Call c = adam_call(ACL_FLOAT16);
-    aclop_test::Arg& a = k < 10 ? c.in(k) : c.out(k - 10);
+    mantissa::testing::aclop_support::Arg& a = k < 10 ? c.in(k) : c.out(k - 10);
     a.buffer_size = a.bytes() - 1;
     expect_rejected_untouched(c, kInvalid, "short buffer " + std::to_string(k),
                               "holds " + std::to_string(a.bytes() - 1) + " bytes");
@@ -520,3 +522,5 @@ TEST(AclopExecute, RankNineRejectedByOperator) {
 }
 
 }  // namespace
+
+}  // namespace mantissa::testing

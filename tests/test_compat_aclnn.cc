@@ -17,6 +17,8 @@
 #include "core/op_desc.h"
 #include "mantissa/workspace.h"
 
+namespace mantissa::testing {
+
 namespace {
 
 using mantissa::DType;
@@ -218,3 +220,5 @@ TEST(AclnnGeneric, DtypeSetRejectsOthersNamingTheAcceptedOnes) {
 }
 
 }  // namespace
+
+}  // namespace mantissa::testing

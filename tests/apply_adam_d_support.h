@@ -17,18 +17,18 @@
 #include <string>
 #include <vector>
 
-#include "conversion_reference.h"
+#include "conversion_support.h"
 #include "mantissa/ops/apply_adam_d.h"
 #include "mantissa/runtime.h"
-#include "op_test_support.h"
-#include "target_sweep.h"
+#include "op_support.h"
+#include "target_support.h"
 
-namespace adam_test {
+namespace mantissa::testing::adam_support {
 
 using mantissa::DType;
 
 // ---------------------------------------------------------------------------------------------
-// Rounding and widening: the test references of conversion_reference.h (double arithmetic and
+// Rounding and widening: the test references of conversion_support.h (double arithmetic and
 // nearbyint; nothing shared with the library).
 
 // double -> fp16 / bf16 bits, rounded once (RNE); NaN -> quiet NaN with the sign of x.
@@ -430,4 +430,4 @@ inline void run_sweep(const SweepPlan& plan) {
   }
 }
 
-}  // namespace adam_test
+}  // namespace mantissa::testing::adam_support

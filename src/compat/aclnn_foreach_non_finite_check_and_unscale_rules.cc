@@ -1,11 +1,7 @@
-// aclnnForeachNonFiniteCheckAndUnscale: CANN's C signature over the generic two-phase entry
-// (compat/aclnn_op.h).
-#include "aclnnop/aclnn_foreach_non_finite_check_and_unscale.h"
-
+// aclnnForeachNonFiniteCheckAndUnscale's own rules (its entry points are generated from the
+// declaration).
 #include "compat/aclnn_op.h"
 #include "ops/foreach_non_finite_check_and_unscale/foreach_non_finite_check_and_unscale_desc.h"
-
-using mantissa::detail::ForeachNonFiniteCheckAndUnscaleOp;
 
 // The aclnn call's own limits (AclHooks::check_aclnn), before the kernel is reached.
 namespace mantissa {
@@ -34,22 +30,3 @@ Status detail::ForeachNonFiniteCheckAndUnscaleOp::check_aclnn(const Tensors& t, 
 }
 
 }  // namespace mantissa
-
-extern "C" {
-
-aclnnStatus aclnnForeachNonFiniteCheckAndUnscaleGetWorkspaceSize(const aclTensorList* scaledGrads,
-                                                                 const aclTensor* foundInf,
-                                                                 const aclTensor* invScale,
-                                                                 uint64_t* workspaceSize,
-                                                                 aclOpExecutor** executor) {
-  return mantissa::compat::aclnn_prepare<ForeachNonFiniteCheckAndUnscaleOp>(
-      MANTISSA_ACLNN_HANDLES(scaledGrads, foundInf, invScale), {}, workspaceSize, executor);
-}
-
-aclnnStatus aclnnForeachNonFiniteCheckAndUnscale(void* workspace, uint64_t workspaceSize,
-                                                 aclOpExecutor* executor, aclrtStream stream) {
-  return mantissa::compat::aclnn_execute<ForeachNonFiniteCheckAndUnscaleOp>(
-      workspace, workspaceSize, executor, stream);
-}
-
-}  // extern "C"
