@@ -335,6 +335,11 @@ TEST(LossScaler, CorruptOrForeignStatesAreRejectedAndChangeNothing) {
        "lacks a valid \"hysteresis_left\""},
       {replaced("\"scale\": 65536.0", "\"scale\": -1.0"), "inconsistent"},
       {replaced("\"growth_interval\": 2000", "\"growth_interval\": 0"), "growth_interval is 0"},
+      // A value nested 100k deep: refused before parsing (echoing it in a message would
+      // recurse once per level and overflow the stack).
+      {replaced("\"history\": [", "\"history\": [" + std::string(100000, '[')),
+       "levels deep (at most 64)"},
+      {std::string(100000, '[') + std::string(100000, ']'), "nested 100000 levels deep"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.text);

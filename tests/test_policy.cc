@@ -185,8 +185,12 @@ TEST(Policy, MixedUpdateFormsTrain) {
 
 TEST(Policy, InvalidFilesRefusedNamingTheKey) {
   const std::vector<std::string> names = layer_names(small_options(1));
+  const std::string nested =
+      R"({"name": )" + std::string(100000, '[') + std::string(100000, ']') + "}";
   const std::pair<const char*, const char*> cases[] = {
       {"[1]", "must hold a JSON object"},
+      // Nested 100k deep: refused before parsing, never echoed.
+      {nested.c_str(), "nested 100001 levels deep (at most 64)"},
       {"{", "not JSON"},
       {R"({"nmae": "x"})", "unknown key 'nmae'"},
       {R"({"layers": {"linear9": {"compute": "bf16"}}})", "layers.linear9: no such layer"},

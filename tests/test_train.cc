@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -446,6 +447,30 @@ TEST_F(TrainData, HeaderGzipSplitAndScaling) {
   ASSERT_TRUE(load_dataset({.spec = gz, .test_fraction = 0.2, .seed = 9}, &b).ok());
   EXPECT_EQ(a.x_train, b.x_train);
   EXPECT_EQ(a.y_test, b.y_test);
+  // The same file cut short at every tenth of its length, and without its 8-byte trailer (CRC
+  // and length): each is refused as truncated, none is trained on in part.
+  std::string packed;
+  {
+    std::ifstream in(gz, std::ios::binary);
+    packed.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  ASSERT_GT(packed.size(), 40u);
+  std::vector<std::size_t> cuts;
+  for (int k = 1; k < 10; ++k) cuts.push_back(packed.size() * k / 10);
+  cuts.push_back(packed.size() - 8);
+  cuts.push_back(packed.size() - 1);
+  for (std::size_t cut : cuts) {
+    SCOPED_TRACE("cut at " + std::to_string(cut) + " of " + std::to_string(packed.size()));
+    const std::string path = (dir_ / "cut.csv.gz").string();
+    {
+      std::ofstream o(path, std::ios::binary | std::ios::trunc);
+      o.write(packed.data(), static_cast<std::streamsize>(cut));
+    }
+    Dataset c;
+    const Status st = load_dataset({.spec = path, .test_fraction = 0.2, .seed = 9}, &c);
+    EXPECT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("truncated"), std::string::npos) << st.message();
+  }
   EXPECT_EQ(a.features, 2);
   EXPECT_EQ(a.classes, 3);
   // Stratified: round(n_c * 0.2) test rows per class (34, 33, 33 rows: 7, 7, 7).

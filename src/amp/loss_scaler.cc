@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "core/json_depth.h"
 #include "core/validate.h"
 #include "mantissa/amp/anomaly.h"
 #include "mantissa/ops/amp_update_scale.h"
@@ -247,6 +248,12 @@ std::string DynamicLossScaler::state() const {
 
 Status DynamicLossScaler::load_state(std::string_view text) {
   using detail::fail;
+  if (const int depth = mantissa::detail::json_nesting_depth(text);
+      depth > mantissa::detail::kMaxJsonNesting) {
+    return fail(StatusCode::kParamInvalid, kScalerName,
+                "the state is nested {} levels deep (at most {})", depth,
+                mantissa::detail::kMaxJsonNesting);
+  }
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     return fail(StatusCode::kParamInvalid, kScalerName, "the state is not a JSON object");

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/json_depth.h"
 #include "precision/kit.h"
 
 namespace mantissa::precision {
@@ -284,33 +285,11 @@ std::string string_field(const json& c, const std::string& key) {
 
 }  // namespace
 
-// The deepest nesting of arrays and objects in JSON text (brackets inside strings skipped).
-int nesting_depth(const std::string& text) {
-  int depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') in_string = true;
-    if (c == '[' || c == '{') deepest = std::max(deepest, ++depth);
-    if (c == ']' || c == '}') --depth;
-  }
-  return deepest;
-}
-
 std::vector<LoadedCase> parse_case_text(const std::string& text, const std::string& file) {
   std::vector<LoadedCase> out;
   // Case files nest a few levels; a deeper file is refused before parsing, which bounds the
   // stack every later step (messages echo values) needs.
-  if (const int depth = nesting_depth(text); depth > kMaxCaseNesting) {
+  if (const int depth = detail::json_nesting_depth(text); depth > kMaxCaseNesting) {
     out.push_back(
         {file, "", std::nullopt,
          fmt::format("{}: nested {} levels deep (at most {})", file, depth, kMaxCaseNesting)});

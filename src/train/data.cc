@@ -24,23 +24,33 @@ struct RawData {
   std::vector<int64_t> labels;
 };
 
+// A gzip stream that ends before its trailer (a truncated download, a partial copy) reads as
+// far as it goes and then reports Z_BUF_ERROR, at the last gzread and again at gzclose: both are
+// checked, so such a file is refused rather than trained on in part.
 Status read_file(const std::string& path, std::string* text) {
   gzFile f = gzopen(path.c_str(), "rb");  // reads uncompressed files as they are
   if (f == nullptr) return invalid(path + ": cannot open");
+  const auto failure = [&](int err, const std::string& what) {
+    return invalid(path +
+                   (err == Z_BUF_ERROR
+                        ? ": truncated: the compressed data ends before its end (" + what + ")"
+                        : ": read error: " + what));
+  };
   std::string out;
   char buf[1 << 16];
   for (;;) {
     const int n = gzread(f, buf, sizeof(buf));
-    if (n < 0) {
-      int err = 0;
-      const std::string what = gzerror(f, &err);
+    int err = Z_OK;
+    const char* what = gzerror(f, &err);
+    if (n < 0 || (err != Z_OK && err != Z_STREAM_END)) {
+      const Status st = failure(err, what != nullptr ? what : "unknown");
       gzclose(f);
-      return invalid(path + ": read error: " + what);
+      return st;
     }
     if (n == 0) break;
     out.append(buf, static_cast<std::size_t>(n));
   }
-  gzclose(f);
+  if (const int err = gzclose(f); err != Z_OK) return failure(err, "at close");
   *text = std::move(out);
   return {};
 }

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/json_depth.h"
 #include "core/validate.h"
 #include "mantissa/train_policy.h"
 #include "train/analyze.h"
@@ -159,6 +160,12 @@ Status preset_policy(std::string_view preset, std::span<const std::string> layer
 
 Status parse_policy(std::string_view text, std::span<const std::string> layers,
                     PrecisionPolicy* out) {
+  if (const int depth = mantissa::detail::json_nesting_depth(text);
+      depth > mantissa::detail::kMaxJsonNesting) {
+    return invalid("policy: the JSON is nested " + std::to_string(depth) +
+                   " levels deep (at most " + std::to_string(mantissa::detail::kMaxJsonNesting) +
+                   ")");
+  }
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
