@@ -13,4 +13,13 @@ if "$tool" calibrate "$work/bad.npy" 2> "$work/err.txt"; then
   exit 1
 fi
 grep -q "bad.npy: not a .npy file" "$work/err.txt" || { cat "$work/err.txt"; exit 1; }
+# A report that cannot be written (a full disk: /dev/full) is an error, not an empty file and rc 0.
+/usr/bin/python3 -c "import numpy as np; np.save('$work/ok.npy', np.arange(64, dtype=np.float32))"
+if [[ -w /dev/full ]]; then
+  if "$tool" calibrate "$work/ok.npy" --json /dev/full > /dev/null 2> "$work/err.txt"; then
+    echo "FAIL: calibrate --json /dev/full exited 0" >&2
+    exit 1
+  fi
+  grep -q "cannot write /dev/full" "$work/err.txt" || { cat "$work/err.txt"; exit 1; }
+fi
 echo "calibrate: all checks passed"

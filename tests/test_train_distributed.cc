@@ -4,8 +4,10 @@
 // checkpoints are reproducible; invalid options and checkpoints are refused with a message.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "mantissa/runtime.h"
@@ -198,6 +200,35 @@ TEST_F(TrainCheckpoint, MismatchedAndCorruptCheckpointsAreRefused) {
   missing.resume = (dir_ / "nothing").string();
   refused(Mode::kFp32, missing, "cannot be read");
   const auto file = dir_ / "rank-0.ckpt";
+  // Counters out of range in a crafted file whose checksum is recomputed (FNV-1a detects damage,
+  // not a forgery): a negative optimizer step count (NaN weights before) or epoch (1004 epochs
+  // run before) is refused. Offsets: the magic and version (12 bytes), then the header's epoch at
+  // 24 and optimizer_steps at 32.
+  std::string original;
+  {
+    std::ifstream in(file, std::ios::binary);
+    original.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const auto crafted = [&](std::size_t offset, int64_t value, std::size_t width) {
+    std::string bytes = original;
+    std::memcpy(bytes.data() + offset, &value, width);  // little-endian: the low bytes first
+    uint64_t h = 0xCBF29CE484222325ull;
+    for (std::size_t i = 0; i + 8 < bytes.size(); ++i) {
+      h ^= static_cast<unsigned char>(bytes[i]);
+      h *= 0x100000001B3ull;
+    }
+    std::memcpy(bytes.data() + bytes.size() - 8, &h, 8);
+    std::ofstream out(file, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  };
+  crafted(12 + 32, -3, 8);
+  refused(Mode::kFp32, d, "counters out of range");
+  crafted(12 + 24, -1000, 4);
+  refused(Mode::kFp32, d, "counters out of range");
+  {
+    std::ofstream out(file, std::ios::binary | std::ios::trunc);
+    out.write(original.data(), static_cast<std::streamsize>(original.size()));
+  }
   {
     std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(120);

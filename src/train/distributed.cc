@@ -299,6 +299,16 @@ Status load_checkpoint(const std::string& dir, const CheckpointHeader& expect,
         " was written by another configuration (rank, precision mode, optimizer, "
         "--zero, --grad-comm or seed differ)");
   }
+  // The counters, which the checksum cannot vouch for (FNV-1a detects damage, not a crafted
+  // file): none negative, the overflow steps and findings within the steps taken.
+  if (h.epoch < 0 || h.optimizer_steps < 0 || h.steps < 0 || h.overflow_steps < 0 ||
+      h.findings < 0 || h.optimizer_steps > h.steps || h.overflow_steps > h.steps) {
+    return corrupt("counters out of range (epoch " + std::to_string(h.epoch) + ", steps " +
+                   std::to_string(h.steps) + ", optimizer steps " +
+                   std::to_string(h.optimizer_steps) + ", overflow steps " +
+                   std::to_string(h.overflow_steps) + ", findings " + std::to_string(h.findings) +
+                   ")");
+  }
   const std::string scaler_state = r.text();
   amp::DynamicLossScaler restored = *scaler;
   if (Status st = restored.load_state(scaler_state); !st.ok()) {

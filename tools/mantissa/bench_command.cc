@@ -152,6 +152,7 @@ int run_bench(const BenchOptions& o) {
                           {"records", records}}
                .dump(1)
         << "\n";
+    out.flush();  // a full disk shows at the flush, not at the buffered write
     if (!out) {
       fmt::print(stderr, "mantissa bench: cannot write {}\n", o.json_path);
       return 1;
@@ -261,6 +262,7 @@ int run_list(const ListOptions& o) {
                           {"records", records}}
                .dump(1)
         << "\n";
+    out.flush();  // a full disk shows at the flush, not at the buffered write
     if (!out) {
       fmt::print(stderr, "mantissa bench-list: cannot write {}\n", o.json_path);
       return 1;

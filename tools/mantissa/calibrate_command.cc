@@ -133,6 +133,7 @@ int run_calibrate(const CalibrateCommandOptions& o) {
                           {"tensors", tensors}}
                .dump(1)
         << "\n";
+    out.flush();  // a full disk shows at the flush, not at the buffered write
     if (!out) {
       fmt::print(stderr, "mantissa calibrate: cannot write {}\n", o.json_path);
       return 1;

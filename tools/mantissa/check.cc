@@ -148,6 +148,7 @@ int run_check_command(const CheckArgs& args) {
   if (!args.json_path.empty()) {
     std::ofstream out(args.json_path, std::ios::binary);
     out << pk::report_json(opt, report);
+    out.flush();  // a full disk shows at the flush, not at the buffered write
     if (!out) {
       fmt::print(stderr, "mantissa check: cannot write {}\n", args.json_path);
       return 2;
