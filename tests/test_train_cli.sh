@@ -27,6 +27,30 @@ if "$tool" train --data synthetic:64 --precision fp8 --epochs 1 > /dev/null 2> "
 fi
 grep -q "unknown precision mode 'fp8'" "$work/err.txt" || fail "unknown mode message"
 
+# ---- Option values refused, not replaced or wrapped: NaN and infinities, seeds outside
+# [0, 2^64-1], hidden widths left empty. Usage errors: exit status 2 (CLI11's 105 for a failed
+# validator), a message naming the option, nothing trained.
+bad_option() {  # bad_option EXPECTED-TEXT ARG...
+  local want="$1"
+  shift
+  if "$tool" train --data synthetic:64 --epochs 1 "$@" > "$work/out.txt" 2> "$work/err.txt"; then
+    fail "train $* was accepted"
+  fi
+  grep -qF -- "$want" "$work/err.txt" || { cat "$work/err.txt"; fail "train $*: message"; }
+  ! grep -q "epoch" "$work/out.txt" || fail "train $*: training started"
+}
+bad_option "must be a finite number, got 'nan'" --lr nan
+bad_option "must be a finite number, got 'inf'" --lr inf
+bad_option "must be a finite number, got 'nan'" --weight-decay nan
+bad_option "must be a finite number, got 'nan'" --test-fraction nan
+bad_option "must be an integer in [0, 18446744073709551615], got '-1'" --seed -1
+bad_option "must be an integer in [0, 18446744073709551615], got '18446744073709551616'" \
+  --seed 18446744073709551616
+bad_option "must be an integer in [0, 18446744073709551615], got '1e23'" --seed 1e23
+bad_option "--hidden: '' is not a width" --hidden ,,,
+bad_option "--hidden: '' is not a width" --hidden 16,,16
+bad_option "must be a finite number, got 'nan'" --bucket-mib nan
+
 # ---- Out of memory: one line naming the command and exit status 1, not an abort. (Not in
 # sanitized builds: their runtimes reserve the address space a limit would have to allow.)
 sanitize="$(sed -n 's/^MANTISSA_SANITIZE:STRING=//p' "$MANTISSA_BINARY_DIR/CMakeCache.txt" 2>/dev/null || true)"

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "mantissa/calibrate.h"
+#include "mantissa/cli_checks.h"
 #include "mantissa/json_number.h"
 
 namespace mantissa::tool {
@@ -153,7 +154,8 @@ std::function<int()> add_calibrate_command(CLI::App& app) {
       ->required()
       ->check(CLI::ExistingPath);
   cmd->add_option("--method", o->method, "max, percentile or entropy (KL)");
-  cmd->add_option("--percentile", o->percentile, "For --method percentile: P in (0, 100]");
+  cmd->add_option("--percentile", o->percentile, "For --method percentile: P in (0, 100]")
+      ->check(tool::kFinite);
   cmd->add_option("--per-channel", o->per_channel_axis, "Per-channel scales along this axis");
   cmd->add_option("--json", o->json_path, "Write the report as JSON");
   cmd->add_flag("--histogram", o->histogram, "Include each tensor's histogram in the JSON");

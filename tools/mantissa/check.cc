@@ -13,6 +13,7 @@
 #include <set>
 #include <string>
 
+#include "mantissa/cli_checks.h"
 #include "mantissa/commands.h"
 #include "precision/kit.h"
 
@@ -173,7 +174,8 @@ std::function<int()> add_check_command(CLI::App& app) {
   cmd->add_option("--op", args->op, "Only cases of this operator (e.g. ApplyAdamD)");
   cmd->add_option("--backend", args->backend, "kernel, aclnn, aclop or all (default kernel)")
       ->check(CLI::IsMember({"kernel", "aclnn", "aclop", "all"}));
-  cmd->add_option("--seed", args->seed, "Global seed of the input generators (default 0)");
+  cmd->add_option("--seed", args->seed, "Global seed of the input generators (default 0)")
+      ->check(tool::kUint64);
   cmd->add_option("--json", args->json_path, "Write the machine-readable report to this file");
   cmd->add_option("--case", args->case_id, "Only the case with this id");
   cmd->add_flag("--rows", args->rows,

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "mantissa/cli_checks.h"
 #include "mantissa/json_number.h"
 #include "mantissa/runtime.h"
 #include "mantissa/train.h"
@@ -360,7 +361,15 @@ int run_train(TrainCommandOptions o) {
   if (session.quiet()) o.log_path.clear(), o.csv_path.clear(), o.plot_path.clear();
   tr::TrainOptions to;
   to.hidden.clear();
-  for (const std::string& w : split(o.hidden, ',')) {
+  // Every comma-separated item a width: an empty one ("256,,256", ",,,") is an error, not a
+  // layer left out.
+  std::vector<std::string> hidden_widths;
+  {
+    std::stringstream ss(o.hidden);
+    for (std::string item; std::getline(ss, item, ',');) hidden_widths.push_back(item);
+    if (!o.hidden.empty() && o.hidden.back() == ',') hidden_widths.emplace_back();
+  }
+  for (const std::string& w : hidden_widths) {
     char* end = nullptr;
     const long long v = std::strtoll(w.c_str(), &end, 10);
     if (*end != '\0' || v <= 0 || v > 65536) {
@@ -678,20 +687,25 @@ std::function<int()> add_train_command(CLI::App& app) {
   cmd->add_option("--batch-size", o->batch_size, "Rows per step (default 64)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd->add_option("--lr", o->lr, "Learning rate (default 1e-3; SGD 0.05)")
+      ->check(tool::kFinite)
       ->check(CLI::PositiveNumber);
   cmd->add_option("--optimizer", o->optimizer, "adamw, adam or sgd (default adamw)")
       ->check(CLI::IsMember({"adamw", "adam", "sgd"}));
   cmd->add_option("--weight-decay", o->weight_decay,
                   "AdamW's decoupled decay, SGD's L2 term (default 0.01 for AdamW, else 0)")
+      ->check(tool::kFinite)
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--clip", o->clip, "Clip gradients to this global L2 norm (default: no)")
+      ->check(tool::kFinite)
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--hidden", o->hidden, "Hidden widths, comma-separated (default 256,256)");
   cmd->add_option("--activation", o->activation, "relu or gelu (default relu)")
       ->check(CLI::IsMember({"relu", "gelu"}));
   cmd->add_option("--test-fraction", o->test_fraction, "Test rows per class (default 0.2)")
+      ->check(tool::kFinite)
       ->check(CLI::Range(0.01, 0.99));
-  cmd->add_option("--seed", o->seed, "Split, initial weights, batch order, rounding (default 0)");
+  cmd->add_option("--seed", o->seed, "Split, initial weights, batch order, rounding (default 0)")
+      ->check(tool::kUint64);
   cmd->add_option("--log", o->log_path, "Write JSONL records (epochs, findings, finals)");
   cmd->add_option("--csv", o->csv_path, "Write per-epoch rows as CSV");
   cmd->add_option("--plot", o->plot_path, "Write the loss and accuracy curves as SVG");
@@ -714,6 +728,7 @@ std::function<int()> add_train_command(CLI::App& app) {
   cmd->add_option("--suggest-threshold", o->policy_tools.suggest_threshold,
                   "Keep in fp32 the layers whose 16-bit run raised the test loss by more than "
                   "this fraction of fp32's (default 0.02)")
+      ->check(tool::kFinite)
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--suggest-format", o->policy_tools.suggest_format,
                   "The 16-bit format of the suggested policy: bf16 or fp16 (default bf16)")

@@ -7,6 +7,8 @@
 #include <csignal>
 #include <cstdio>
 
+#include "mantissa/cli_checks.h"
+
 #ifdef MANTISSA_HAVE_MPI
 #include "mpi/communicator.h"
 #endif
@@ -39,6 +41,7 @@ void add_distributed_options(CLI::App* cmd, DistributedCli* o) {
                   "Gradient communication: fp32, bf16, fp16 or int8 (with error feedback)")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16", "int8"}));
   cmd->add_option("--bucket-mib", o->bucket_mib, "fp32 gradient per message in MiB (default 4)")
+      ->check(tool::kFinite)
       ->check(CLI::Range(0.001, 1024.0));
   cmd->add_option("--save-checkpoint", o->save_checkpoint,
                   "Write every rank's state (shard, loss scaler, step) to this directory after "
