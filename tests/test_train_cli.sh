@@ -39,8 +39,9 @@ bad_option() {  # bad_option EXPECTED-TEXT ARG...
   grep -qF -- "$want" "$work/err.txt" || { cat "$work/err.txt"; fail "train $*: message"; }
   ! grep -q "epoch" "$work/out.txt" || fail "train $*: training started"
 }
-bad_option "must be a finite number, got 'nan'" --lr nan
-bad_option "must be a finite number, got 'inf'" --lr inf
+bad_option "must be a finite number within fp32's range, got 'nan'" --lr nan
+bad_option "must be a finite number within fp32's range, got 'inf'" --lr inf
+bad_option "must be a finite number within fp32's range, got '1e300'" --lr 1e300
 bad_option "must be a finite number, got 'nan'" --weight-decay nan
 bad_option "must be a finite number, got 'nan'" --test-fraction nan
 bad_option "must be an integer in [0, 18446744073709551615], got '-1'" --seed -1

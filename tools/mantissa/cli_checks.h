@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <string>
 
 namespace mantissa::tool {
@@ -23,6 +24,20 @@ inline const CLI::Validator kFinite(
       return {};
     },
     "FINITE", "finite");
+
+// A number that stays finite as an fp32 (options the trainer holds as float: 1e300 would
+// become inf).
+inline const CLI::Validator kFiniteFloat(
+    [](std::string& text) -> std::string {
+      char* end = nullptr;
+      const double v = std::strtod(text.c_str(), &end);
+      if (text.empty() || end == nullptr || *end != '\0' || !std::isfinite(v) ||
+          std::fabs(v) > static_cast<double>(std::numeric_limits<float>::max())) {
+        return "must be a finite number within fp32's range, got '" + text + "'";
+      }
+      return {};
+    },
+    "FINITE", "finite_float");
 
 // An unsigned 64-bit integer written in decimal digits (no sign, exponent or overflow).
 inline const CLI::Validator kUint64(

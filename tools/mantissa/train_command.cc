@@ -687,7 +687,7 @@ std::function<int()> add_train_command(CLI::App& app) {
   cmd->add_option("--batch-size", o->batch_size, "Rows per step (default 64)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd->add_option("--lr", o->lr, "Learning rate (default 1e-3; SGD 0.05)")
-      ->check(tool::kFinite)
+      ->check(tool::kFiniteFloat)
       ->check(CLI::PositiveNumber);
   cmd->add_option("--optimizer", o->optimizer, "adamw, adam or sgd (default adamw)")
       ->check(CLI::IsMember({"adamw", "adam", "sgd"}));
@@ -696,7 +696,7 @@ std::function<int()> add_train_command(CLI::App& app) {
       ->check(tool::kFinite)
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--clip", o->clip, "Clip gradients to this global L2 norm (default: no)")
-      ->check(tool::kFinite)
+      ->check(tool::kFiniteFloat)
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--hidden", o->hidden, "Hidden widths, comma-separated (default 256,256)");
   cmd->add_option("--activation", o->activation, "relu or gelu (default relu)")
