@@ -52,6 +52,31 @@ bad_option "--hidden: '' is not a width" --hidden ,,,
 bad_option "--hidden: '' is not a width" --hidden 16,,16
 bad_option "must be a finite number, got 'nan'" --bucket-mib nan
 
+# ---- Text from the user escaped in the outputs: a data path with < and & in the plot's title,
+# a policy name with a comma, a quote and a line break in the CSV.
+odd="$work/a<b&c"
+mkdir -p "$odd"
+/usr/bin/python3 - "$odd/data.csv" <<'PY'
+import random, sys
+random.seed(1)
+with open(sys.argv[1], "w") as f:
+    for i in range(90):
+        c = i % 3
+        f.write(f"{c + random.random():.3f},{random.random():.3f},{c}\n")
+PY
+printf '{"name": "odd, \\"name\\"\\nx", "layers": {}}' > "$work/odd.json"
+"$tool" train --data "$odd/data.csv" --epochs 1 --hidden 8 --policy "$work/odd.json" \
+  --plot "$work/odd.svg" --csv "$work/odd.csv" > /dev/null 2> "$work/err.txt" \
+  || { cat "$work/err.txt"; fail "escaping run"; }
+/usr/bin/python3 - "$work/odd.svg" "$work/odd.csv" <<'PY' || fail "escaped outputs"
+import csv, sys, xml.etree.ElementTree as ET
+title = "".join(ET.parse(sys.argv[1]).getroot().find("{http://www.w3.org/2000/svg}text").itertext())
+assert "a<b&c" in title, title
+rows = list(csv.reader(open(sys.argv[2], newline="")))
+assert all(len(r) == len(rows[0]) for r in rows), rows
+assert any('odd, "name"\nx' in r[0] for r in rows[1:]), [r[0] for r in rows]
+PY
+
 # ---- Out of memory: one line naming the command and exit status 1, not an abort. (Not in
 # sanitized builds: their runtimes reserve the address space a limit would have to allow.)
 sanitize="$(sed -n 's/^MANTISSA_SANITIZE:STRING=//p' "$MANTISSA_BINARY_DIR/CMakeCache.txt" 2>/dev/null || true)"

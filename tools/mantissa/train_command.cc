@@ -22,6 +22,7 @@
 #include "mantissa/cli_checks.h"
 #include "mantissa/json_number.h"
 #include "mantissa/runtime.h"
+#include "mantissa/text_escape.h"
 #include "mantissa/train.h"
 #include "mantissa/train_distributed_cli.h"
 #include "mantissa/train_policy.h"
@@ -82,7 +83,7 @@ std::string svg_plot(const std::vector<tr::ModeResult>& results, const std::stri
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
       "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" "
       "fill=\"white\"/>\n<text x=\"{}\" y=\"20\" font-size=\"14\">{}</text>\n",
-      kLeft + 2 * kW + kGap + 150, kTop + kH + 50, kLeft, title);
+      kLeft + 2 * kW + kGap + 150, kTop + kH + 50, kLeft, xml_escape(title));
   auto panel = [&](double x0, const std::string& label, auto y_of, const std::vector<double>& ticks,
                    auto tick_label, auto value_of) {
     s += fmt::format(
@@ -172,7 +173,8 @@ std::string svg_analysis(const tr::AnalysisReport& r, const std::string& title) 
       "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#444\"/>\n"
       "<text x=\"{}\" y=\"{}\">relative error ||m - s|| / ||s|| against the fp64 shadow (log "
       "scale)</text>\n",
-      kLeft + kW + 160, kTop + kH + 110, kLeft, title, kLeft, kTop, kW, kH, kLeft, kTop - 6);
+      kLeft + kW + 160, kTop + kH + 110, kLeft, xml_escape(title), kLeft, kTop, kW, kH, kLeft,
+      kTop - 6);
   for (double p = llo; p <= lhi; p += 1) {
     const double y = y_of(std::pow(10.0, p));
     s += fmt::format(
@@ -553,10 +555,10 @@ int run_train(TrainCommandOptions o) {
             << "\n";
       }
       if (csv.is_open()) {
-        csv << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", name, e.epoch, e.train_loss,
-                           e.train_accuracy, e.test_loss, e.test_accuracy, e.loss_scale,
-                           e.skipped_steps, e.overflow_steps, e.findings, e.grad_underflow,
-                           e.stalled_updates, e.seconds);
+        csv << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_field(name), e.epoch,
+                           e.train_loss, e.train_accuracy, e.test_loss, e.test_accuracy,
+                           e.loss_scale, e.skipped_steps, e.overflow_steps, e.findings,
+                           e.grad_underflow, e.stalled_updates, e.seconds);
       }
     };
     cb.on_anomaly = [&](int epoch, int64_t step, const amp::AnomalyReport& report) {

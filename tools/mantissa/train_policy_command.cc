@@ -12,6 +12,7 @@
 
 #include "mantissa/json_number.h"
 #include "mantissa/runtime.h"
+#include "mantissa/text_escape.h"
 
 namespace mantissa::tool {
 namespace {
@@ -36,21 +37,6 @@ bool write_file(const std::string& path, const std::string& text) {
   return true;
 }
 
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '<')
-      out += "&lt;";
-    else if (c == '>')
-      out += "&gt;";
-    else if (c == '&')
-      out += "&amp;";
-    else
-      out += c;
-  }
-  return out;
-}
-
 // One panel of horizontal grouped bars: a row per category, a bar per series; negative values
 // to the left of the zero line. Returns the SVG elements and advances *y.
 std::string bar_panel(const std::string& title, const std::vector<std::string>& categories,
@@ -67,19 +53,20 @@ std::string bar_panel(const std::string& title, const std::vector<std::string>& 
   if (hi - lo <= 0) hi = lo + 1;
   auto px = [&](double x) { return kLeft + kWidth * (x - lo) / (hi - lo); };
   std::string s = fmt::format("<text x=\"10\" y=\"{}\" font-weight=\"bold\">{}</text>\n", *y + 14,
-                              escape(title));
+                              xml_escape(title));
   *y += 24;
   for (std::size_t k = 0; k < series.size(); ++k) {
     s += fmt::format(
         "<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"9\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}"
         "</text>\n",
-        kLeft + 110.0 * k, *y, kColours[k % 4], kLeft + 110.0 * k + 16, *y + 9, escape(series[k]));
+        kLeft + 110.0 * k, *y, kColours[k % 4], kLeft + 110.0 * k + 16, *y + 9,
+        xml_escape(series[k]));
   }
   *y += 16;
   const double top = *y;
   for (std::size_t c = 0; c < categories.size(); ++c) {
     s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", kLeft - 6,
-                     *y + kBar * series.size() / 2.0 + 4, escape(categories[c]));
+                     *y + kBar * series.size() / 2.0 + 4, xml_escape(categories[c]));
     for (std::size_t k = 0; k < series.size(); ++k) {
       const double v = values[k][c];
       const double a = px(std::isfinite(v) ? std::min(v, 0.0) : 0.0);
@@ -103,7 +90,7 @@ std::string svg_document(const std::string& title, const std::string& body, doub
              "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"720\" height=\"{:.0f}\" "
              "font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" "
              "fill=\"white\"/>\n<text x=\"10\" y=\"18\" font-size=\"13\">{}</text>\n",
-             height, escape(title)) +
+             height, xml_escape(title)) +
          body + "</svg>\n";
 }
 
