@@ -52,6 +52,25 @@ bad_option "--hidden: '' is not a width" --hidden ,,,
 bad_option "--hidden: '' is not a width" --hidden 16,,16
 bad_option "must be a finite number, got 'nan'" --bucket-mib nan
 
+# ---- Outputs checked before training: none may be an input or another output, and each one's
+# directory must be writable. Usage errors, nothing trained, the data untouched.
+printf '1,2,0\n2,1,1\n1,3,0\n3,1,1\n1,4,0\n4,1,1\n' > "$work/small.csv"
+cp "$work/small.csv" "$work/small.orig"
+bad_paths() {  # bad_paths EXPECTED-TEXT ARG...
+  local want="$1"
+  shift
+  if "$tool" train --epochs 1 "$@" > "$work/out.txt" 2> "$work/err.txt"; then
+    fail "train $* was accepted"
+  fi
+  grep -qF -- "$want" "$work/err.txt" || { cat "$work/err.txt"; fail "train $*: message"; }
+  ! grep -q "epoch" "$work/out.txt" || fail "train $*: training started"
+}
+bad_paths "--csv $work/small.csv is the --data file" --data "$work/small.csv" --csv "$work/small.csv"
+cmp -s "$work/small.csv" "$work/small.orig" || fail "--csv equal to --data changed the data"
+bad_paths "--log and --csv name the same file" --data synthetic:64 --log "$work/x.out" \
+  --csv "$work/./x.out"
+bad_paths "does not exist or is not writable" --data synthetic:64 --plot "$work/no/such/dir/p.svg"
+
 # ---- Text from the user escaped in the outputs: a data path with < and & in the plot's title,
 # a policy name with a comma, a quote and a line break in the CSV.
 odd="$work/a<b&c"

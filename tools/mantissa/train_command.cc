@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -335,6 +336,76 @@ std::string human_bytes(int64_t b) {
   return fmt::format("{:.1f} KiB", b / 1024.0);
 }
 
+// Every file the run will write, checked before anything is trained: none is an input (the
+// data, a policy file) or another output, and each one's directory exists and is writable.
+// Otherwise `--csv` equal to `--data` overwrote the training data, and an unwritable `--plot`
+// was reported only after every run had trained.
+int check_output_paths(const TrainCommandOptions& o) {
+  namespace fs = std::filesystem;
+  struct Named {
+    std::string option, path;
+  };
+  std::vector<Named> outputs;
+  const auto add = [&](const std::string& option, const std::string& path) {
+    if (!path.empty()) outputs.push_back({option, path});
+  };
+  add("--log", o.log_path);
+  add("--csv", o.csv_path);
+  add("--plot", o.plot_path);
+  add("--analyze", o.analyze_path);
+  if (!o.analyze_path.empty()) {
+    add("--analyze-svg", o.analyze_svg.empty() ? svg_next_to(o.analyze_path) : o.analyze_svg);
+  }
+  const PolicyToolOptions& t = o.policy_tools;
+  add("--sensitivity", t.sensitivity_path);
+  if (!t.sensitivity_path.empty()) {
+    add("--sensitivity (its SVG)", svg_next_to(t.sensitivity_path));
+    add("--suggest",
+        t.suggest_path.empty() ? suggested_policy_path(t.sensitivity_path) : t.suggest_path);
+  } else {
+    add("--suggest", t.suggest_path);
+  }
+  add("--tradeoff", t.tradeoff_path);
+  if (!t.tradeoff_path.empty()) add("--tradeoff (its SVG)", svg_next_to(t.tradeoff_path));
+  std::vector<Named> inputs;
+  if (!o.data.empty() && o.data.find(':') == std::string::npos)
+    inputs.push_back({"--data", o.data});
+  for (const std::string& p : o.policies) {
+    if (p.rfind("preset:", 0) != 0) inputs.push_back({"--policy", p});
+  }
+  const auto same = [](const std::string& a, const std::string& b) {
+    std::error_code ea, eb;
+    const fs::path ca = fs::weakly_canonical(a, ea), cb = fs::weakly_canonical(b, eb);
+    return ea || eb ? a == b : ca == cb;
+  };
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    for (const Named& in : inputs) {
+      if (same(outputs[i].path, in.path)) {
+        fmt::print(stderr, "mantissa train: {} {} is the {} file: it would be overwritten\n",
+                   outputs[i].option, outputs[i].path, in.option);
+        return 2;
+      }
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (same(outputs[i].path, outputs[j].path)) {
+        fmt::print(stderr, "mantissa train: {} and {} name the same file {}\n", outputs[j].option,
+                   outputs[i].option, outputs[i].path);
+        return 2;
+      }
+    }
+    const fs::path dir = fs::path(outputs[i].path).parent_path();
+    const std::string d = dir.empty() ? std::string(".") : dir.string();
+    if (::access(d.c_str(), W_OK) != 0) {
+      fmt::print(stderr,
+                 "mantissa train: {} {}: the directory {} does not exist or is not "
+                 "writable\n",
+                 outputs[i].option, outputs[i].path, d);
+      return 2;
+    }
+  }
+  return 0;
+}
+
 int run_train(TrainCommandOptions o) {
   // ---- Arguments --------------------------------------------------------------------------
   std::vector<tr::Mode> modes;
@@ -358,6 +429,8 @@ int run_train(TrainCommandOptions o) {
       return 2;
     }
   }
+  // Every rank checks the same paths (before the quiet ranks drop their outputs below).
+  if (const int rc = check_output_paths(o); rc != 0) return rc;
   DistributedSession session;
   if (const int rc = session.start(o.distributed, modes.size()); rc != 0) return rc;
   if (session.quiet()) o.log_path.clear(), o.csv_path.clear(), o.plot_path.clear();

@@ -160,6 +160,10 @@ std::string sensitivity_svg(const tr::SensitivityReport& rep, const std::string&
 
 std::string svg_next_to(const std::string& json_path) { return with_suffix(json_path, ".svg"); }
 
+std::string suggested_policy_path(const std::string& sensitivity_json) {
+  return with_suffix(sensitivity_json, "-suggested.json");
+}
+
 int run_policy_tools(const PolicyToolOptions& o, const tr::Dataset& data,
                      const tr::TrainOptions& to, const std::string& title) {
   const std::vector<std::string> names = tr::layer_names(to);
@@ -211,9 +215,8 @@ int run_policy_tools(const PolicyToolOptions& o, const tr::Dataset& data,
                            {"suggested_policy", nlohmann::json::parse(tr::policy_json(suggested))},
                            {"suggest_threshold", o.suggest_threshold}};
     const std::string svg = svg_next_to(o.sensitivity_path);
-    const std::string pol = o.suggest_path.empty()
-                                ? with_suffix(o.sensitivity_path, "-suggested.json")
-                                : o.suggest_path;
+    const std::string pol =
+        o.suggest_path.empty() ? suggested_policy_path(o.sensitivity_path) : o.suggest_path;
     if (!write_file(o.sensitivity_path, j.dump(1) + "\n") ||
         !write_file(svg, sensitivity_svg(rep, "mantissa train --sensitivity: " + title)) ||
         !write_file(pol, tr::policy_json(suggested))) {

@@ -26,5 +26,7 @@ int run_policy_tools(const PolicyToolOptions& o, const train::Dataset& data,
 
 // The SVG file next to a JSON path: a.json -> a.svg, else path + ".svg".
 std::string svg_next_to(const std::string& json_path);
+// Where --sensitivity writes its suggested policy when --suggest is not given.
+std::string suggested_policy_path(const std::string& sensitivity_json);
 
 }  // namespace mantissa::tool
