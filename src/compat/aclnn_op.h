@@ -124,8 +124,7 @@ class AclnnPlan {
     // output is in place).
     for (std::size_t k = 0; k < kN; ++k) {
       const detail::ArgSpec& a = Op::kArgs[k];
-      if (a.role == detail::Role::kOut || a.is_list || !present_[k] ||
-          computable_in_place(user_[k])) {
+      if (a.role == detail::Role::kOut || a.is_list || !present_[k] || computable_in_place(k)) {
         continue;
       }
       bool written = a.role == detail::Role::kInOut;
@@ -138,7 +137,7 @@ class AclnnPlan {
       if (Op::kArgs[k].role != detail::Role::kOut || Op::kArgs[k].is_list) continue;
       if (in_place_[k]) {
         slot_of_[k] = slot_of_[static_cast<std::size_t>(Op::kArgs[k].paired)];
-      } else if (!computable_in_place(user_[k])) {
+      } else if (!computable_in_place(k)) {
         MANTISSA_RETURN_IF_ERROR(add_slot(k, false, true));
       }
     }
@@ -212,11 +211,18 @@ class AclnnPlan {
 
   static const char* name(std::size_t k) { return Op::kArgs[k].acl_name.data(); }
 
-  // Contiguous and aligned to its element size: the operator computes on the caller's memory.
-  // Otherwise the tensor goes through a (64-byte aligned) slot of the workspace.
-  static bool computable_in_place(const TensorView& v) {
+  // Contiguous (for an argument read through its strides: no negative stride) and aligned to its
+  // element size: the operator computes on the caller's memory. Otherwise the tensor goes through
+  // a (64-byte aligned) slot of the workspace.
+  bool computable_in_place(std::size_t k) const {
+    const TensorView& v = user_[k];
     const std::size_t size = dtype_size(v.dtype);
-    return v.is_contiguous() && (size <= 1 || reinterpret_cast<uintptr_t>(v.data) % size == 0);
+    if (size > 1 && reinterpret_cast<uintptr_t>(v.data) % size != 0) return false;
+    if (!Op::kArgs[k].strided) return v.is_contiguous();
+    for (int i = 0; i < v.rank && i < kMaxRank; ++i) {
+      if (v.shape[i] > 1 && v.strides[i] < 0) return false;
+    }
+    return true;
   }
 
   Status invalid(const std::string& message) const {

@@ -96,6 +96,7 @@ struct ArgSpec {
   AliasRule alias = AliasRule::kPairedOrDisjoint;
   bool graph_required = false;  // optional in aclnn, but an INPUT the graph requires by name
   bool is_list = false;         // a tensor list (TensorList in C++, aclTensorList* in aclnn)
+  bool strided = false;         // read through its strides (any_strides()), not required contiguous
   int list_ref = -1;            // an output list: the input list it has one element per element of
 
   // A copy with f applied (defined before its users: clang evaluates the builders in constant
@@ -186,6 +187,12 @@ struct ArgSpec {
   // The op-by-name (graph) name of an input whose graph name differs from its C++ name.
   constexpr ArgSpec graph(std::string_view name_in_graph) const {
     return with([name_in_graph](ArgSpec& a) { a.graph_name = name_in_graph; });
+  }
+  // An input read through its strides: any non-negative strides (a transposed or broadcast view),
+  // the data aligned to its element size. The kernel reads the view where it is (MatMul's
+  // operands are packed as they are read), so neither the caller nor the aclnn layer copies it.
+  constexpr ArgSpec any_strides() const {
+    return with([](ArgSpec& a) { a.strided = true; });
   }
   constexpr ArgSpec may_alias_any_input() const {
     return with([](ArgSpec& a) { a.alias = AliasRule::kAnyInput; });
@@ -335,6 +342,10 @@ struct AclHooks {
   // The string an enumerated attribute takes in the aclnn signature (AscendQuantV3's roundMode),
   // for the precision kit's aclnn backend.
   Hook<const char*(std::size_t attr, int64_t value)> aclnn_string{};
+  // Whether argument k goes to aclnn as a transposed view (its last two dims and their strides
+  // swapped) of the tensor op-by-name takes: an attribute the graph has and the aclnn signature
+  // has not (MatMulV2's transpose_x1), for the precision kit's aclnn backend.
+  Hook<bool(std::size_t k, const Params&)> aclnn_transposed{};
 };
 
 // ---- Compile-time variants ------------------------------------------------------------------
@@ -710,8 +721,8 @@ int normalized_dims_of(const typename Op::Tensors& t, const typename Op::Params&
 //     the length of each output list against its input list (161002), then the attributes that
 //     shape the other rules (OpHooks::check_shape_params, where set)
 //   2 dtypes   3 ranks   4 empty dimensions   5 sizes that fit   6 shapes
-//   7 one-element tensors   8 the operator's own rules (Op::check_params)   9 contiguity and
-//   alignment to the element size
+//   7 one-element tensors   8 the operator's own rules (Op::check_params)   9 contiguity (for an
+//   argument read through its strides: strides not negative) and alignment to the element size
 //   10 aliasing
 // Steps 2-10 return 161002 unless the descriptor names another code. An optional output left
 // unset takes part as its paired input; an optional input or in/out argument left out takes no
@@ -798,8 +809,9 @@ Status validate(const typename Op::Tensors& t, const typename Op::Params& p) {
                                              : Status{};
   }));
   MANTISSA_RETURN_IF_ERROR(Op::check_params(t, p));
-  MANTISSA_RETURN_IF_ERROR(
-      each([&](std::size_t e, const ArgSpec&) { return check_contiguous(op, arg(e)); }));
+  MANTISSA_RETURN_IF_ERROR(each([&](std::size_t e, const ArgSpec& a) {
+    return a.strided ? check_strided(op, arg(e)) : check_contiguous(op, arg(e));
+  }));
 
   // Aliasing. The memory written is the outputs (an unset optional output: its paired input)
   // and the in/out arguments. Each written tensor shares no byte with any other tensor of the

@@ -173,6 +173,37 @@ Status check_contiguous(std::string_view op, Arg a) {
   return {};
 }
 
+Status check_strided(std::string_view op, Arg a) {
+  for (int i = 0; i < a.t.rank && i < kMaxRank; ++i) {
+    if (a.t.shape[i] > 1 && a.t.strides[i] < 0) {
+      return fail(StatusCode::kParamInvalid, op,
+                  "{} has a negative stride ({} for dim {} of shape {}); strides must be 0 or more",
+                  a.name, a.t.strides[i], i, a.t.shape_string());
+    }
+  }
+  // The highest element's byte offset must be representable.
+  int64_t reach = static_cast<int64_t>(dtype_size(a.t.dtype));
+  for (int i = 0; i < a.t.rank && i < kMaxRank; ++i) {
+    int64_t dim = 0;
+    if (a.t.shape[i] > 1 &&
+        (__builtin_mul_overflow(a.t.shape[i] - 1, a.t.strides[i], &dim) ||
+         __builtin_mul_overflow(dim, static_cast<int64_t>(dtype_size(a.t.dtype)), &dim) ||
+         __builtin_add_overflow(reach, dim, &reach))) {
+      return fail(StatusCode::kParamInvalid, op,
+                  "{}'s strides reach beyond 2^63 bytes (shape {}, stride {} for dim {})", a.name,
+                  a.t.shape_string(), a.t.strides[i], i);
+    }
+  }
+  const std::size_t size = dtype_size(a.t.dtype);
+  const auto address = reinterpret_cast<uintptr_t>(a.t.data);
+  if (size > 1 && address % size != 0 && a.t.numel().value_or(0) != 0) {
+    return fail(StatusCode::kParamInvalid, op,
+                "{} data address {} is not aligned to its {}-byte elements ({})", a.name,
+                static_cast<const void*>(a.t.data), size, dtype_name(a.t.dtype));
+  }
+  return {};
+}
+
 Status check_alias_or_disjoint(std::string_view op, Arg out, Arg in) {
   if (same_view(out.t, in.t)) return {};
   return check_disjoint(op, out, in);

@@ -61,6 +61,9 @@ Status check_reduced_shape(std::string_view op, Arg a, Arg ref, int dims);
 Status check_one_element(std::string_view op, Arg a, StatusCode code = StatusCode::kParamInvalid);
 // Row-major contiguous, and the data aligned to the element size: else 161002.
 Status check_contiguous(std::string_view op, Arg a);
+// Strides not negative (dims of size 0 or 1 aside) and data aligned to the element size: an
+// input read through its strides (ArgSpec::any_strides).
+Status check_strided(std::string_view op, Arg a);
 // An output is either the very same view as `in` or shares no byte with it: else 161002.
 Status check_alias_or_disjoint(std::string_view op, Arg out, Arg in);
 // An output shares no byte with `in` (for inputs it is not paired with): else 161002, with
@@ -72,11 +75,24 @@ struct ByteRange {
   uintptr_t begin = 0, end = 0;
   bool intersects(const ByteRange& o) const { return begin < o.end && o.begin < end; }
 };
+// The bytes a view spans: from its lowest to its highest element (a strided view: every byte in
+// between, its gaps included).
 inline ByteRange byte_range(const TensorView& t) noexcept {
   const auto n = t.nbytes();
   if (t.data == nullptr || !n || *n == 0) return {};
   const auto begin = reinterpret_cast<uintptr_t>(t.data);
-  return {begin, begin + static_cast<uintptr_t>(*n)};
+  if (t.is_contiguous()) return {begin, begin + static_cast<uintptr_t>(*n)};
+  int64_t lo = 0, hi = 1;  // element offsets: the lowest element, one past the highest
+  bool overflow = false;
+  for (int i = 0; i < t.rank && i < kMaxRank; ++i) {
+    int64_t reach = 0;
+    overflow |= __builtin_mul_overflow(t.shape[i] - 1, t.strides[i], &reach);
+    overflow |= __builtin_add_overflow(reach < 0 ? lo : hi, reach, reach < 0 ? &lo : &hi);
+  }
+  const auto size = static_cast<int64_t>(dtype_size(t.dtype));
+  overflow |= __builtin_mul_overflow(lo, size, &lo) || __builtin_mul_overflow(hi, size, &hi);
+  if (overflow) return {0, UINTPTR_MAX};  // unrepresentable: overlaps everything
+  return {begin + static_cast<uintptr_t>(lo), begin + static_cast<uintptr_t>(hi)};
 }
 
 // For each tensor, the indices (ascending) of the other tensors whose byte ranges intersect its

@@ -71,11 +71,18 @@ HostTensor scalar_tensor(double v) {
 }
 
 // A contiguous ND aclTensor over a host tensor.
-TensorPtr make_tensor(HostTensor& t) {
+// A contiguous tensor, or (transposed) the view of it with its last two dims and their strides
+// swapped.
+TensorPtr make_tensor(HostTensor& t, bool transposed = false) {
   std::vector<int64_t> strides(t.shape.size(), 1);
   for (std::size_t i = t.shape.size(); i-- > 1;) strides[i - 1] = strides[i] * t.shape[i];
-  return TensorPtr(aclCreateTensor(t.shape.data(), t.shape.size(), acl_dtype(t.dtype),
-                                   strides.data(), 0, ACL_FORMAT_ND, t.shape.data(), t.shape.size(),
+  std::vector<int64_t> shape = t.shape;
+  if (transposed && shape.size() >= 2) {
+    std::swap(shape[shape.size() - 1], shape[shape.size() - 2]);
+    std::swap(strides[strides.size() - 1], strides[strides.size() - 2]);
+  }
+  return TensorPtr(aclCreateTensor(shape.data(), shape.size(), acl_dtype(t.dtype), strides.data(),
+                                   0, ACL_FORMAT_ND, t.shape.data(), t.shape.size(),
                                    data_or_dummy(t)));
 }
 
@@ -100,13 +107,24 @@ std::string aclnn_backend(aclnnStatus (*phase_one)(P...),
   using S = Schema<Op>;
   std::vector<HostTensor> w = S::working_tensors(in);
   const typename S::Layout l = S::layout(in);
+  // The views aclnn takes where the graph's attributes transpose an argument.
+  std::vector<bool> transposed(w.size(), false);
+  if constexpr (Op::kAclHooks.aclnn_transposed.set) {
+    const typename Op::Params p = S::params(in);
+    for (std::size_t k = 0; k < S::kN; ++k) {
+      if (!Op::kArgs[k].is_list && Op::kAclHooks.aclnn_transposed.fn(k, p)) {
+        transposed[l.first[k]] = true;
+      }
+    }
+  }
   std::vector<TensorPtr> handles;
-  for (HostTensor& h : w) {
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    HostTensor& h = w[i];
     if (absent(h)) {  // an optional tensor the case leaves out: a null handle
       handles.emplace_back();
       continue;
     }
-    handles.push_back(make_tensor(h));
+    handles.push_back(make_tensor(h, transposed[i]));
     if (!handles.back()) return acl_error("aclCreateTensor", -1);
   }
   // A list argument becomes an aclTensorList owning its element tensors.
