@@ -1,6 +1,6 @@
-// The MLP's forward pass, loss and backward pass (see model.h). Products go through the
-// trainer's deterministic GEMM (kernels.h, which also adds the bias); LayerNorm and the loss
-// through the library's operators; ReLU and the bias gradient's column sums are small loops here.
+// The MLP's forward pass, loss and backward pass (see model.h). Products (the bias added by
+// Addmm), LayerNorm and the loss go through the library's operators; ReLU and the bias gradient's
+// column sums are small loops here.
 #include "train/model.h"
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include "mantissa/convert.h"
 #include "mantissa/ops/layer_norm.h"
 #include "mantissa/ops/layer_norm_grad.h"
+#include "mantissa/ops/matmul.h"
 #include "mantissa/ops/softmax_cross_entropy_with_logits.h"
 #include "train/kernels.h"
 #include "train/rng.h"
@@ -65,34 +66,15 @@ Precision precision_of(Mode mode) {
 }
 
 namespace {
-// 32x32 blocks: both the rows read and the rows written stay in cache. Blocks of 32 source
-// columns (destination rows) go to threads; the copy is exact, so the split does not matter.
-template <class T>
-void transpose_blocked(const T* s, T* d, int64_t rows, int64_t cols) {
-  constexpr int64_t kBlock = 32;
-  auto columns = [&](int64_t begin, int64_t end) {
-    for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
-      const int64_t r1 = std::min(rows, r0 + kBlock);
-      for (int64_t c0 = begin; c0 < end; c0 += kBlock) {
-        const int64_t c1 = std::min(end, c0 + kBlock);
-        for (int64_t r = r0; r < r1; ++r) {
-          for (int64_t c = c0; c < c1; ++c) d[c * rows + r] = s[r * cols + c];
-        }
-      }
-    }
-  };
-  mantissa::detail::parallel_for(cols, std::max<int64_t>(kBlock, 8192 / std::max<int64_t>(1, rows)),
-                                 columns);
-}
-}  // namespace
 
-void transpose(const void* src, void* dst, int64_t rows, int64_t cols, std::size_t elem_size) {
-  if (elem_size == 4) {
-    transpose_blocked(static_cast<const uint32_t*>(src), static_cast<uint32_t*>(dst), rows, cols);
-  } else {
-    transpose_blocked(static_cast<const uint16_t*>(src), static_cast<uint16_t*>(dst), rows, cols);
-  }
+// The transpose of a row-major [rows, cols] buffer as a view of the same memory ([cols, rows],
+// strides {1, cols}): the matrix products read it where it is.
+TensorView transposed(const Buffer& b, int64_t rows, int64_t cols) {
+  const int64_t shape[] = {cols, rows}, strides[] = {1, cols};
+  return TensorView(const_cast<void*>(b.data()), b.dtype(), shape, strides);
 }
+
+}  // namespace
 
 namespace {
 
@@ -308,10 +290,14 @@ Status Mlp::forward(const float* x, int64_t rows) {
         scratch32_.ensure(DType::kFloat32, {rows, L.out});
         const Parameter& w = params_[L.weight];
         const Parameter& b = params_[L.bias];
-        // y = fp32(product) + b in fp32, rounded once to the compute dtype.
+        // y = b + product in fp32 (Addmm with beta = alpha = 1), rounded once to the compute
+        // dtype.
         bias32_.ensure(DType::kFloat32, {L.out});
         widen(b.weights(), bias32_.f32());
-        gemm(cd, in.data(), w.weights().data(), bias32_.f32(), scratch32_.f32(), rows, L.in, L.out);
+        MANTISSA_RETURN_IF_ERROR(addmm({.self = bias32_.view(),
+                                        .mat1 = in.view(),
+                                        .mat2 = w.weights().view(),
+                                        .out = scratch32_.view()}));
         narrow(scratch32_.f32(), &L.output);
         break;
       }
@@ -394,7 +380,6 @@ Status Mlp::backward() {
   for (std::size_t li = layers_.size(); li-- > 0;) {
     Layer& L = layers_[li];
     const DType cd = L.compute;
-    const std::size_t es = dtype_size(cd);
     if (dy_.dtype() != cd) {  // the gradient arrives in the next layer's dtype
       dx_.ensure(cd, dy_.shape());
       convert(dy_, &dx_);
@@ -406,10 +391,9 @@ Status Mlp::backward() {
         Parameter& w = params_[L.weight];
         Parameter& b = params_[L.bias];
         // dW [in, out] = X^T [in, rows] * dY [rows, out].
-        transposed_.ensure(cd, {L.in, rows});
-        transpose(in.data(), transposed_.data(), rows, L.in, es);
         scratch32_.ensure(DType::kFloat32, {L.in, L.out});
-        gemm(cd, transposed_.data(), dy_.data(), nullptr, scratch32_.f32(), L.in, rows, L.out);
+        MANTISSA_RETURN_IF_ERROR(matmul(
+            {.self = transposed(in, rows, L.in), .mat2 = dy_.view(), .out = scratch32_.view()}));
         narrow_grad(scratch32_.f32(), &w.grad);
         // db = column sums of dY, fp64 in row order, rounded once.
         scratch32_.ensure(DType::kFloat32, {rows, L.out});
@@ -426,10 +410,10 @@ Status Mlp::backward() {
         narrow_grad(bias32_.f32(), &b.grad);
         if (li == 0) break;  // no gradient for the data
         // dX [rows, in] = dY [rows, out] * W^T [out, in].
-        transposed_.ensure(cd, {L.out, L.in});
-        transpose(w.weights().data(), transposed_.data(), L.in, L.out, es);
         scratch32_.ensure(DType::kFloat32, {rows, L.in});
-        gemm(cd, dy_.data(), transposed_.data(), nullptr, scratch32_.f32(), rows, L.out, L.in);
+        MANTISSA_RETURN_IF_ERROR(matmul({.self = dy_.view(),
+                                         .mat2 = transposed(w.weights(), L.in, L.out),
+                                         .out = scratch32_.view()}));
         dx_.ensure(cd, {rows, L.in});
         narrow_grad(scratch32_.f32(), &dx_);
         if (keep_trace_) L.grad_input = dx_;

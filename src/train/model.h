@@ -178,13 +178,10 @@ class Mlp {
   Buffer input_;
   Buffer onehot_, logits32_, loss32_, backprop32_;       // the loss, in fp32
   Buffer dy_, dx_;                                       // gradients flowing back, compute dtype
-  Buffer scratch32_, scratch32b_, bias32_, transposed_;  // products and fp32 staging
+  Buffer scratch32_, scratch32b_, bias32_;  // products and fp32 staging
   Buffer restored_;                                      // a stored input, back in compute dtype
   std::vector<InputTransform> transforms_;
 };
-
-// Transposes a [rows, cols] row-major matrix of 2- or 4-byte elements into [cols, rows].
-void transpose(const void* src, void* dst, int64_t rows, int64_t cols, std::size_t elem_size);
 
 // FNV-1a 64 over the bytes of every parameter's var, in parameter order: 16 hex digits.
 std::string weights_digest(const Mlp& model);

@@ -23,7 +23,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <mutex>
 #include <new>
 #include <vector>
 
@@ -266,18 +265,17 @@ void GemmOut(const GemmArgs& g) {
   const int64_t m_tasks = (g.m + mb_max - 1) / mb_max;
   const int64_t n_tasks = (g.n + kNc - 1) / kNc;
   const int64_t tasks = items * m_tasks * n_tasks;
-  const int slots = static_cast<int>(std::min<int64_t>(std::max(num_threads(), 1), tasks));
-  // Each slot: packed A (mb x kb), packed B (kb x nb) and the task's sums (mb x nb), each
+  // The tasks go to `groups` contiguous groups, each with its own buffers: a group's buffers are
+  // used by one thread at a time whatever the pool does. Twice the threads, so that a thread
+  // finishing early takes another group.
+  const int64_t groups = std::min<int64_t>(tasks, 2 * std::max(num_threads(), 1));
+  // Each group: packed A (mb x kb), packed B (kb x nb) and the task's sums (mb x nb), each
   // starting on a 64-float boundary (aligned for any vector).
   auto round_up = [](int64_t floats) { return (floats + 63) / 64 * 64; };
   const int64_t a_floats = round_up(mb * kb), b_floats = round_up(kb * nb);
   const int64_t per_slot = a_floats + b_floats + round_up(mb * nb);
-  auto buffers = hwy::AllocateAligned<float>(static_cast<size_t>(per_slot * slots));
+  auto buffers = hwy::AllocateAligned<float>(static_cast<size_t>(per_slot * groups));
   if (!buffers) throw std::bad_alloc();
-  std::vector<int> free_slots;
-  free_slots.reserve(static_cast<size_t>(slots));
-  for (int s = slots; s-- > 0;) free_slots.push_back(s);
-  std::mutex slot_mutex;
 
   const auto a_size = static_cast<int64_t>(dtype_size(g.a.dtype));
   const auto b_size = static_cast<int64_t>(dtype_size(g.b.dtype));
@@ -324,17 +322,14 @@ void GemmOut(const GemmArgs& g) {
     Epilogue<OutFormat>(g, out, self, sums, nb, mh, nw);
   };
   auto chunk = [&](int64_t begin, int64_t end) {
-    int s;
-    {
-      std::lock_guard<std::mutex> lock(slot_mutex);
-      s = free_slots.back();
-      free_slots.pop_back();
+    for (int64_t group = begin; group < end; ++group) {
+      float* slot = buffers.get() + group * per_slot;
+      for (int64_t task = group * tasks / groups; task < (group + 1) * tasks / groups; ++task) {
+        run_task(task, slot);
+      }
     }
-    for (int64_t task = begin; task < end; ++task) run_task(task, buffers.get() + s * per_slot);
-    std::lock_guard<std::mutex> lock(slot_mutex);
-    free_slots.push_back(s);
   };
-  detail::parallel_for(tasks, 1, chunk);
+  detail::parallel_for(groups, 1, chunk);
 }
 
 void GemmImpl(const GemmArgs& g) {
