@@ -1,15 +1,18 @@
 // The matrix-product kernel (gemm.h), written once for every SIMD target.
 //
-// Blocking. The output is cut into tasks of MB rows by NC columns of one batch item; threads take
-// whole tasks, so they split the batch, m and n and never k. A task walks k in blocks of KC: it
-// packs B's block (KC x NC, in panels of NR columns, [k][NR]) and A's (MB x KC, in panels of MR
-// rows, [k][MR]), each operand widened to fp32 (and rounded as the cube math type asks) as it is
-// packed, then runs the MR x NR register tile over every pair of panels. The tile's fp32 sums
-// live in the task's buffer between k blocks: the first block starts them at +0, each later one
-// loads them and goes on, so every output sees fma over k = 0 .. K-1 in order, whatever the
-// blocking. The epilogue (alpha, beta * self, NaN made canonical, one rounding to out's dtype)
-// runs once the last block is done. Padding rows and columns (zeros) only feed outputs that are
-// never stored.
+// Blocking. The output is cut into tasks of one batch item: up to MB rows (equal blocks of whole
+// tile rows) by up to 4096 columns, cut finer along n while there are fewer than two tasks per
+// thread. Threads take whole tasks, so they split the batch, m and n and never k. A task walks k
+// in blocks of KC: it packs A's block (MB x KC, in panels of MR rows, [k][MR]) once, then for
+// each NC columns B's block (KC x NC, in panels of NR columns, [k][NR]), each operand widened to
+// fp32 (and rounded as the cube math type asks) as it is packed, and runs the MR x NR register
+// tile over every pair of panels. The tile's fp32 sums live in the task's buffer between k
+// blocks: the first block starts them at +0, each later one loads them and goes on, so every
+// output sees fma over k = 0 .. K-1 in order, whatever the blocking. After the last block a whole
+// tile whose epilogue needs nothing but alpha is finished in registers (alpha, NaN made
+// canonical, one rounding to out's dtype) and stored; the others (partial tiles, Addmm's self)
+// go through the epilogue pass, which does the same. Padding rows and columns (zeros) only feed
+// outputs that are never stored.
 //
 // Tile per target: NR is two vectors and MR as many rows as the registers hold (2 * MR
 // accumulators, two B vectors and one broadcast): 12 x 32 on AVX-512 (27 of 32 registers),
@@ -23,6 +26,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
+#include <mutex>
 #include <new>
 #include <vector>
 
@@ -69,15 +74,19 @@ constexpr size_t TileRows(D d) {
 #endif
 }
 
-constexpr int64_t kKc = 256;        // k per block: a B panel (KC x NR) stays in L1
-constexpr int64_t kNc = 512;        // columns per task: the packed B block (KC x NC) in L2
-constexpr int64_t kRowPanels = 16;  // MR-row panels per task (MB = 16 * MR rows)
+constexpr int64_t kKc = 256;            // k per block: a B panel (KC x NR) stays in L1
+constexpr int64_t kNc = 512;            // columns per packed B block (KC x NC, in L2)
+constexpr int64_t kTaskColumns = 4096;  // columns per task at most (its sums: MB x 4096 fp32)
+constexpr int64_t kRowPanels = 16;      // MR-row panels per task at most (MB = 16 * MR rows)
 
 // MR x NR (two vectors) of outputs over kc steps: acc[r][c] = fma(a[k][r], b[k][c], acc[r][c]),
-// starting from +0 or from the partial sums in t (row stride ldt), which it then holds.
-template <size_t MR, class D>
+// starting from +0 or from the partial sums in t (row stride ldt). Then either back to t, or,
+// after the last k block of a tile whose epilogue needs nothing but alpha (`out` set), finished
+// in registers and stored to out (row stride ldo) as the epilogue would.
+template <size_t MR, class OutFormat, class D>
 HWY_INLINE void Tile(D d, int64_t kc, const float* HWY_RESTRICT ap, const float* HWY_RESTRICT bp,
-                     float* HWY_RESTRICT t, int64_t ldt, bool resume) {
+                     float* HWY_RESTRICT t, int64_t ldt, bool resume,
+                     typename OutFormat::Storage* HWY_RESTRICT out, int64_t ldo, float alpha) {
   const size_t lanes = hn::Lanes(d);
   hn::Vec<D> c0[MR], c1[MR];
 #pragma GCC unroll 16
@@ -96,6 +105,17 @@ HWY_INLINE void Tile(D d, int64_t kc, const float* HWY_RESTRICT ap, const float*
     }
     ap += MR;
     bp += 2 * lanes;
+  }
+  if (out != nullptr) {
+    const bool scale = alpha != 1.0f;
+    const auto va = hn::Set(d, alpha);
+#pragma GCC unroll 16
+    for (size_t r = 0; r < MR; ++r) {
+      auto* o = out + static_cast<int64_t>(r) * ldo;
+      StoreResult<OutFormat>(d, scale ? hn::Mul(va, c0[r]) : c0[r], o);
+      StoreResult<OutFormat>(d, scale ? hn::Mul(va, c1[r]) : c1[r], o + lanes);
+    }
+    return;
   }
 #pragma GCC unroll 16
   for (size_t r = 0; r < MR; ++r) {
@@ -132,6 +152,47 @@ struct Matrix {
 
 // Packs B[k0 .. k0+kc, n0 .. n0+nc) into panels of nr columns ([panel][k][nr]), zero-padded to a
 // whole panel.
+// Packs w of `width` positions over kc steps, dst[k * width + p] = x(p, k) (zeros for p >= w),
+// x(p, k) the operand's element at index base + p * sp + k * sk, rounded as `format` asks. The
+// inner loop runs along the smaller stride, so a transposed view is read along its rows.
+template <class Format, bool kRound>
+HWY_INLINE void PackPanelAs(const void* data, int64_t base, int64_t sp, int64_t sk, int64_t w,
+                            int64_t width, int64_t kc, OperandFormat format,
+                            float* HWY_RESTRICT dst) {
+  auto value = [&](int64_t i) {
+    const float x = LoadScalar<Format>(data, i);
+    return kRound ? RoundOperand(format, x) : x;
+  };
+  if (sp <= sk) {
+    for (int64_t k = 0; k < kc; ++k) {
+      float* row = dst + k * width;
+      for (int64_t p = 0; p < w; ++p) row[p] = value(base + p * sp + k * sk);
+      for (int64_t p = w; p < width; ++p) row[p] = 0.0f;
+    }
+    return;
+  }
+  for (int64_t p = 0; p < width; ++p) {
+    float* col = dst + p;
+    if (p < w) {
+      for (int64_t k = 0; k < kc; ++k) col[k * width] = value(base + p * sp + k * sk);
+    } else {
+      for (int64_t k = 0; k < kc; ++k) col[k * width] = 0.0f;
+    }
+  }
+}
+
+template <class Format>
+void PackPanel(const void* data, int64_t base, int64_t sp, int64_t sk, int64_t w, int64_t width,
+               int64_t kc, OperandFormat format, float* HWY_RESTRICT dst) {
+  if (format == OperandFormat::kAsIs) {
+    PackPanelAs<Format, false>(data, base, sp, sk, w, width, kc, format, dst);
+  } else {
+    PackPanelAs<Format, true>(data, base, sp, sk, w, width, kc, format, dst);
+  }
+}
+
+// Packs B[k0 .. k0+kc, n0 .. n0+nc) into panels of nr columns ([panel][k][nr]), zero-padded to a
+// whole panel.
 template <class Format, class D>
 void PackB(D d, const Matrix& b, OperandFormat format, int64_t k0, int64_t kc, int64_t n0,
            int64_t nc, float* HWY_RESTRICT dst) {
@@ -148,14 +209,8 @@ void PackB(D d, const Matrix& b, OperandFormat format, int64_t k0, int64_t kc, i
       }
       continue;
     }
-    for (int64_t k = 0; k < kc; ++k) {
-      float* row = dst + k * nr;
-      const int64_t base = (k0 + k) * b.rows + (n0 + j0) * b.cols;
-      for (int64_t j = 0; j < w; ++j) {
-        row[j] = RoundOperand(format, LoadScalar<Format>(b.data, base + j * b.cols));
-      }
-      for (int64_t j = w; j < nr; ++j) row[j] = 0.0f;
-    }
+    PackPanel<Format>(b.data, k0 * b.rows + (n0 + j0) * b.cols, b.cols, b.rows, w, nr, kc, format,
+                      dst);
   }
 }
 
@@ -165,29 +220,16 @@ void PackA(const Matrix& a, OperandFormat format, size_t mr_size, int64_t m0, in
            int64_t k0, int64_t kc, float* HWY_RESTRICT dst) {
   const auto mr = static_cast<int64_t>(mr_size);
   for (int64_t i0 = 0; i0 < mc; i0 += mr, dst += kc * mr) {
-    const int64_t h = std::min(mr, mc - i0);
-    for (int64_t r = 0; r < h; ++r) {
-      const int64_t base = (m0 + i0 + r) * a.rows + k0 * a.cols;
-      float* col = dst + r;
-      if (format == OperandFormat::kAsIs) {
-        for (int64_t k = 0; k < kc; ++k)
-          col[k * mr] = LoadScalar<Format>(a.data, base + k * a.cols);
-      } else {
-        for (int64_t k = 0; k < kc; ++k) {
-          col[k * mr] = RoundOperand(format, LoadScalar<Format>(a.data, base + k * a.cols));
-        }
-      }
-    }
-    for (int64_t r = h; r < mr; ++r) {
-      for (int64_t k = 0; k < kc; ++k) dst[k * mr + r] = 0.0f;
-    }
+    PackPanel<Format>(a.data, (m0 + i0) * a.rows + k0 * a.cols, a.rows, a.cols,
+                      std::min(mr, mc - i0), mr, kc, format, dst);
   }
 }
 
-// out = epilogue(t) over rows [0, mh) and columns [0, nw) of the task (t's row stride ldt).
+// out = epilogue(t) over rows [i0, i1) and columns [j0, j1) of the task (t's row stride ldt;
+// out and self at the task's first element).
 template <class OutFormat>
 void Epilogue(const GemmArgs& g, char* out, const char* self, const float* HWY_RESTRICT t,
-              int64_t ldt, int64_t mh, int64_t nw) {
+              int64_t ldt, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
   using T = typename OutFormat::Storage;
   const hn::ScalableTag<float> d;
   const hn::CappedTag<float, 1> d1;
@@ -210,18 +252,18 @@ void Epilogue(const GemmArgs& g, char* out, const char* self, const float* HWY_R
     }
     return hn::Vec<DV>(v);
   };
-  for (int64_t i = 0; i < mh; ++i) {
+  for (int64_t i = i0; i < i1; ++i) {
     const float* row = t + i * ldt;
     const char* s_row =
         with_self ? self + i * g.self.rows * static_cast<int64_t>(dtype_size(self_dtype)) : nullptr;
     T* o = reinterpret_cast<T*>(out) + i * g.out_rows;
-    int64_t j = 0;
+    int64_t j = j0;
     if (g.out_cols == 1) {
-      for (; j + lanes <= nw; j += lanes) {
+      for (; j + lanes <= j1; j += lanes) {
         StoreResult<OutFormat>(d, finish(d, hn::Load(d, row + j), s_row, j), o + j);
       }
     }
-    for (; j < nw; ++j) {
+    for (; j < j1; ++j) {
       StoreResult<OutFormat>(d1, finish(d1, hn::LoadU(d1, row + j), s_row, j), o + j * g.out_cols);
     }
   }
@@ -249,6 +291,83 @@ HWY_INLINE void VisitOperand(DType dtype, Fn&& fn) {
   }
 }
 
+// The slots of buffers of one call. A chunk takes a free slot and gives it back; should more
+// chunks run at once than there are slots (the thread count changed during the call), the extra
+// one waits for a slot instead of sharing one.
+class SlotPool {
+ public:
+  explicit SlotPool(int slots) {
+    for (int s = slots; s-- > 0;) free_.push_back(s);
+  }
+  int acquire() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    freed_.wait(lock, [this] { return !free_.empty(); });
+    const int s = free_.back();
+    free_.pop_back();
+    return s;
+  }
+  void release(int s) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      free_.push_back(s);
+    }
+    freed_.notify_one();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable freed_;
+  std::vector<int> free_;
+};
+
+// The buffers of one call, allocated before anything is written (std::bad_alloc leaves out
+// untouched). The largest block a call has returned is kept for the next call, so repeated
+// products do not fault in fresh pages each time.
+class BufferLease {
+ public:
+  explicit BufferLease(size_t floats) {
+    {
+      std::lock_guard<std::mutex> lock(CacheMutex());
+      if (CacheSize() >= floats) {
+        block_ = std::move(Cache());
+        size_ = CacheSize();
+        CacheSize() = 0;
+      }
+    }
+    if (!block_) {
+      block_ = hwy::AllocateAligned<float>(floats);
+      size_ = floats;
+      if (!block_) throw std::bad_alloc();
+    }
+  }
+  ~BufferLease() {
+    std::lock_guard<std::mutex> lock(CacheMutex());
+    if (size_ > CacheSize()) {
+      Cache() = std::move(block_);
+      CacheSize() = size_;
+    }
+  }
+  BufferLease(const BufferLease&) = delete;
+  BufferLease& operator=(const BufferLease&) = delete;
+  float* get() const { return block_.get(); }
+
+ private:
+  static std::mutex& CacheMutex() {
+    static std::mutex m;
+    return m;
+  }
+  static hwy::AlignedFreeUniquePtr<float[]>& Cache() {
+    static hwy::AlignedFreeUniquePtr<float[]> cache;
+    return cache;
+  }
+  static size_t& CacheSize() {
+    static size_t size = 0;
+    return size;
+  }
+  hwy::AlignedFreeUniquePtr<float[]> block_;
+  size_t size_ = 0;
+};
+
 template <class OutFormat>
 void GemmOut(const GemmArgs& g) {
   const hn::ScalableTag<float> d;
@@ -258,29 +377,39 @@ void GemmOut(const GemmArgs& g) {
   int64_t items = 1;
   for (int i = 0; i < g.batch_rank; ++i) items *= g.batch_shape[static_cast<size_t>(i)];
   if (items == 0 || g.m == 0 || g.n == 0) return;
-  const int64_t mb_max = kRowPanels * mr;
-  const int64_t mb = std::min(mb_max, (g.m + mr - 1) / mr * mr);  // rows of a task's buffers
-  const int64_t nb = std::min(kNc, (g.n + nr - 1) / nr * nr);     // columns of its buffers
+  // Tasks: m in blocks of up to MB rows (equal blocks, whole tile rows), n in blocks of up to
+  // kTaskColumns (A is packed once per task and k block, then serves all its columns), split
+  // further along n while there are fewer than two tasks per thread.
+  const int64_t threads = std::max(num_threads(), 1);
+  const int64_t m_tasks = (g.m + kRowPanels * mr - 1) / (kRowPanels * mr);
+  const int64_t mb = ((g.m + m_tasks - 1) / m_tasks + mr - 1) / mr * mr;
+  const int64_t n_panels = (g.n + nr - 1) / nr;
+  int64_t n_tasks = (g.n + kTaskColumns - 1) / kTaskColumns;
+  while (items * m_tasks * n_tasks < 2 * threads && n_tasks < n_panels) ++n_tasks;
+  const int64_t nt = (n_panels + n_tasks - 1) / n_tasks * nr;  // columns of a task
+  n_tasks = (g.n + nt - 1) / nt;
+  const int64_t nb = std::min(kNc, nt);  // columns of a packed B block
   const int64_t kb = std::min(kKc, g.k);
-  const int64_t m_tasks = (g.m + mb_max - 1) / mb_max;
-  const int64_t n_tasks = (g.n + kNc - 1) / kNc;
   const int64_t tasks = items * m_tasks * n_tasks;
-  // The tasks go to `groups` contiguous groups, each with its own buffers: a group's buffers are
-  // used by one thread at a time whatever the pool does. Twice the threads, so that a thread
-  // finishing early takes another group.
-  const int64_t groups = std::min<int64_t>(tasks, 2 * std::max(num_threads(), 1));
-  // Each group: packed A (mb x kb), packed B (kb x nb) and the task's sums (mb x nb), each
-  // starting on a 64-float boundary (aligned for any vector).
+  // Each thread running tasks holds one slot of buffers: packed A (mb x kb), packed B (kb x nb)
+  // and the task's sums (mb x nt), each starting on a 64-float boundary (aligned for any vector).
+  const int64_t slots = std::min<int64_t>(tasks, threads);
   auto round_up = [](int64_t floats) { return (floats + 63) / 64 * 64; };
   const int64_t a_floats = round_up(mb * kb), b_floats = round_up(kb * nb);
-  const int64_t per_slot = a_floats + b_floats + round_up(mb * nb);
-  auto buffers = hwy::AllocateAligned<float>(static_cast<size_t>(per_slot * groups));
-  if (!buffers) throw std::bad_alloc();
+  const int64_t per_slot = a_floats + b_floats + round_up(mb * nt);
+  BufferLease buffers(static_cast<size_t>(per_slot * slots));
+  SlotPool pool(static_cast<int>(slots));
 
   const auto a_size = static_cast<int64_t>(dtype_size(g.a.dtype));
   const auto b_size = static_cast<int64_t>(dtype_size(g.b.dtype));
   const size_t out_size = dtype_size(g.out_dtype);
   const size_t self_size = g.has_self ? dtype_size(g.self.dtype) : 0;
+  const bool reads_self = g.has_self && g.beta != 0.0f;
+  const int64_t k = g.product ? g.k : 0;
+  // Whole tiles are finished in registers where the epilogue needs nothing but alpha and out's
+  // rows are contiguous; the epilogue pass then covers only the partial tiles at the edges.
+  const bool direct = !reads_self && g.out_cols == 1 && k > 0;
+  using T = typename OutFormat::Storage;
   auto run_task = [&](int64_t task, float* HWY_RESTRICT slot) {
     float* HWY_RESTRICT pa = slot;
     float* HWY_RESTRICT pb = pa + a_floats;
@@ -288,48 +417,61 @@ void GemmOut(const GemmArgs& g) {
     const int64_t jt = task % n_tasks;
     const int64_t it = task / n_tasks % m_tasks;
     const int64_t item = task / n_tasks / m_tasks;
-    const int64_t m0 = it * mb_max, n0 = jt * kNc;
-    const int64_t mh = std::min(mb_max, g.m - m0), nw = std::min(kNc, g.n - n0);
+    const int64_t m0 = it * mb, n0 = jt * nt;
+    const int64_t mh = std::min(mb, g.m - m0), nw = std::min(nt, g.n - n0);
     const Matrix a{static_cast<const char*>(g.a.data) + BatchOffset(g, item, g.a.batch) * a_size,
                    g.a.rows, g.a.cols};
     const Matrix b{static_cast<const char*>(g.b.data) + BatchOffset(g, item, g.b.batch) * b_size,
                    g.b.rows, g.b.cols};
-    const int64_t mp = (mh + mr - 1) / mr, np = (nw + nr - 1) / nr;  // panels
-    const int64_t k = g.product ? g.k : 0;
-    if (k == 0) std::fill(sums, sums + mb * nb, 0.0f);
-    for (int64_t k0 = 0; k0 < k; k0 += kKc) {
-      const int64_t kc = std::min(kKc, k - k0);
-      VisitOperand(g.b.dtype,
-                   [&](auto f) { PackB<decltype(f)>(d, b, g.format, k0, kc, n0, nw, pb); });
-      VisitOperand(g.a.dtype,
-                   [&](auto f) { PackA<decltype(f)>(a, g.format, kMr, m0, mh, k0, kc, pa); });
-      for (int64_t jp = 0; jp < np; ++jp) {
-        for (int64_t ip = 0; ip < mp; ++ip) {
-          Tile<kMr>(d, kc, pa + ip * mr * kc, pb + jp * nr * kc, sums + ip * mr * nb + jp * nr, nb,
-                    k0 != 0);
-        }
-      }
-    }
     char* out = static_cast<char*>(g.out) +
                 (BatchOffset(g, item, g.out_batch) + m0 * g.out_rows + n0 * g.out_cols) *
                     static_cast<int64_t>(out_size);
+    const int64_t mp = (mh + mr - 1) / mr;  // row panels
+    const int64_t full_rows = mh / mr * mr, full_cols = nw / nr * nr;
+    if (k == 0) std::fill(sums, sums + mb * nt, 0.0f);
+    for (int64_t k0 = 0; k0 < k; k0 += kKc) {
+      const int64_t kc = std::min(kKc, k - k0);
+      const bool last = k0 + kc == k;
+      VisitOperand(g.a.dtype,
+                   [&](auto f) { PackA<decltype(f)>(a, g.format, kMr, m0, mh, k0, kc, pa); });
+      for (int64_t j0 = 0; j0 < nw; j0 += nb) {
+        const int64_t jw = std::min(nb, nw - j0);
+        VisitOperand(g.b.dtype,
+                     [&](auto f) { PackB<decltype(f)>(d, b, g.format, k0, kc, n0 + j0, jw, pb); });
+        const int64_t np = (jw + nr - 1) / nr;
+        for (int64_t jp = 0; jp < np; ++jp) {
+          const int64_t col = j0 + jp * nr;
+          for (int64_t ip = 0; ip < mp; ++ip) {
+            const int64_t row = ip * mr;
+            T* o = nullptr;
+            if (direct && last && row < full_rows && col < full_cols) {
+              o = reinterpret_cast<T*>(out) + row * g.out_rows + col;
+            }
+            Tile<kMr, OutFormat>(d, kc, pa + ip * mr * kc, pb + jp * nr * kc,
+                                 sums + row * nt + col, nt, k0 != 0, o, g.out_rows, g.alpha);
+          }
+        }
+      }
+    }
     const char* self = nullptr;
-    if (g.has_self && g.beta != 0.0f) {
+    if (reads_self) {
       self = static_cast<const char*>(g.self.data) +
              (BatchOffset(g, item, g.self.batch) + m0 * g.self.rows + n0 * g.self.cols) *
                  static_cast<int64_t>(self_size);
     }
-    Epilogue<OutFormat>(g, out, self, sums, nb, mh, nw);
-  };
-  auto chunk = [&](int64_t begin, int64_t end) {
-    for (int64_t group = begin; group < end; ++group) {
-      float* slot = buffers.get() + group * per_slot;
-      for (int64_t task = group * tasks / groups; task < (group + 1) * tasks / groups; ++task) {
-        run_task(task, slot);
-      }
+    if (direct) {  // the partial tiles: the last rows, then the last columns of the others
+      Epilogue<OutFormat>(g, out, self, sums, nt, full_rows, mh, 0, nw);
+      Epilogue<OutFormat>(g, out, self, sums, nt, 0, full_rows, full_cols, nw);
+    } else {
+      Epilogue<OutFormat>(g, out, self, sums, nt, 0, mh, 0, nw);
     }
   };
-  detail::parallel_for(groups, 1, chunk);
+  auto chunk = [&](int64_t begin, int64_t end) {
+    const int slot = pool.acquire();
+    for (int64_t task = begin; task < end; ++task) run_task(task, buffers.get() + slot * per_slot);
+    pool.release(slot);
+  };
+  detail::parallel_for(tasks, 1, chunk);
 }
 
 void GemmImpl(const GemmArgs& g) {
