@@ -76,16 +76,18 @@ constexpr size_t TileRows(D d) {
 
 constexpr int64_t kKc = 256;            // k per block: a B panel (KC x NR) stays in L1
 constexpr int64_t kNc = 512;            // columns per packed B block (KC x NC, in L2)
-constexpr int64_t kTaskColumns = 4096;  // columns per task at most (its sums: MB x 4096 fp32)
+constexpr int64_t kTaskColumns = 1024;  // columns per task at most (its sums: MB x 1024 fp32)
 constexpr int64_t kRowPanels = 16;      // MR-row panels per task at most (MB = 16 * MR rows)
 
 // MR x NR (two vectors) of outputs over kc steps: acc[r][c] = fma(a[k][r], b[k][c], acc[r][c]),
 // starting from +0 or from the partial sums in t (row stride ldt). Then either back to t, or,
 // after the last k block of a tile whose epilogue needs nothing but alpha (`out` set), finished
 // in registers and stored to out (row stride ldo) as the epilogue would.
-template <size_t MR, class OutFormat, class D>
-HWY_INLINE void Tile(D d, int64_t kc, const float* HWY_RESTRICT ap, const float* HWY_RESTRICT bp,
-                     float* HWY_RESTRICT t, int64_t ldt, bool resume,
+// A is read from its panel ([k][MR], kPackedA) or, for an fp32 row-major operand, from its own
+// rows (row stride lda): the same values either way.
+template <size_t MR, bool kPackedA, class OutFormat, class D>
+HWY_INLINE void Tile(D d, int64_t kc, const float* HWY_RESTRICT ap, int64_t lda,
+                     const float* HWY_RESTRICT bp, float* HWY_RESTRICT t, int64_t ldt, bool resume,
                      typename OutFormat::Storage* HWY_RESTRICT out, int64_t ldo, float alpha) {
   const size_t lanes = hn::Lanes(d);
   hn::Vec<D> c0[MR], c1[MR];
@@ -99,11 +101,11 @@ HWY_INLINE void Tile(D d, int64_t kc, const float* HWY_RESTRICT ap, const float*
     const auto b1 = hn::Load(d, bp + lanes);
 #pragma GCC unroll 16
     for (size_t r = 0; r < MR; ++r) {
-      const auto a = hn::Set(d, ap[r]);
+      const auto a = hn::Set(d, kPackedA ? ap[r] : ap[static_cast<int64_t>(r) * lda]);
       c0[r] = Fma(d, a, b0, c0[r]);
       c1[r] = Fma(d, a, b1, c1[r]);
     }
-    ap += MR;
+    ap += kPackedA ? static_cast<int64_t>(MR) : 1;
     bp += 2 * lanes;
   }
   if (out != nullptr) {
@@ -211,6 +213,21 @@ void PackB(D d, const Matrix& b, OperandFormat format, int64_t k0, int64_t kc, i
     }
     PackPanel<Format>(b.data, k0 * b.rows + (n0 + j0) * b.cols, b.cols, b.rows, w, nr, kc, format,
                       dst);
+  }
+}
+
+// Widens rows [m0, m0 + rows) of a row-major 16-bit A, columns [k0, k0 + kc), into dst as fp32
+// rows of kc (exact; the tile then reads them as it reads an fp32 A).
+template <class Format, class D>
+void WidenRows(D d, const Matrix& a, int64_t m0, int64_t rows, int64_t k0, int64_t kc,
+               float* HWY_RESTRICT dst) {
+  using T = typename Format::Storage;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  for (int64_t i = 0; i < rows; ++i, dst += kc) {
+    const T* src = reinterpret_cast<const T*>(a.data) + (m0 + i) * a.rows + k0;
+    int64_t k = 0;
+    for (; k + lanes <= kc; k += lanes) hn::StoreU(LoadF32<Format>(d, src + k), d, dst + k);
+    for (; k < kc; ++k) dst[k] = LoadScalar<Format>(a.data, (m0 + i) * a.rows + k0 + k);
   }
 }
 
@@ -409,6 +426,11 @@ void GemmOut(const GemmArgs& g) {
   // Whole tiles are finished in registers where the epilogue needs nothing but alpha and out's
   // rows are contiguous; the epilogue pass then covers only the partial tiles at the edges.
   const bool direct = !reads_self && g.out_cols == 1 && k > 0;
+  // An fp32 row-major A used as given is not packed: the tile broadcasts from its rows.
+  const bool direct_a =
+      g.a.dtype == DType::kFloat32 && g.a.cols == 1 && g.format == OperandFormat::kAsIs;
+  const bool widen_a =
+      g.a.dtype != DType::kFloat32 && g.a.cols == 1 && g.format == OperandFormat::kAsIs;
   using T = typename OutFormat::Storage;
   auto run_task = [&](int64_t task, float* HWY_RESTRICT slot) {
     float* HWY_RESTRICT pa = slot;
@@ -432,8 +454,23 @@ void GemmOut(const GemmArgs& g) {
     for (int64_t k0 = 0; k0 < k; k0 += kKc) {
       const int64_t kc = std::min(kKc, k - k0);
       const bool last = k0 + kc == k;
-      VisitOperand(g.a.dtype,
-                   [&](auto f) { PackA<decltype(f)>(a, g.format, kMr, m0, mh, k0, kc, pa); });
+      // A row-major A used as given is read from its rows (fp32: where it is; fp16 and bf16:
+      // widened into pa row by row, vector by vector), but for a partial last row panel.
+      if (direct_a || widen_a) {
+        if (widen_a) {
+          VisitOperand(g.a.dtype,
+                       [&](auto f) { WidenRows<decltype(f)>(d, a, m0, full_rows, k0, kc, pa); });
+        }
+        if (full_rows < mh) {
+          VisitOperand(g.a.dtype, [&](auto f) {
+            PackA<decltype(f)>(a, g.format, kMr, m0 + full_rows, mh - full_rows, k0, kc,
+                               pa + full_rows * kc);
+          });
+        }
+      } else {
+        VisitOperand(g.a.dtype,
+                     [&](auto f) { PackA<decltype(f)>(a, g.format, kMr, m0, mh, k0, kc, pa); });
+      }
       for (int64_t j0 = 0; j0 < nw; j0 += nb) {
         const int64_t jw = std::min(nb, nw - j0);
         VisitOperand(g.b.dtype,
@@ -447,8 +484,19 @@ void GemmOut(const GemmArgs& g) {
             if (direct && last && row < full_rows && col < full_cols) {
               o = reinterpret_cast<T*>(out) + row * g.out_rows + col;
             }
-            Tile<kMr, OutFormat>(d, kc, pa + ip * mr * kc, pb + jp * nr * kc,
-                                 sums + row * nt + col, nt, k0 != 0, o, g.out_rows, g.alpha);
+            float* const t = sums + row * nt + col;
+            const float* const bp = pb + jp * nr * kc;
+            if (direct_a && row < full_rows) {
+              const float* ap = reinterpret_cast<const float*>(a.data) + (m0 + row) * a.rows + k0;
+              Tile<kMr, false, OutFormat>(d, kc, ap, a.rows, bp, t, nt, k0 != 0, o, g.out_rows,
+                                          g.alpha);
+            } else if (widen_a && row < full_rows) {
+              Tile<kMr, false, OutFormat>(d, kc, pa + row * kc, kc, bp, t, nt, k0 != 0, o,
+                                          g.out_rows, g.alpha);
+            } else {
+              Tile<kMr, true, OutFormat>(d, kc, pa + ip * mr * kc, 0, bp, t, nt, k0 != 0, o,
+                                         g.out_rows, g.alpha);
+            }
           }
         }
       }
