@@ -163,6 +163,21 @@ for i, v in enumerate(dx.reshape(-1)): print("result[%d] is: %f" % (i, v))
 for i, v in enumerate(dg): print("dgamma[%d] is: %f" % (i, v))
 '
 
+# The matrix-product samples: values in quarters, so every product and sum is exact in fp32 and
+# numpy's float64 products, rounded to float32, are the expected bits.
+check_sample test_aclnn_matmul '
+import numpy as np
+v = lambda n, seed: ((np.arange(n) + seed) % 7 - 3) / 4
+g = lambda x: " ".join("%g" % np.float32(e) for e in np.asarray(x).reshape(-1))
+a = v(24, 0).reshape(2, 3, 4)
+print("aclnnMatmul workspace 0 bytes")
+print("matmul: " + g(a @ v(20, 2).reshape(5, 4).T))
+print("aclnnBatchMatMul workspace 0 bytes")
+print("batch_matmul: " + g(a @ v(8, 5).reshape(1, 4, 2)))
+print("aclnnAddmm workspace 0 bytes")
+print("addmm: " + g(0.5 * v(5, 1) + 2 * (v(12, 3).reshape(3, 4) @ v(20, 4).reshape(4, 5))))
+'
+
 # The LayerNorm and LayerNormBackward samples with upstream's published inputs. numpy, in
 # float64 then rounded to float32 (docs/ops/layer_norm.md: fp64 statistics and arithmetic, one
 # rounding): constant rows give out 0, mean 2 and rstd 1/sqrt(eps); the backward sample's mean

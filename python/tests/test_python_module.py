@@ -422,13 +422,45 @@ def test_gelu_generated_binding_against_fp64():
         mantissa.gelu(x, out, approximate="tanh")
 
 
+def test_matmul_generated_bindings_against_fp64():
+    # mantissa.matmul / batch_matmul / addmm come from the declarations: torch.matmul's shapes,
+    # transposed numpy views read where they are (the same bits as their contiguous copies),
+    # within the fp32 dot-product bound of the fp64 product.
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((70, 33)).astype(np.float32)  # used transposed
+    b = rng.standard_normal((70, 45)).astype(np.float32)
+    out = np.empty((33, 45), np.float32)
+    mantissa.matmul(a.T, b, out)
+    contiguous = np.empty_like(out)
+    mantissa.ops.matmul(self=np.ascontiguousarray(a.T), mat2=b, out=contiguous)
+    assert bits(out).tolist() == bits(contiguous).tolist()
+    exact = a.T.astype(np.float64) @ b.astype(np.float64)
+    bound = 70 * 2.0**-24 / (1 - 70 * 2.0**-24) * (np.abs(a.T).astype(np.float64) @ np.abs(b))
+    assert np.all(np.abs(out - exact) <= bound)
+    x = rng.standard_normal((4, 16, 8)).astype(np.float32)
+    y = rng.standard_normal((4, 8, 5)).astype(np.float32)
+    z = np.empty((4, 16, 5), np.float32)
+    mantissa.batch_matmul(x, y, z)
+    for i in range(4):
+        single = np.empty((16, 5), np.float32)
+        mantissa.matmul(x[i], y[i], single)
+        assert bits(z[i]).tolist() == bits(single).tolist()
+    bias = rng.standard_normal(45).astype(np.float32)
+    biased = np.empty_like(out)
+    mantissa.addmm(bias, np.ascontiguousarray(a.T), b, biased, beta=1.0, alpha=1.0)
+    assert bits(biased).tolist() == bits((bias + contiguous).astype(np.float32)).tolist()
+    with pytest.raises(mantissa.Error) as e:
+        mantissa.matmul(a, b, out)  # k differs: 33 against 70
+    assert e.value.code == 161002
+
+
 def test_every_declared_operator_is_in_mantissa_ops():
     # mantissa.ops holds every operator without tensor lists under its C++ API's name, generated
     # from the declaration; its call gives the hand-written binding's bits.
     for name in ("gelu", "rms_norm", "rms_norm_grad", "softmax", "log_softmax", "softmax_grad",
                  "sgd", "apply_adam_d", "apply_adam_w_v2", "layer_norm", "layer_norm_grad",
                  "quantize", "dynamic_quant", "ascend_quant_v3", "amp_update_scale",
-                 "softmax_cross_entropy_with_logits"):
+                 "softmax_cross_entropy_with_logits", "matmul", "batch_matmul", "addmm"):
         assert hasattr(mantissa.ops, name), name
         assert getattr(mantissa, name) is not None
     x = np.linspace(-3, 3, 64, dtype=np.float32).reshape(4, 16)
