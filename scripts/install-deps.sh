@@ -6,7 +6,7 @@
 #   test   what the test suite adds (scripts/test.sh): GoogleTest, Google Benchmark (built with
 #          -Werror), Python module and its pytest suite with PyTorch as the reference, clang for
 #          the fuzzers, lld (faster links), Open MPI for the data-parallel tests
-#   bench  what the benchmarks' peers add: oneDNN, torchvision's model shapes
+#   bench  what the benchmarks' peers add: oneDNN, OpenBLAS, torchvision's model shapes
 #   all    every group
 set -euo pipefail
 
@@ -25,7 +25,8 @@ test=(
   openmpi-bin libopenmpi-dev  # MPI for `mantissa train --distributed` (data-parallel)
 )
 bench=(
-  libdnnl-dev          # oneDNN, the peer of scripts/bench_stable_kernels.py
+  libdnnl-dev          # oneDNN, the peer of scripts/bench_stable_kernels.py and bench_matmul.py
+  libopenblas0-pthread libopenblas-pthread-dev  # OpenBLAS's sgemm, a peer of bench_matmul.py
   python3-torchvision  # model shapes for bench/lists (scripts/bench_lists.py --write-lists)
 )
 
