@@ -14,10 +14,13 @@
 #include "acl/acl.h"
 #include "acl/acl_op_compiler.h"
 #include "aclnn/acl_meta.h"
+#include "aclnnop/aclnn_addmm.h"
 #include "aclnnop/aclnn_amp_update_scale.h"
+#include "aclnnop/aclnn_batch_matmul.h"
 #include "aclnnop/aclnn_foreach_norm.h"
 #include "aclnnop/aclnn_layer_norm.h"
 #include "aclnnop/aclnn_layer_norm_backward.h"
+#include "aclnnop/aclnn_matmul.h"
 #include "aclnnop/aclnn_rms_norm.h"
 #include "aclnnop/aclnn_softmax.h"
 #include "aclnnop/aclnn_softmax_backward.h"
@@ -116,7 +119,7 @@ void fuzz_aclnn(Input& in) {
     }
     return make_tensor(in, a, max_rank);
   };
-  switch (in.range(0, 6)) {
+  switch (in.range(0, 9)) {
     case 0: {
       aclTensor* x = tensor();
       const int64_t dim = in.range(-6, 6);
@@ -231,6 +234,43 @@ void fuzz_aclnn(Input& in) {
       aclDestroyScalar(sp);
       break;
     }
+    // The matrix products: strided and broadcast (stride 0) operands read where they are,
+    // cubeMathType out of range included.
+    case 7: {
+      aclTensor* x = tensor();
+      aclTensor* y = tensor();
+      aclTensor* out = tensor();
+      const auto cube = static_cast<int8_t>(in.range(-2, 5));
+      if (aclnnMatmulGetWorkspaceSize(x, y, out, cube, &size, &e) == 0) {
+        run_executor(size, e, aclnnMatmul, a);
+      }
+      break;
+    }
+    case 8: {
+      aclTensor* x = tensor();
+      aclTensor* y = tensor();
+      aclTensor* out = tensor();
+      const auto cube = static_cast<int8_t>(in.range(-2, 5));
+      if (aclnnBatchMatMulGetWorkspaceSize(x, y, out, cube, &size, &e) == 0) {
+        run_executor(size, e, aclnnBatchMatMul, a);
+      }
+      break;
+    }
+    case 9: {
+      aclTensor* self = tensor();
+      aclTensor* x = tensor();
+      aclTensor* y = tensor();
+      aclTensor* out = tensor();
+      const float beta = static_cast<float>(in.range(-2, 2)) / 2, alpha = 1.0f;
+      aclScalar* sb = aclCreateScalar(const_cast<float*>(&beta), ACL_FLOAT);
+      aclScalar* sa = aclCreateScalar(const_cast<float*>(&alpha), ACL_FLOAT);
+      if (aclnnAddmmGetWorkspaceSize(self, x, y, sb, sa, out, 0, &size, &e) == 0) {
+        run_executor(size, e, aclnnAddmm, a);
+      }
+      aclDestroyScalar(sb);
+      aclDestroyScalar(sa);
+      break;
+    }
   }
 }
 
@@ -249,6 +289,9 @@ const char* const kOpTypes[] = {"AmpUpdateScale",
                                 "SoftmaxCrossEntropyWithLogits",
                                 "LayerNormV4",
                                 "LayerNormGradV3",
+                                "MatMulV2",
+                                "BatchMatMulV2",
+                                "Addmm",
                                 "NoSuchOp"};
 const char* const kAttrNames[] = {"axes",
                                   "axis",
@@ -266,6 +309,10 @@ const char* const kAttrNames[] = {"axes",
                                   "maximize",
                                   "half_to_float",
                                   "use_locking",
+                                  "transpose_x1",
+                                  "transpose_x2",
+                                  "adj_x1",
+                                  "cube_math_type",
                                   "x"};
 
 void fuzz_aclop(Input& in) {
