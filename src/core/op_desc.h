@@ -1053,6 +1053,10 @@ constexpr bool hooks_registered() {
     if (!a.aclnn_string.set || a.aclnn_string.fn != &Op::aclnn_string)
       in::hook_defined_but_not_in_kAclHooks();
   }
+  if constexpr (requires { &Op::aclnn_transposed; }) {
+    if (!a.aclnn_transposed.set || a.aclnn_transposed.fn != &Op::aclnn_transposed)
+      in::hook_defined_but_not_in_kAclHooks();
+  }
   return true;
 }
 
