@@ -132,6 +132,18 @@ checkpoint)
   one "${local_args[@]}" --epochs 1 --save-checkpoint "$work/lck" > /dev/null
   one "${local_args[@]}" --epochs 3 --resume "$work/lck" > "$work/lres.txt"
   same "one process resumed" "$work/lfull.txt" "$work/lres.txt"
+  # A failed write (the file is /dev/full: the disk is full) and a failed rename (rank-0.ckpt is
+  # a non-empty directory): non-zero, a message, and no rank-0.ckpt.tmp left behind.
+  mkdir -p "$work/full" "$work/taken/rank-0.ckpt/x"
+  ln -s /dev/full "$work/full/rank-0.ckpt.tmp"
+  for d in full taken; do
+    if one "${local_args[@]}" --epochs 1 --save-checkpoint "$work/$d" > /dev/null 2> "$work/err.txt"; then
+      fail "a checkpoint write that cannot succeed ($d) succeeded"
+    fi
+    grep -q "cannot write checkpoint" "$work/err.txt" || { cat "$work/err.txt"; fail "$d: no message"; }
+    [ ! -e "$work/$d/rank-0.ckpt.tmp" ] && [ ! -L "$work/$d/rank-0.ckpt.tmp" ] ||
+      fail "$d: a failed checkpoint write left rank-0.ckpt.tmp"
+  done
   if timeout 120 "$mpirun" "${transport[@]}" -np 3 "$tool" train --distributed "${args[@]}" \
     --epochs 4 --resume "$work/ck" > /dev/null 2> "$work/err.txt"; then
     fail "3 ranks resumed a 2-rank checkpoint"

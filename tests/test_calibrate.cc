@@ -350,7 +350,21 @@ TEST(Npy, ReadsAndRejects) {
        "absurdly large"},
       {"noshape.npy", npy("{'descr': '<f4', 'fortran_order': False}", six), "malformed header"},
       {"badshape.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, -3), }", six),
-       "malformed shape"},
+       "'shape' holds something other than up to 8 integers"},
+      // Dicts numpy refuses: a repeated key, an unknown key, a shape without commas, an integer
+      // shape; and a 'shape' spoofed inside another value, which must not be read as the key.
+      {"repeated.npy",
+       npy("{'descr': '<f4', 'fortran_order': False, 'shape': (6,), 'shape': (2, 3), }", six),
+       "'shape' is unknown or repeated"},
+      {"unknown.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (6,), 'x': 1}", six),
+       "'x' is unknown"},
+      {"nocomma.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1 6), }", six),
+       "lacks a ','"},
+      {"integer.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (6), }", six),
+       "is an integer, not a tuple"},
+      {"spoofed.npy",
+       npy("{'descr': \"<f4', 'shape': (2, 3)\", 'fortran_order': False, 'shape': (6,), }", six),
+       "is not supported"},
       {"header.npy", std::string("\x93NUMPY\x01\x00\xff\xff", 10) + "{}", "does not fit"},
   };
   for (const auto& c : bad) {

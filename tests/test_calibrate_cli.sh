@@ -15,6 +15,12 @@ fi
 grep -q "bad.npy: not a .npy file" "$work/err.txt" || { cat "$work/err.txt"; exit 1; }
 # A report that cannot be written (a full disk: /dev/full) is an error, not an empty file and rc 0.
 /usr/bin/python3 -c "import numpy as np; np.save('$work/ok.npy', np.arange(64, dtype=np.float32))"
+# A per-channel axis below -1 is refused, not taken as per tensor.
+if "$tool" calibrate "$work/ok.npy" --per-channel=-2 > /dev/null 2> "$work/err.txt"; then
+  echo "FAIL: --per-channel -2 was accepted" >&2
+  exit 1
+fi
+grep -q "per-channel axis -2 is neither -1" "$work/err.txt" || { cat "$work/err.txt"; exit 1; }
 if [[ -w /dev/full ]]; then
   if "$tool" calibrate "$work/ok.npy" --json /dev/full > /dev/null 2> "$work/err.txt"; then
     echo "FAIL: calibrate --json /dev/full exited 0" >&2

@@ -340,6 +340,20 @@ TEST(LossScaler, CorruptOrForeignStatesAreRejectedAndChangeNothing) {
       {replaced("\"history\": [", "\"history\": [" + std::string(100000, '[')),
        "levels deep (at most 64)"},
       {std::string(100000, '[') + std::string(100000, ']'), "nested 100000 levels deep"},
+      // Values out of their fields' ranges: an int32 that would wrap, an fp32 that would be inf
+      // (and be saved back as null), a history longer than history_limit.
+      {replaced("\"hysteresis_left\": 1", "\"hysteresis_left\": 4294967297"),
+       "\"hysteresis_left\" is 4294967297, out of its field's range"},
+      {replaced("\"growth_tracker\": 1", "\"growth_tracker\": -2147483649"),
+       "\"growth_tracker\" is -2147483649"},
+      {replaced("\"best_scale\": ", "\"best_scale\": 1e300, \"was\": "),
+       "\"best_scale\" is 1e+300"},
+      {[&] {
+         std::string t = replaced("\"history_limit\": 1024", "\"history_limit\": 0");
+         return t.replace(t.find("\"history\": ["), 12, "\"history\": [[1, 2.0]");
+       }(),
+       "history holds 1 entries, more than its history_limit 0"},
+      {replaced("\"history\": [", "\"history\": [[1, 1e39]"), "not [step, scale] with a finite"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.text);

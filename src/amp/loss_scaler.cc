@@ -270,8 +270,9 @@ Status DynamicLossScaler::load_state(std::string_view text) {
                 "the state has version {}; this library reads version {}",
                 j["version"].get<int64_t>(), kVersion);
   }
-  // Every field present with its type, read without exceptions.
-  std::string missing;
+  // Every field present with its type and within its type's range (an integer that would wrap,
+  // a number that is not finite as fp32), read without exceptions.
+  std::string missing, out_of_range;
   auto number = [&](const nlohmann::json& o, const char* key, auto& value) {
     using T = std::remove_reference_t<decltype(value)>;
     const bool ok = o.is_object() && o.contains(key) &&
@@ -280,7 +281,24 @@ Status DynamicLossScaler::load_state(std::string_view text) {
       if (missing.empty()) missing = key;
       return;
     }
-    value = o[key].get<T>();
+    const nlohmann::json& v = o[key];
+    bool fits = true;
+    if constexpr (std::is_integral_v<T>) {
+      if (v.is_number_unsigned()) {
+        fits = v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max());
+      } else {
+        const int64_t i = v.get<int64_t>();
+        fits = i >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
+               i <= static_cast<int64_t>(std::numeric_limits<T>::max());
+      }
+    } else {
+      fits = std::isfinite(static_cast<float>(v.get<double>()));
+    }
+    if (!fits) {
+      if (out_of_range.empty()) out_of_range = fmt::format("\"{}\" is {}", key, v.dump());
+      return;
+    }
+    value = v.get<T>();
   };
   auto boolean = [&](const nlohmann::json& o, const char* key, bool& value) {
     if (!o.is_object() || !o.contains(key) || !o[key].is_boolean()) {
@@ -312,13 +330,29 @@ Status DynamicLossScaler::load_state(std::string_view text) {
   if (!missing.empty()) {
     return fail(StatusCode::kParamInvalid, kScalerName, "the state lacks a valid \"{}\"", missing);
   }
+  if (!out_of_range.empty()) {
+    return fail(StatusCode::kParamInvalid, kScalerName, "the state's {}, out of its field's range",
+                out_of_range);
+  }
   if (!js.contains("history") || !js["history"].is_array()) {
     return fail(StatusCode::kParamInvalid, kScalerName, "the state lacks a valid \"history\"");
   }
+  // At most history_limit entries (what save_state keeps), each a step and a finite fp32 scale.
+  auto excerpt = [](const nlohmann::json& v) {
+    std::string json = v.dump();  // depth already limited above
+    return json.size() > 80 ? json.substr(0, 77) + "..." : json;
+  };
+  if (o.history_limit >= 0 && js["history"].size() > static_cast<std::size_t>(o.history_limit)) {
+    return fail(StatusCode::kParamInvalid, kScalerName,
+                "the state's history holds {} entries, more than its history_limit {}",
+                js["history"].size(), o.history_limit);
+  }
   for (const auto& c : js["history"]) {
-    if (!c.is_array() || c.size() != 2 || !c[0].is_number_integer() || !c[1].is_number()) {
+    if (!c.is_array() || c.size() != 2 || !c[0].is_number_integer() || !c[1].is_number() ||
+        (c[0].is_number_unsigned() && c[0].get<uint64_t>() > INT64_MAX) ||
+        !std::isfinite(static_cast<float>(c[1].get<double>()))) {
       return fail(StatusCode::kParamInvalid, kScalerName,
-                  "a history entry is {}, not [step, scale]", c.dump());
+                  "a history entry is {}, not [step, scale] with a finite fp32 scale", excerpt(c));
     }
     s.stats_.history.push_back({c[0].get<int64_t>(), c[1].get<float>()});
   }

@@ -301,6 +301,11 @@ Status calibrate_tensor(const std::string& name, std::span<const TensorView> bat
     }
     const TensorView& first = batches[0];
     int64_t channels = 1;
+    if (o.per_channel_axis < -1) {
+      return fail(StatusCode::kParamInvalid, kCalibrate,
+                  "{}: per-channel axis {} is neither -1 (per tensor) nor an axis in [0, {})", name,
+                  o.per_channel_axis, first.rank);
+    }
     if (o.per_channel_axis >= 0) {
       if (o.per_channel_axis >= first.rank) {
         return fail(StatusCode::kParamInvalid, kCalibrate,
@@ -488,75 +493,119 @@ Status read_npy(const std::string& path, NpyArray* out) {
   if (!f.read(header.data(), static_cast<std::streamsize>(header_len))) {
     return fail(StatusCode::kParamInvalid, op, "{}: truncated header", path);
   }
-  // The header is a Python dict literal: {'descr': '<f4', 'fortran_order': False, 'shape': (..), }
-  auto value_of = [&](std::string_view key) -> std::string {
-    const auto k = header.find("'" + std::string(key) + "'");
-    if (k == std::string::npos) return {};
-    const auto colon = header.find(':', k);
-    if (colon == std::string::npos) return {};
-    auto begin = header.find_first_not_of(' ', colon + 1);
-    if (begin == std::string::npos) return {};
-    std::size_t end;
-    if (header[begin] == '(') {
-      end = header.find(')', begin);
-      if (end == std::string::npos) return {};
-      ++end;
-    } else if (header[begin] == '\'') {
-      end = header.find('\'', begin + 1);
-      if (end == std::string::npos) return {};
-      ++end;
-    } else {
-      end = header.find_first_of(",}", begin);
-      if (end == std::string::npos) return {};
-    }
-    return header.substr(begin, end - begin);
+  // The header is a Python dict literal, read as numpy reads it (every key once, exactly
+  // 'descr', 'fortran_order' and 'shape'; a string, a bool and a tuple of integers):
+  //   {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }   then spaces and a newline
+  std::size_t at = 0;
+  auto skip_spaces = [&] {
+    while (at < header.size() && (header[at] == ' ' || header[at] == '\t')) ++at;
   };
-  const std::string descr = value_of("descr"), fortran = value_of("fortran_order"),
-                    shape_text = value_of("shape");
-  if (descr.empty() || fortran.empty() || shape_text.empty()) {
-    return fail(StatusCode::kParamInvalid, op, "{}: malformed header {}", path, header);
+  auto eat = [&](char c) {
+    skip_spaces();
+    if (at < header.size() && header[at] == c) {
+      ++at;
+      return true;
+    }
+    return false;
+  };
+  auto quoted = [&](std::string* text) {
+    skip_spaces();
+    if (at >= header.size() || (header[at] != '\'' && header[at] != '"')) return false;
+    const char q = header[at];
+    const auto end = header.find(q, at + 1);
+    if (end == std::string::npos) return false;
+    *text = header.substr(at + 1, end - at - 1);
+    at = end + 1;
+    return true;
+  };
+  auto malformed = [&](const char* what) {
+    return fail(StatusCode::kParamInvalid, op, "{}: malformed header ({}): {}", path, what,
+                header.substr(0, 200));
+  };
+  std::string descr, fortran, shape_text;
+  std::vector<int64_t> shape;
+  bool have_descr = false, have_fortran = false, have_shape = false;
+  if (!eat('{')) return malformed("no '{'");
+  while (!eat('}')) {
+    std::string key;
+    if (!quoted(&key) || !eat(':')) return malformed("a key is not a quoted string and ':'");
+    skip_spaces();
+    if (key == "descr" && !have_descr) {
+      if (!quoted(&descr)) return malformed("'descr' is not a string");
+      have_descr = true;
+    } else if (key == "fortran_order" && !have_fortran) {
+      for (const char* word : {"False", "True"}) {
+        if (header.compare(at, std::strlen(word), word) == 0) {
+          fortran = word;
+          at += std::strlen(word);
+        }
+      }
+      if (fortran.empty()) return malformed("'fortran_order' is not True or False");
+      have_fortran = true;
+    } else if (key == "shape" && !have_shape) {
+      // A tuple: "()", "(5,)", "(2, 3)" or "(2, 3,)"; "(5)" is an integer, not a tuple.
+      const std::size_t open = at;
+      if (!eat('(')) return malformed("'shape' is not a tuple");
+      bool comma = false;
+      while (!eat(')')) {
+        skip_spaces();
+        std::size_t end = at;
+        while (end < header.size() && header[end] >= '0' && header[end] <= '9') ++end;
+        if (end == at || end - at > 15 || shape.size() >= static_cast<std::size_t>(kMaxRank)) {
+          return malformed("'shape' holds something other than up to 8 integers");
+        }
+        shape.push_back(std::stoll(header.substr(at, end - at)));
+        at = end;
+        comma = eat(',');
+        if (!comma) {
+          if (!eat(')')) return malformed("'shape' lacks a ',' between its integers");
+          break;
+        }
+      }
+      if (shape.size() == 1 && !comma) return malformed("'shape' (n) is an integer, not a tuple");
+      shape_text = header.substr(open, at - open);
+      have_shape = true;
+    } else {
+      return fail(StatusCode::kParamInvalid, op, "{}: header key '{}' is unknown or repeated", path,
+                  key);
+    }
+    if (!eat(',')) {
+      if (!eat('}')) return malformed("no ',' or '}' after a value");
+      break;
+    }
+  }
+  skip_spaces();
+  while (at < header.size() && (header[at] == '\n' || header[at] == ' ')) ++at;
+  if (at != header.size()) return malformed("text after the dict");
+  if (!have_descr || !have_fortran || !have_shape) {
+    return malformed("'descr', 'fortran_order' and 'shape' are all required");
   }
   int element = 0;
   NpyArray a;
-  if (descr == "'<f4'") {
+  if (descr == "<f4") {
     a.dtype = DType::kFloat32, element = 4;
-  } else if (descr == "'<f2'") {
+  } else if (descr == "<f2") {
     a.dtype = DType::kFloat16, element = 2;
-  } else if (descr == "'<f8'") {
+  } else if (descr == "<f8") {
     a.dtype = DType::kFloat32, element = 8;
   } else {
     return fail(StatusCode::kParamInvalid, op,
-                "{}: dtype {} is not supported (little-endian float16, float32 or float64)", path,
+                "{}: dtype '{}' is not supported (little-endian float16, float32 or float64)", path,
                 descr);
   }
   if (fortran != "False") {
     return fail(StatusCode::kParamInvalid, op, "{}: Fortran-ordered arrays are not supported",
                 path);
   }
-  // "(2, 3)", "(5,)", "()": non-negative integers only.
   uint64_t count = 1;
-  std::string digits;
-  for (char c : shape_text.substr(1)) {
-    if (c >= '0' && c <= '9') {
-      digits += c;
-    } else if (c == ',' || c == ')') {
-      if (digits.empty()) continue;
-      if (digits.size() > 15 || a.shape.size() >= static_cast<std::size_t>(kMaxRank)) {
-        return fail(StatusCode::kParamInvalid, op, "{}: shape {} is not supported", path,
-                    shape_text);
-      }
-      const uint64_t d = std::stoull(digits);
-      digits.clear();
-      if (d != 0 && count > (uint64_t{1} << 40) / d) {
-        return fail(StatusCode::kParamInvalid, op, "{}: shape {} is absurdly large", path,
-                    shape_text);
-      }
-      count *= d;
-      a.shape.push_back(static_cast<int64_t>(d));
-    } else if (c != ' ') {
-      return fail(StatusCode::kParamInvalid, op, "{}: malformed shape {}", path, shape_text);
+  for (const int64_t d : shape) {
+    if (d != 0 && count > (uint64_t{1} << 40) / static_cast<uint64_t>(d)) {
+      return fail(StatusCode::kParamInvalid, op, "{}: shape {} is absurdly large", path,
+                  shape_text);
     }
+    count *= static_cast<uint64_t>(d);
   }
+  a.shape = shape;
   const uint64_t data_bytes = count * static_cast<uint64_t>(element);
   const uint64_t data_offset = offset + header_len;
   if (file_size - data_offset != data_bytes) {

@@ -233,16 +233,28 @@ Status save_checkpoint(const std::string& dir, const CheckpointHeader& h,
   std::filesystem::create_directories(dir, ec);
   const std::string path = checkpoint_path(dir, static_cast<int>(h.rank));
   const std::string tmp = path + ".tmp";
+  // Written whole to `tmp`, then renamed over `path`: a failure leaves the previous checkpoint as
+  // it was, and removes the partial `tmp` this call created (never a file it could not open).
+  bool opened = false, written = false;
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    opened = f.is_open();
     f.write(w.str().data(), static_cast<std::streamsize>(w.str().size()));
-    if (!f.flush()) {
-      return {StatusCode::kRuntimeError, "train (distributed): cannot write checkpoint " + tmp};
-    }
+    f.close();
+    written = opened && !f.fail();
+  }
+  if (!written) {
+    std::error_code ignored;
+    if (opened) std::filesystem::remove(tmp, ignored);
+    return {StatusCode::kRuntimeError, "train (distributed): cannot write checkpoint " + tmp};
   }
   std::filesystem::rename(tmp, path, ec);
-  if (ec)
-    return {StatusCode::kRuntimeError, "train (distributed): cannot write checkpoint " + path};
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    return {StatusCode::kRuntimeError,
+            "train (distributed): cannot write checkpoint " + path + " (" + ec.message() + ")"};
+  }
   return {};
 }
 
