@@ -314,8 +314,9 @@ HostTensor addmm_golden(HostTensor& self, HostTensor& m1, HostTensor& m2, DType 
 
 TEST(Addmm, EpilogueOnEveryTargetAndThreadCount) {
   const std::vector<std::vector<int64_t>> selves{{37}, {1, 37}, {20, 1}, {20, 37}, {1}};
-  const std::vector<std::pair<double, double>> scalars{{1.0, 1.0}, {0.5, 2.0}, {-1.5, 0.25},
-                                                       {0.0, 1.0}, {1.0, 0.0}, {1e-9, 1.0}};
+  const std::vector<std::pair<double, double>> scalars{{1.0, 1.0},     {0.5, 2.0}, {-1.5, 0.25},
+                                                       {0.0, 1.0},     {1.0, 0.0}, {1e-9, 1.0},
+                                                       {1e300, -1e300}};  // beyond fp32: inf
   for (DType d : kDtypes) {
     for (const auto& s : selves) {
       for (const auto& [beta, alpha] : scalars) {

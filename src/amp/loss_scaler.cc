@@ -246,6 +246,14 @@ std::string DynamicLossScaler::state() const {
   return j.dump(1);
 }
 
+namespace {
+
+// Whether a double rounds to a finite fp32 value (below FLT_MAX plus half its ulp), so that the
+// conversion is defined and finite.
+bool fits_fp32(double d) { return std::isfinite(d) && std::fabs(d) < 0x1.ffffffp+127; }
+
+}  // namespace
+
 Status DynamicLossScaler::load_state(std::string_view text) {
   using detail::fail;
   if (const int depth = mantissa::detail::json_nesting_depth(text);
@@ -292,7 +300,7 @@ Status DynamicLossScaler::load_state(std::string_view text) {
                i <= static_cast<int64_t>(std::numeric_limits<T>::max());
       }
     } else {
-      fits = std::isfinite(static_cast<float>(v.get<double>()));
+      fits = fits_fp32(v.get<double>());
     }
     if (!fits) {
       if (out_of_range.empty()) out_of_range = fmt::format("\"{}\" is {}", key, v.dump());
@@ -350,7 +358,7 @@ Status DynamicLossScaler::load_state(std::string_view text) {
   for (const auto& c : js["history"]) {
     if (!c.is_array() || c.size() != 2 || !c[0].is_number_integer() || !c[1].is_number() ||
         (c[0].is_number_unsigned() && c[0].get<uint64_t>() > INT64_MAX) ||
-        !std::isfinite(static_cast<float>(c[1].get<double>()))) {
+        !fits_fp32(c[1].get<double>())) {
       return fail(StatusCode::kParamInvalid, kScalerName,
                   "a history entry is {}, not [step, scale] with a finite fp32 scale", excerpt(c));
     }

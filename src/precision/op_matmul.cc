@@ -175,8 +175,11 @@ std::vector<std::vector<double>> golden_of(const Call& c) {
 }
 
 // The NPU's fp32 scalar: exactly 1 within FLT_EPSILON of 1.
-float npu_scalar(double v) {
-  const auto f = static_cast<float>(v);
+float npu_scalar(double value) {
+  // Beyond fp32's range (FLT_MAX plus half its ulp) the value rounds to inf (a cast would be
+  // undefined there).
+  const float f = std::fabs(value) >= 0x1.ffffffp+127 ? (value > 0 ? HUGE_VALF : -HUGE_VALF)
+                                                      : static_cast<float>(value);
   return std::fabs(f - 1.0f) <= FLT_EPSILON ? 1.0f : f;
 }
 

@@ -16,7 +16,10 @@ namespace {
 
 // An fp32 scalar as the NPU takes it: rounded to fp32, exactly 1 within FLT_EPSILON of 1.
 float npu_scalar(double value) {
-  const auto f = static_cast<float>(value);
+  // Beyond fp32's range (FLT_MAX plus half its ulp) the value rounds to inf (a cast would be
+  // undefined there).
+  const float f = std::fabs(value) >= 0x1.ffffffp+127 ? (value > 0 ? HUGE_VALF : -HUGE_VALF)
+                                                      : static_cast<float>(value);
   return std::fabs(f - 1.0f) <= FLT_EPSILON ? 1.0f : f;
 }
 
