@@ -18,6 +18,8 @@
 #include "aclnnop/aclnn_amp_update_scale.h"
 #include "aclnnop/aclnn_batch_matmul.h"
 #include "aclnnop/aclnn_foreach_norm.h"
+#include "aclnnop/aclnn_gelu_backward.h"
+#include "aclnnop/aclnn_gelu_backward_v2.h"
 #include "aclnnop/aclnn_layer_norm.h"
 #include "aclnnop/aclnn_layer_norm_backward.h"
 #include "aclnnop/aclnn_matmul.h"
@@ -119,7 +121,7 @@ void fuzz_aclnn(Input& in) {
     }
     return make_tensor(in, a, max_rank);
   };
-  switch (in.range(0, 9)) {
+  switch (in.range(0, 10)) {
     case 0: {
       aclTensor* x = tensor();
       const int64_t dim = in.range(-6, 6);
@@ -271,6 +273,25 @@ void fuzz_aclnn(Input& in) {
       aclDestroyScalar(sa);
       break;
     }
+    // The GELU derivatives: broadcasting, mixed dtypes, overlapping outputs, approximate strings.
+    case 10: {
+      aclTensor* dy = tensor();
+      aclTensor* x = tensor();
+      aclTensor* out = tensor();
+      if (in.range(0, 1) == 0) {
+        if (aclnnGeluBackwardGetWorkspaceSize(dy, x, out, &size, &e) == 0) {
+          run_executor(size, e, aclnnGeluBackward, a);
+        }
+      } else {
+        char none[] = "none", tanh[] = "tanh", other[] = "erf";
+        char* const modes[] = {none, tanh, other, nullptr};
+        if (aclnnGeluBackwardV2GetWorkspaceSize(dy, x, modes[in.range(0, 3)], out, &size, &e) ==
+            0) {
+          run_executor(size, e, aclnnGeluBackwardV2, a);
+        }
+      }
+      break;
+    }
   }
 }
 
@@ -292,6 +313,10 @@ const char* const kOpTypes[] = {"AmpUpdateScale",
                                 "MatMulV2",
                                 "BatchMatMulV2",
                                 "Addmm",
+                                "Gelu",
+                                "GeluV2",
+                                "GeluGrad",
+                                "GeluGradV2",
                                 "NoSuchOp"};
 const char* const kAttrNames[] = {"axes",
                                   "axis",
@@ -313,6 +338,7 @@ const char* const kAttrNames[] = {"axes",
                                   "transpose_x2",
                                   "adj_x1",
                                   "cube_math_type",
+                                  "approximate",
                                   "x"};
 
 void fuzz_aclop(Input& in) {

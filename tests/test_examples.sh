@@ -178,6 +178,21 @@ print("aclnnAddmm workspace 0 bytes")
 print("addmm: " + g(0.5 * v(5, 1) + 2 * (v(12, 3).reshape(3, 4) @ v(20, 4).reshape(4, 5))))
 '
 
+# The GeluV2 / GeluBackwardV2 sample (the erf form). numpy with the C library's erfc in double
+# (math.erfc), each value rounded once to float32: the operators are correctly rounded from
+# fp64 steps, so the 9-digit lines agree.
+check_sample test_aclnn_gelu_backward_v2 '
+import math
+import numpy as np
+x = [-4.0 + 0.5 * i for i in range(16)]
+phi = [0.5 * math.erfc(-v / math.sqrt(2.0)) for v in x]
+dens = [math.exp(-0.5 * v * v) / math.sqrt(2.0 * math.pi) for v in x]
+g = [p + v * d for v, p, d in zip(x, phi, dens)]
+for i, (v, p) in enumerate(zip(x, phi)): print("gelu[%d] is: %.9g" % (i, np.float32(v * p)))
+for i, d in enumerate(g): print("grad[%d] is: %.9g" % (i, np.float32(d)))
+for i, d in enumerate(g): print("half_grad[%d] is: %.9g" % (i, np.float32(0.5 * d)))
+'
+
 # The LayerNorm and LayerNormBackward samples with upstream's published inputs. numpy, in
 # float64 then rounded to float32 (docs/ops/layer_norm.md: fp64 statistics and arithmetic, one
 # rounding): constant rows give out 0, mean 2 and rstd 1/sqrt(eps); the backward sample's mean

@@ -1,11 +1,14 @@
-// core/math: Exp and Log give the same bits on every SIMD target (a strided sample of all 2^32
-// inputs plus the special ranges), stay within the documented ulp bound on that sample, and
-// follow the IEEE special cases.
+// core/math: Exp, Log, Erf and Tanh give the same bits on every SIMD target (a strided sample of
+// all 2^32 inputs plus the special ranges), stay within the documented ulp bound on that sample,
+// and follow the IEEE special cases; the fp64 Erf, Erfc and Tanh stay within their relative
+// bound of long-double references and give the same bits on every target.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <string>
 #include <vector>
@@ -21,6 +24,8 @@ namespace {
 // The bounds of docs/math.md, measured over all 2^32 inputs by test_math_exhaustive.
 constexpr double kExpMaxUlp = 1.0;
 constexpr double kLogMaxUlp = 0.85;
+constexpr double kErfMaxUlp = 0.5001;  // fp64 steps rounded once
+constexpr double kTanhMaxUlp = 0.5001;
 
 using Fn = void (*)(const float*, float*, int64_t);
 
@@ -58,6 +63,8 @@ void expect_same_bits_on_every_target(Fn fn, const char* name) {
 
 TEST(Math, ExpSameBitsOnEveryTarget) { expect_same_bits_on_every_target(exp_f32, "exp"); }
 TEST(Math, LogSameBitsOnEveryTarget) { expect_same_bits_on_every_target(log_f32, "log"); }
+TEST(Math, ErfSameBitsOnEveryTarget) { expect_same_bits_on_every_target(erf_f32, "erf"); }
+TEST(Math, TanhSameBitsOnEveryTarget) { expect_same_bits_on_every_target(tanh_f32, "tanh"); }
 
 void expect_within_bound(Fn fn, double (*ref)(double), double bound, const char* name) {
   const std::vector<float> in = math_sample_inputs(4099);
@@ -83,6 +90,64 @@ TEST(Math, ExpWithinBound) {
 TEST(Math, LogWithinBound) {
   expect_within_bound(
       log_f32, [](double x) { return std::log(x); }, kLogMaxUlp, "log");
+}
+
+TEST(Math, ErfWithinBound) {
+  expect_within_bound(
+      erf_f32, [](double x) { return std::erf(x); }, kErfMaxUlp, "erf");
+}
+TEST(Math, TanhWithinBound) {
+  expect_within_bound(
+      tanh_f32, [](double x) { return std::tanh(x); }, kTanhMaxUlp, "tanh");
+}
+
+// The fp64 functions: relative error against long double on 2^16 points of each range that
+// matters (erfc to 27, where it leaves fp64's range), normal results, and the same bits on
+// every target.
+TEST(Math, Fp64ErfErfcTanhWithinBoundOnEveryTarget) {
+  using Fn64 = void (*)(const double*, double*, int64_t);
+  struct Case {
+    const char* name;
+    Fn64 fn;
+    long double (*ref)(long double);
+    double lo, hi, bound;
+  };
+  const Case cases[] = {
+      {"erf", erf_f64, [](long double x) { return std::erf(x); }, -6.0, 6.0, 1e-15},
+      {"erfc", erfc_f64, [](long double x) { return std::erfc(x); }, -6.0, 6.0, 4e-15},
+      // The exponent's rounding: up to x^2 * 2^-53 relative in the far tail.
+      {"erfc tail", erfc_f64, [](long double x) { return std::erfc(x); }, 6.0, 27.0, 1.5e-13},
+      {"tanh", tanh_f64, [](long double x) { return std::tanh(x); }, -20.0, 20.0, 1e-15},
+      {"tanh near 0", tanh_f64, [](long double x) { return std::tanh(x); }, -0.1, 0.1, 1e-15}};
+  for (const Case& f : cases) {
+    std::vector<double> in;
+    for (int i = 0; i <= 65536; ++i) in.push_back(f.lo + (f.hi - f.lo) * i / 65536.0);
+    in.push_back(1e-300);
+    in.push_back(-3e-310);
+    std::vector<double> reference;
+    for_each_target([&](const std::string& target) {
+      std::vector<double> out(in.size());
+      f.fn(in.data(), out.data(), static_cast<int64_t>(in.size()));
+      if (reference.empty()) {
+        reference = out;
+        double worst = 0.0, worst_at = 0.0;
+        for (std::size_t i = 0; i < in.size(); ++i) {
+          const long double want = f.ref(in[i]);
+          // Normal results (a subnormal one carries fewer significant bits by construction).
+          if (std::fabs(want) < std::numeric_limits<double>::min()) continue;
+          const double rel = static_cast<double>(std::fabs((out[i] - want) / want));
+          if (rel > worst) worst = rel, worst_at = in[i];
+        }
+        EXPECT_LE(worst, f.bound) << f.name << " at " << worst_at;
+        std::printf("%s (fp64): max relative error %.3g at %.17g on [%g, %g]\n", f.name, worst,
+                    worst_at, f.lo, f.hi);
+      }
+      for (std::size_t i = 0; i < in.size(); ++i) {
+        ASSERT_EQ(std::bit_cast<uint64_t>(out[i]), std::bit_cast<uint64_t>(reference[i]))
+            << f.name << "(" << in[i] << ") on " << target;
+      }
+    });
+  }
 }
 
 float exp1(float x) {
@@ -122,6 +187,29 @@ TEST(Math, SpecialValues) {
     EXPECT_EQ(std::bit_cast<uint32_t>(log1(std::bit_cast<float>(0x7FA00000u))), canonical);
     EXPECT_EQ(log1(std::bit_cast<float>(1u)), -103.27893f);  // smallest subnormal
     EXPECT_EQ(log1(std::bit_cast<float>(0x7F7FFFFFu)), 88.72284f);
+    // erf and tanh: odd, +-0 kept, +-inf to +-1, NaN canonical, tiny inputs (subnormal results
+    // rounded once).
+    for (Fn fn : {Fn{erf_f32}, Fn{tanh_f32}}) {
+      const auto one = [&](float x) {
+        float y;
+        fn(&x, &y, 1);
+        return y;
+      };
+      EXPECT_EQ(std::bit_cast<uint32_t>(one(0.0f)), 0u);
+      EXPECT_EQ(std::bit_cast<uint32_t>(one(-0.0f)), 0x80000000u);
+      EXPECT_EQ(one(inf), 1.0f);
+      EXPECT_EQ(one(-inf), -1.0f);
+      EXPECT_EQ(one(30.0f), 1.0f);
+      EXPECT_EQ(std::bit_cast<uint32_t>(one(std::bit_cast<float>(0xFFC12345u))), canonical);
+      EXPECT_EQ(std::bit_cast<uint32_t>(one(std::bit_cast<float>(0x7F800001u))), canonical);
+      EXPECT_EQ(one(-2.5f), -one(2.5f));
+    }
+    float y;
+    const float tiny = std::bit_cast<float>(0x00000100u);  // subnormal
+    tanh_f32(&tiny, &y, 1);
+    EXPECT_EQ(y, tiny);
+    erf_f32(&tiny, &y, 1);
+    EXPECT_EQ(y, static_cast<float>(2.0 / std::sqrt(3.14159265358979323846) * tiny));
   });
 }
 

@@ -1,5 +1,5 @@
-// core/math over all 2^32 fp32 inputs: the maximum ulp error of Exp and Log against fp64
-// (std::exp / std::log in double) on the default SIMD target, asserted against the bounds of
+// core/math over all 2^32 fp32 inputs: the maximum ulp error of Exp, Log, Erf and Tanh against
+// fp64 (std::exp / std::log / std::erf / std::tanh in double) on the default SIMD target, asserted against the bounds of
 // docs/math.md and printed; and the same bits on every target for a 1-in-251 sample.
 #include <gtest/gtest.h>
 
@@ -21,6 +21,8 @@ namespace {
 
 constexpr double kExpMaxUlp = 1.0;
 constexpr double kLogMaxUlp = 0.85;
+constexpr double kErfMaxUlp = 0.5001;
+constexpr double kTanhMaxUlp = 0.5001;
 
 using Fn = void (*)(const float*, float*, int64_t);
 
@@ -71,9 +73,23 @@ TEST(MathExhaustive, LogAllInputs) {
   EXPECT_LE(w.ulp, kLogMaxUlp);
 }
 
+TEST(MathExhaustive, ErfAllInputs) {
+  const Worst w = sweep(erf_f32, [](double x) { return std::erf(x); });
+  std::printf("erf: max error %.6f ulp at x = %.9g (0x%08x)\n", w.ulp,
+              std::bit_cast<float>(w.input), w.input);
+  EXPECT_LE(w.ulp, kErfMaxUlp);
+}
+
+TEST(MathExhaustive, TanhAllInputs) {
+  const Worst w = sweep(tanh_f32, [](double x) { return std::tanh(x); });
+  std::printf("tanh: max error %.6f ulp at x = %.9g (0x%08x)\n", w.ulp,
+              std::bit_cast<float>(w.input), w.input);
+  EXPECT_LE(w.ulp, kTanhMaxUlp);
+}
+
 TEST(MathExhaustive, SameBitsOnEveryTarget) {
   const std::vector<float> in = math_sample_inputs(251);
-  for (Fn fn : {Fn{exp_f32}, Fn{log_f32}}) {
+  for (Fn fn : {Fn{exp_f32}, Fn{log_f32}, Fn{erf_f32}, Fn{tanh_f32}}) {
     std::vector<float> reference;
     for_each_target([&](const std::string& target) {
       std::vector<float> out(in.size());

@@ -957,7 +957,27 @@ void call_declared(const std::string& name, const py::args& args, const py::kwar
     if (h.is_none()) continue;
     switch (a.type) {
       case detail::AttrType::kBool: detail::set_attr<Op>(p, i, h.cast<bool>()); break;
-      case detail::AttrType::kInt: detail::set_attr<Op>(p, i, h.cast<int64_t>()); break;
+      case detail::AttrType::kInt:
+        if (py::isinstance<py::str>(h) && !a.graph_strings.empty()) {
+          // An enumerated attribute by CANN's graph string (GeluV2's approximate="tanh", as
+          // torch spells it).
+          const std::string text = h.cast<std::string>();
+          const auto hit =
+              std::find_if(a.graph_strings.begin(), a.graph_strings.end(),
+                           [&](const detail::GraphString& g) { return g.name == text; });
+          if (hit == a.graph_strings.end()) {
+            std::string known;
+            for (const detail::GraphString& g : a.graph_strings) {
+              known += (known.empty() ? "'" : ", '") + std::string(g.name) + "'";
+            }
+            throw py::value_error(
+                fmt::format("{}(): {}='{}' is not one of {}", name, a.name, text, known));
+          }
+          detail::set_attr<Op>(p, i, hit->value);
+          break;
+        }
+        detail::set_attr<Op>(p, i, h.cast<int64_t>());
+        break;
       case detail::AttrType::kFloat:
       case detail::AttrType::kScalar: detail::set_attr<Op>(p, i, h.cast<double>()); break;
       case detail::AttrType::kIntList:

@@ -422,6 +422,55 @@ def test_gelu_generated_binding_against_fp64():
         mantissa.gelu(x, out, approximate="tanh")
 
 
+def test_gelu_v2_and_backward_against_fp64():
+    # The erf form and the derivatives, from the declarations: approximate by CANN's int or its
+    # graph string (torch's spelling), broadcast and promoted gradients, against fp64 (math.erfc:
+    # 1 + erf(x) would cancel in the negative tail).
+    import math
+
+    rng = np.random.default_rng(9)
+    x = (rng.standard_normal(2000) * 3).astype(np.float32)
+    xd = x.astype(np.float64)
+    erfc = np.vectorize(math.erfc)
+    phi = 0.5 * erfc(-xd / math.sqrt(2))
+    y = np.empty_like(x)
+    mantissa.gelu_v2(x, y)  # approximate none (0) by default
+    np.testing.assert_allclose(y, xd * phi, rtol=2e-7, atol=1e-44)
+    same = np.empty_like(x)
+    mantissa.gelu_v2(x, same, approximate="none")
+    assert bits(same).tolist() == bits(y).tolist()
+    tanh = np.empty_like(x)
+    mantissa.gelu_v2(x, tanh, approximate="tanh")
+    ref = np.empty_like(x)
+    mantissa.gelu(x, ref)
+    assert bits(tanh).tolist() == bits(ref).tolist()
+    with pytest.raises(ValueError):
+        mantissa.gelu_v2(x, y, approximate="erf")
+    dy = rng.standard_normal(2000).astype(np.float32)
+    g = np.empty_like(x)
+    mantissa.gelu_backward_v2(dy, x, g, approximate="none")
+    dens = np.exp(-0.5 * xd * xd) / math.sqrt(2 * math.pi)
+    np.testing.assert_allclose(g, dy * (phi + xd * dens), rtol=4e-7, atol=1e-30)
+    # Broadcast: one gradient row against a [4, 500] self, bf16 self with fp32 dy -> fp32.
+    xs = x.reshape(4, 500)
+    row = dy[:500].copy()
+    gb = np.empty((4, 500), np.float32)
+    mantissa.gelu_backward_v2(row, xs, gb, approximate="none")
+    for i in range(4):
+        single = np.empty(500, np.float32)
+        mantissa.gelu_backward_v2(row, np.ascontiguousarray(xs[i]), single)
+        assert bits(gb[i]).tolist() == bits(single).tolist()
+    with pytest.raises(mantissa.Error) as e:
+        mantissa.gelu_backward_v2(dy, x, np.empty(1999, np.float32))
+    assert e.value.code == 161002
+    # GeluBackward (the tanh form's derivative) equals GeluBackwardV2 tanh bit for bit.
+    g1 = np.empty_like(x)
+    mantissa.gelu_backward(dy, x, g1)
+    g2 = np.empty_like(x)
+    mantissa.gelu_backward_v2(dy, x, g2, approximate="tanh")
+    assert bits(g1).tolist() == bits(g2).tolist()
+
+
 def test_matmul_generated_bindings_against_fp64():
     # mantissa.matmul / batch_matmul / addmm come from the declarations: torch.matmul's shapes,
     # transposed numpy views read where they are (the same bits as their contiguous copies),

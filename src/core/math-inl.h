@@ -275,6 +275,131 @@ HWY_INLINE hn::Vec<D> Exp64(D d, hn::Vec<D> x) {
   return v[0];
 }
 
+// erfc(z) for z >= 0 on fp64 lanes (erfc(+inf) = +0; NaN gives a NaN), K vectors in place, for
+// the kernels that need the normal distribution's tails (GELU's erf form) and for Erf64. Relative
+// error below 4e-15 for z <= 6 and below z^2 * 2^-52 beyond (the rounding of z^2 in the
+// exponent), normal results; docs/math.md.
+//
+// erfc(z) = t * exp(p(u) - z^2) with t = 2 / (2 + z) in (0, 1] and u = 2t - 1 in (-1, 1]: p is the
+// degree-24 Chebyshev interpolant of log(erfc(z) / t) + z^2 over u (a smooth function on the
+// whole half-line, tending to -log(2 sqrt(pi)) as z -> inf), rewritten in powers of u (the sum
+// of the coefficients' magnitudes is 1.5, so Horner loses nothing) and rounded to fp64; its
+// truncation error is below 3e-16. Separate multiply and add, in this order.
+template <size_t K, class D>
+HWY_INLINE void ErfcNonNegative64(D d, hn::Vec<D> (&z)[K]) {
+  static constexpr double kLogErfcPoly[] = {
+      // highest degree first
+      -0x1.b6fba552f88ccp-27, 0x1.00062e98e5a55p-25,  0x1.4cab7822378b0p-24,
+      -0x1.36ea60840aee0p-22, -0x1.64364747c3a27p-25, 0x1.58823a1e913efp-20,
+      -0x1.7a586419d1a2cp-20, -0x1.8dc08af7225c5p-19, 0x1.22aa9cca84f23p-17,
+      0x1.2c6b60a59bfecp-23,  -0x1.fb4e8945cc100p-16, 0x1.0a500652733cap-15,
+      0x1.2b8c9b098c74bp-14,  -0x1.6d8ad131f0ab9p-13, -0x1.892b6dbc8b112p-14,
+      0x1.6133aed4d7188p-11,  -0x1.32b360b13da07p-13, -0x1.33786865342aep-9,
+      0x1.cd18078f7f2fap-10,  0x1.212cf341492dbp-7,   -0x1.43821ef89faf5p-7,
+      -0x1.802b39089fe9ep-5,  0x1.83d61c523fdf4p-5,   0x1.5864b151b857ep-1,
+      -0x1.57f564e956ebdp-1};
+  const auto one = hn::Set(d, 1.0), two = hn::Set(d, 2.0);
+  hn::Vec<D> t[K], u[K], p[K];
+#pragma GCC unroll 8
+  for (size_t k = 0; k < K; ++k) {
+    t[k] = hn::Div(two, hn::Add(two, z[k]));
+    u[k] = hn::Sub(hn::Add(t[k], t[k]), one);
+    p[k] = hn::Set(d, kLogErfcPoly[0]);
+  }
+  for (size_t i = 1; i < sizeof(kLogErfcPoly) / sizeof(kLogErfcPoly[0]); ++i) {
+    const auto c = hn::Set(d, kLogErfcPoly[i]);
+#pragma GCC unroll 8
+    for (size_t k = 0; k < K; ++k) p[k] = hn::Add(hn::Mul(p[k], u[k]), c);
+  }
+#pragma GCC unroll 8
+  for (size_t k = 0; k < K; ++k) p[k] = hn::Sub(p[k], hn::Mul(z[k], z[k]));
+  Exp64(d, p);
+#pragma GCC unroll 8
+  for (size_t k = 0; k < K; ++k) z[k] = hn::Mul(t[k], p[k]);
+}
+
+// erf(x) on fp64 lanes, K vectors in place: odd, with
+//   |x| < 0.5:  x * q(x^2), q the Taylor polynomial 2/sqrt(pi) * sum (-1)^n x^2n / (n! (2n + 1))
+//               to n = 11 (truncation below 1e-17 relative), coefficients rounded to fp64;
+//   |x| >= 0.5: 1 - erfc(|x|) (ErfcNonNegative64; erfc(0.5) < 0.48, so the subtraction loses
+//               nothing), with x's sign.
+// Relative error below 5e-16 on normal results (docs/math.md). erf(+-0) = +-0, erf(+-inf) = +-1,
+// NaN gives a NaN.
+template <size_t K, class D>
+HWY_INLINE void Erf64(D d, hn::Vec<D> (&x)[K]) {
+  static constexpr double kErfTaylor[] = {
+      // highest degree first
+      -0x1.51d7181c5d36dp-30, 0x1.fcc5720624c1cp-27, -0x1.5f742ec43e71ap-23, 0x1.b9e6c9dc651a3p-20,
+      -0x1.f4d25c3e0c2ebp-17, 0x1.f9a326f9b89b7p-14, -0x1.c02db40040b86p-11, 0x1.565bcd0e6a53fp-8,
+      -0x1.b82ce31288b51p-6,  0x1.ce2f21a042be2p-4,  -0x1.812746b0379e7p-2,  0x1.20dd750429b6dp+0};
+  const auto half = hn::Set(d, 0.5), one = hn::Set(d, 1.0);
+  hn::Vec<D> a[K], c[K];
+#pragma GCC unroll 8
+  for (size_t k = 0; k < K; ++k) {
+    a[k] = hn::Abs(x[k]);
+    c[k] = a[k];
+  }
+  ErfcNonNegative64(d, c);
+#pragma GCC unroll 8
+  for (size_t k = 0; k < K; ++k) {
+    const auto s = hn::Mul(x[k], x[k]);
+    auto q = hn::Set(d, kErfTaylor[0]);
+    for (size_t i = 1; i < sizeof(kErfTaylor) / sizeof(kErfTaylor[0]); ++i) {
+      q = hn::Add(hn::Mul(q, s), hn::Set(d, kErfTaylor[i]));
+    }
+    const auto large = hn::CopySign(hn::Sub(one, c[k]), x[k]);
+    x[k] = hn::IfThenElse(hn::Lt(a[k], half), hn::Mul(x[k], q), large);
+  }
+}
+
+// tanh(x) on fp64 lanes, K vectors in place: odd, with
+//   |x| < 1/16:  x + x^3 q(x^2), q the Taylor series of (tanh(x) - x) / x^3 to x^8 (truncation
+//                below 2e-17 relative), coefficients rounded to fp64;
+//   |x| >= 1/16: (1 - e) / (1 + e) with e = Exp64(-2|x|) in (0, 0.89], with x's sign (1 - e loses
+//                at most 3 bits to cancellation).
+// Relative error below 1e-15 (docs/math.md). tanh(+-0) = +-0, tanh(+-inf) = +-1, NaN gives a NaN.
+template <size_t K, class D>
+HWY_INLINE void Tanh64(D d, hn::Vec<D> (&x)[K]) {
+  static constexpr double kTanhTaylor[] = {
+      // highest degree first: x^8, ..., x^0
+      -0x1.226e355e6c23dp-7, 0x1.664f4882c10fap-6, -0x1.ba1ba1ba1ba1cp-5, 0x1.1111111111111p-3,
+      -0x1.5555555555555p-2};
+  const auto one = hn::Set(d, 1.0), small = hn::Set(d, 0.0625);
+  hn::Vec<D> a[K], e[K];
+#pragma GCC unroll 8
+  for (size_t k = 0; k < K; ++k) {
+    a[k] = hn::Abs(x[k]);
+    e[k] = hn::Mul(a[k], hn::Set(d, -2.0));
+  }
+  Exp64(d, e);
+#pragma GCC unroll 8
+  for (size_t k = 0; k < K; ++k) {
+    const auto s = hn::Mul(x[k], x[k]);
+    auto q = hn::Set(d, kTanhTaylor[0]);
+    for (size_t i = 1; i < sizeof(kTanhTaylor) / sizeof(kTanhTaylor[0]); ++i) {
+      q = hn::Add(hn::Mul(q, s), hn::Set(d, kTanhTaylor[i]));
+    }
+    // With x's sign: x + (x s) q would give +0 for -0.
+    const auto series = hn::CopySign(hn::Add(x[k], hn::Mul(hn::Mul(x[k], s), q)), x[k]);
+    const auto large = hn::CopySign(hn::Div(hn::Sub(one, e[k]), hn::Add(one, e[k])), x[k]);
+    x[k] = hn::IfThenElse(hn::Lt(a[k], small), series, large);
+  }
+}
+
+// One vector each.
+template <class D>
+HWY_INLINE hn::Vec<D> Erf64(D d, hn::Vec<D> x) {
+  hn::Vec<D> v[1] = {x};
+  Erf64(d, v);
+  return v[0];
+}
+template <class D>
+HWY_INLINE hn::Vec<D> Tanh64(D d, hn::Vec<D> x) {
+  hn::Vec<D> v[1] = {x};
+  Tanh64(d, v);
+  return v[0];
+}
+
 // log(x), max error 0.83 ulp (docs/math.md). log(+-0) = -inf, log(+inf) = +inf, log(x < 0) and
 // log(NaN) = canonical NaN; subnormal inputs are exact.
 template <class D>

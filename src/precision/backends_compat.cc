@@ -163,14 +163,16 @@ std::string aclnn_backend(aclnnStatus (*phase_one)(P...),
       HostTensor v = scalar_tensor(in.attrs[next_attr++].f);
       scalars.emplace_back(aclCreateScalar(v.data(), acl_dtype(v.dtype)));
       return scalars.back().get();
-    } else if constexpr (std::is_same_v<T, const char*>) {  // an enumerated string attribute
+    } else if constexpr (std::is_same_v<T, const char*> ||
+                         std::is_same_v<T, char*>) {  // an enumerated string attribute
+                                                      // (GeluBackwardV2's is a char*)
       const std::size_t i = next_attr++;
       // Op named through T, so that clang 14 (the fuzz build) checks this only where the branch
       // is taken (it evaluates the non-dependent parts of discarded branches).
       using DependentOp = std::enable_if_t<sizeof(T) != 0, Op>;
       static_assert(DependentOp::kAclHooks.aclnn_string.set,
                     "a string attribute in the aclnn signature needs kAclHooks.aclnn_string");
-      return DependentOp::kAclHooks.aclnn_string.fn(i, in.attrs[i].i);
+      return const_cast<T>(DependentOp::kAclHooks.aclnn_string.fn(i, in.attrs[i].i));
     } else if constexpr (std::is_same_v<T, uint64_t*>) {
       return &size;
     } else if constexpr (std::is_same_v<T, aclOpExecutor**>) {

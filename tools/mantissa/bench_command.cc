@@ -26,6 +26,9 @@ struct BenchOptions {
   std::vector<int64_t> sizes{4096, 65536, 1 << 20, 16 << 20, 0};  // 0: out of cache (>= 1 GB)
   std::string op_filter, dtype_filter, json_path;
   double min_seconds = 0.3;
+  // --probe RMW,RO: only the probe, with that many read-modify-write and read-only streams of
+  // each size in `sizes` (bytes per stream; 0: out of cache, at least 1 GB per pass).
+  std::vector<int> probe;
 };
 
 // Calls per timed sample so that one sample lasts at least ~1 ms (tiny calls are timed in
@@ -88,7 +91,70 @@ std::pair<double, double> time_side_by_side(A&& a, B&& b, double min_seconds) {
   return {median(sa), median(sb)};
 }
 
+// Writes {"version", "simd_target", "records"} to path (nothing when path is empty); false when
+// the file cannot be written.
+bool write_records(const std::string& path, const nlohmann::json& records) {
+  if (path.empty()) return true;
+  std::ofstream out(path);
+  out << nlohmann::json{{"version", version()},
+                        {"simd_target", simd_target()},
+                        {"records", records}}
+             .dump(1)
+      << "\n";
+  out.flush();  // a full disk shows at the flush, not at the buffered write
+  if (!out) {
+    fmt::print(stderr, "mantissa bench: cannot write {}\n", path);
+    return false;
+  }
+  return true;
+}
+
+// `mantissa bench --probe RMW,RO`: the probe alone, for scripts that time other libraries'
+// calls against the machine's bandwidth with the same access pattern.
+int run_probe(const BenchOptions& o) {
+  if (o.probe.size() != 2 || o.probe[0] < 0 || o.probe[0] > 4 || o.probe[1] < 0 || o.probe[1] > 3 ||
+      o.probe[0] + o.probe[1] == 0) {
+    fmt::print(stderr,
+               "mantissa bench: --probe takes RMW,RO: 0..4 read-modify-write and 0..3 read-only "
+               "streams, at least one\n");
+    return 2;
+  }
+  const bench::Traffic traffic{o.probe[0], o.probe[1]};
+  nlohmann::json records = nlohmann::json::array();
+  fmt::print("{:<10} {:>14} {:>3} {:>10} {:>10}\n", "streams", "bytes/stream", "thr", "time",
+             "GB/s");
+  for (int64_t size : o.sizes) {
+    if (size < 0) {
+      fmt::print(stderr, "mantissa bench: --sizes must not be negative (got {})\n", size);
+      return 2;
+    }
+    // Bytes per stream: out of cache means the same bytes an fp32 operator case would move.
+    const int64_t bytes =
+        size > 0 ? size : bench::out_of_cache_elements(traffic.bytes_per_element(4)) * 4;
+    bench::Probe probe(traffic, bytes);
+    for (int threads : o.threads) {
+      if (!set_num_threads(threads).ok()) continue;
+      const double seconds = time_per_call([&] { probe.run(threads); }, o.min_seconds);
+      const double gbps = static_cast<double>(probe.bytes_per_pass()) / seconds / 1e9;
+      fmt::print("{:<10} {:>14} {:>3} {:>8.3f}ms {:>10.2f}\n",
+                 fmt::format("{} rmw {} ro", traffic.rmw_streams, traffic.ro_streams), bytes,
+                 threads, seconds * 1e3, gbps);
+      std::fflush(stdout);
+      records.push_back({{"op", "probe"},
+                         {"rmw_streams", traffic.rmw_streams},
+                         {"ro_streams", traffic.ro_streams},
+                         {"bytes_per_stream", bytes},
+                         {"threads", threads},
+                         {"seconds", seconds},
+                         {"probe_gbps", gbps}});
+    }
+  }
+  (void)set_num_threads(0);
+  return write_records(o.json_path, records) ? 0 : 1;
+}
+
 int run_bench(const BenchOptions& o) {
+  if (!o.probe.empty()) return run_probe(o);
   nlohmann::json records = nlohmann::json::array();
   fmt::print("{}, SIMD target {}, hardware threads {}\n", version(), simd_target(), num_threads());
   fmt::print("{:<11} {:<5} {:<22} {:>10} {:>3} {:>10} {:>8} {:>9} {:>10} {:>7}\n", "op", "dtype",
@@ -145,20 +211,7 @@ int run_bench(const BenchOptions& o) {
   overhead("ApplyAdamD fp32, 1K elements", *adam_1k);
   (void)set_num_threads(0);
 
-  if (!o.json_path.empty()) {
-    std::ofstream out(o.json_path);
-    out << nlohmann::json{{"version", version()},
-                          {"simd_target", simd_target()},
-                          {"records", records}}
-               .dump(1)
-        << "\n";
-    out.flush();  // a full disk shows at the flush, not at the buffered write
-    if (!out) {
-      fmt::print(stderr, "mantissa bench: cannot write {}\n", o.json_path);
-      return 1;
-    }
-  }
-  return 0;
+  return write_records(o.json_path, records) ? 0 : 1;
 }
 
 // ---- `mantissa bench-list`: the multi-tensor passes over a model's parameter list.
@@ -285,6 +338,11 @@ std::function<int()> add_bench_command(CLI::App& app) {
   cmd->add_option("--dtype", options->dtype_filter, "Only this dtype (fp32, fp16, bf16)");
   cmd->add_option("--min-seconds", options->min_seconds, "Minimum timed seconds per measurement");
   cmd->add_option("--json", options->json_path, "Write the records as JSON");
+  cmd->add_option("--probe", options->probe,
+                  "Only the bandwidth probe: RMW,RO read-modify-write and read-only streams, "
+                  "--sizes in bytes per stream (0: at least 1 GB per pass)")
+      ->delimiter(',')
+      ->expected(2);
   return [cmd, options] { return cmd->parsed() ? run_bench(*options) : -1; };
 }
 

@@ -1,7 +1,8 @@
-// Gelu: validation, and one kernel written once for every SIMD target.
+// Gelu and GeluV2: validation, and one kernel written once for every SIMD target.
 //
-// Per element, in fp64 from the widened input (exact), each operation rounded once to fp64, in
-// this order (the fp32 reference of the kit, precision/op_gelu.cc, repeats it):
+// The tanh form (Gelu; GeluV2 with approximate tanh, the same bits). Per element, in fp64 from the
+// widened input (exact), each operation rounded once to fp64, in this order (the fp32 reference of
+// the kit, precision/op_gelu.cc, repeats it):
 //   x3 = (x * x) * x
 //   s  = sqrt(8 / pi) * (x + 0.044715 * x3)          s = 2u, u the argument of tanh
 //   e  = Exp64(-|s|)                                 core/math-inl.h's fp64 exp, in (0, 1]
@@ -9,7 +10,17 @@
 //   y  = (x * e) / (1 + e)       where s < 0         the same fraction times exp(2u) / exp(2u)
 // then rounded to fp32 and from there to out's dtype (StoreResult). Exp's argument is never
 // positive, so nothing overflows; -inf gives -0 (the limit: x * e would be -inf * 0), +inf gives
-// +inf, NaN the canonical NaN. Traffic: one read and one write per element.
+// +inf, NaN the canonical NaN.
+//
+// The erf form (GeluV2 with approximate none), x Phi(x) with Phi(x) = erfc(-x / sqrt 2) / 2:
+//   a   = x * fp64(1 / sqrt(2))
+//   c   = ErfcNonNegative64(|a|)                     core/math-inl.h, relative error ~1e-15
+//   h   = 0.5 * c                                    (exact)
+//   Phi = h where x < 0, else 1 - h                  (no cancellation on either side)
+//   y   = x * Phi                                    (Phi == 0, x <= -38.6 or -inf: -0)
+// then rounded as above. +inf gives +inf, -inf -0, NaN the canonical NaN.
+//
+// Traffic: one read and one write per element.
 #ifndef MANTISSA_OPS_GELU_ARGS_
 #define MANTISSA_OPS_GELU_ARGS_
 #include <cstdint>
@@ -22,6 +33,7 @@ struct GeluKernelArgs {
   int64_t n = 0;
   const void* self = nullptr;
   void* out = nullptr;
+  bool erf = false;  // the erf form (GeluV2 with approximate none); otherwise the tanh form
 };
 }  // namespace mantissa::detail
 #endif  // MANTISSA_OPS_GELU_ARGS_
@@ -65,7 +77,35 @@ HWY_INLINE void GeluF64(D d, hn::Vec<D> (&x)[K]) {
   }
 }
 
-template <class Format>
+// The erf form of GELU of K fp64 vectors in place (the steps above).
+template <size_t K, class D>
+HWY_INLINE void GeluErfF64(D d, hn::Vec<D> (&x)[K]) {
+  const auto inv_sqrt2 = hn::Set(d, 0x1.6a09e667f3bcdp-1);  // 1 / sqrt(2) rounded to fp64
+  const auto half = hn::Set(d, 0.5), one = hn::Set(d, 1.0);
+  const auto zero = hn::Zero(d), neg_zero = hn::Set(d, -0.0);
+  hn::Vec<D> c[K];
+#pragma GCC unroll 8
+  for (size_t j = 0; j < K; ++j) c[j] = hn::Abs(hn::Mul(x[j], inv_sqrt2));
+  ErfcNonNegative64(d, c);
+#pragma GCC unroll 8
+  for (size_t j = 0; j < K; ++j) {
+    const auto h = hn::Mul(half, c[j]);
+    const auto phi = hn::IfThenElse(hn::Lt(x[j], zero), h, hn::Sub(one, h));
+    x[j] = hn::IfThenElse(hn::Eq(phi, zero), neg_zero, hn::Mul(x[j], phi));
+  }
+}
+
+// The tanh form (kErf false) or the erf form (kErf true) of K vectors in place.
+template <bool kErf, size_t K, class D>
+HWY_INLINE void GeluForm(D d, hn::Vec<D> (&x)[K]) {
+  if constexpr (kErf) {
+    GeluErfF64(d, x);
+  } else {
+    GeluF64(d, x);
+  }
+}
+
+template <class Format, bool kErf>
 void GeluFormat(const detail::GeluKernelArgs& args) {
   using T = typename Format::Storage;
   auto chunk = [&args](int64_t begin, int64_t end) {
@@ -84,7 +124,7 @@ void GeluFormat(const detail::GeluKernelArgs& args) {
       for (size_t j = 0; j < K; ++j) {
         v[j] = hn::PromoteTo(dd, LoadF32<Format>(dh, in + i + static_cast<int64_t>(j) * lanes));
       }
-      GeluF64(dd, v);
+      GeluForm<kErf>(dd, v);
       StoreResults<Format>(dd, v, out + i);
     }
     // The tail one lane at a time: the same operations on a one-lane vector.
@@ -92,7 +132,7 @@ void GeluFormat(const detail::GeluKernelArgs& args) {
     const hn::Rebind<float, decltype(d1)> df1;
     for (; i < end; ++i) {
       hn::Vec<decltype(d1)> v[1] = {hn::PromoteTo(d1, LoadF32<Format>(df1, in + i))};
-      GeluF64(d1, v);
+      GeluForm<kErf>(d1, v);
       StoreResult<Format>(df1, DemoteF64ToF32(df1, d1, v[0]), out + i);
     }
   };
@@ -100,7 +140,13 @@ void GeluFormat(const detail::GeluKernelArgs& args) {
 }
 
 void GeluImpl(const detail::GeluKernelArgs& args) {
-  VisitFormat(args.dtype, [&](auto format) { GeluFormat<decltype(format)>(args); });
+  VisitFormat(args.dtype, [&](auto format) {
+    if (args.erf) {
+      GeluFormat<decltype(format), true>(args);
+    } else {
+      GeluFormat<decltype(format), false>(args);
+    }
+  });
 }
 
 }  // namespace mantissa::HWY_NAMESPACE
@@ -111,6 +157,7 @@ HWY_AFTER_NAMESPACE();
 #include "core/runtime_internal.h"
 #include "mantissa/ops/gelu.h"
 #include "ops/gelu/gelu_desc.h"
+#include "ops/gelu/gelu_v2_desc.h"
 
 namespace mantissa {
 
@@ -129,6 +176,25 @@ Status gelu(const GeluTensors& t, const GeluParams& p) {
     args.n = *t.self.numel();
     args.self = t.self.data;
     args.out = t.out.data;
+    HWY_DYNAMIC_DISPATCH(GeluImpl)(args);
+    return {};
+  });
+}
+
+// GeluV2: the declaration's rules (gelu_v2_desc.h), then the erf form unless approximate is tanh
+// (upstream maps every other value to none).
+Status gelu_v2_validate(const GeluV2Tensors& t, const GeluV2Params& p) {
+  return detail::validate<detail::GeluV2Op>(t, p);
+}
+
+Status gelu_v2(const GeluV2Tensors& t, const GeluV2Params& p) {
+  return detail::op_entry<detail::GeluV2Op>(t, p, [&]() -> Status {
+    detail::GeluKernelArgs args;
+    args.dtype = t.x.dtype;
+    args.n = *t.x.numel();
+    args.self = t.x.data;
+    args.out = t.y.data;
+    args.erf = p.approximate != GeluApproximate::kTanh;
     HWY_DYNAMIC_DISPATCH(GeluImpl)(args);
     return {};
   });
