@@ -434,6 +434,95 @@ TEST(AddRmsNorm, OutputsOnTheInputs) {
   }
 }
 
+// Tensors at random places of one buffer: inputs overlapping one another and the outputs in any
+// way. Outputs that share no byte with one another give the bits of the call on separate copies
+// of the inputs; outputs that overlap one another are refused (161002) with nothing written.
+TEST(AddRmsNorm, RandomOverlapsGiveTheBitsOfSeparateTensors) {
+  std::mt19937 rng(17);
+  int computed = 0, refused = 0;
+  for (int iter = 0; iter < 400; ++iter) {
+    const DType d = kDtypes[rng() % 3];
+    const std::size_t es = mantissa::dtype_size(d);
+    const int64_t rows = 1 + static_cast<int64_t>(rng() % 5),
+                  n = 1 + static_cast<int64_t>(rng() % 70);
+    const int64_t numel = rows * n;
+    const std::size_t span = static_cast<std::size_t>(3 * numel) * es + 64;
+    std::vector<unsigned char> arena(span + static_cast<std::size_t>(numel) * es + 64);
+    for (auto& b : arena) b = static_cast<unsigned char>(rng());
+    // Finite values: a NaN's payload would survive a copy but not a computation.
+    for (std::size_t i = 0; i + es <= arena.size(); i += es) {
+      mantissa::store_from_float(d, arena.data() + i, 0,
+                                 static_cast<float>(static_cast<int>(rng() % 2001) - 1000) / 256);
+    }
+    const std::vector<int64_t> shape{rows, n}, gamma_shape{n}, rstd_shape{rows, 1};
+    auto at = [&](const std::vector<int64_t>& sh, DType dt) {
+      const std::size_t size = mantissa::dtype_size(dt);
+      const std::size_t count = static_cast<std::size_t>(sh[0] * (sh.size() > 1 ? sh[1] : 1));
+      const std::size_t slots = (arena.size() - count * size) / size;
+      return TensorView(arena.data() + (rng() % slots) * size, dt,
+                        std::span<const int64_t>(sh.data(), sh.size()));
+    };
+    AddRmsNormTensors t{.x1 = at(shape, d),
+                        .x2 = at(shape, d),
+                        .gamma = at(gamma_shape, d),
+                        .y = at(shape, d),
+                        .rstd = std::nullopt,
+                        .x = std::nullopt};
+    if (rng() % 4 != 0) {
+      TensorView r = at(rstd_shape, DType::kFloat32);
+      r.data =
+          arena.data() +
+          (reinterpret_cast<uintptr_t>(r.data) - reinterpret_cast<uintptr_t>(arena.data())) / 4 * 4;
+      t.rstd = r;
+    }
+    if (rng() % 4 != 0) t.x = at(shape, d);
+    if (rng() % 8 == 0) t.y = t.x1;  // in place
+    if (rng() % 8 == 0 && t.x) t.x = t.x2;
+    // The expected bits: the call on copies of the inputs, into separate outputs.
+    HostTensor x1 = mt::host_copy(t.x1), x2 = mt::host_copy(t.x2), g = mt::host_copy(t.gamma);
+    HostTensor ry = sentinel(d, shape), rr = sentinel(DType::kFloat32, rstd_shape),
+               rx = sentinel(d, shape);
+    ASSERT_TRUE(mantissa::add_rms_norm({.x1 = view(x1),
+                                        .x2 = view(x2),
+                                        .gamma = view(g),
+                                        .y = view(ry),
+                                        .rstd = view(rr),
+                                        .x = view(rx)},
+                                       {})
+                    .ok());
+    std::vector<const TensorView*> outs{&t.y};
+    if (t.rstd) outs.push_back(&*t.rstd);
+    if (t.x) outs.push_back(&*t.x);
+    bool outputs_overlap = false;
+    for (std::size_t i = 0; i < outs.size(); ++i) {
+      for (std::size_t j = i + 1; j < outs.size(); ++j) {
+        const auto a = mantissa::detail::byte_range(*outs[i]),
+                   b = mantissa::detail::byte_range(*outs[j]);
+        outputs_overlap = outputs_overlap || a.intersects(b);
+      }
+    }
+    const std::vector<unsigned char> before = arena;
+    const Status st = mantissa::add_rms_norm(t, {});
+    if (outputs_overlap) {
+      EXPECT_EQ(st.code(), StatusCode::kParamInvalid) << iter;
+      EXPECT_TRUE(arena == before) << iter;
+      ++refused;
+      continue;
+    }
+    ASSERT_TRUE(st.ok()) << iter << ": " << st.message();
+    ++computed;
+    EXPECT_EQ(std::memcmp(t.y.data, ry.data(), ry.bytes.size()), 0) << iter << " y";
+    if (t.rstd) {
+      EXPECT_EQ(std::memcmp(t.rstd->data, rr.data(), rr.bytes.size()), 0) << iter;
+    }
+    if (t.x) {
+      EXPECT_EQ(std::memcmp(t.x->data, rx.data(), rx.bytes.size()), 0) << iter << " x";
+    }
+  }
+  EXPECT_GT(computed, 100);
+  EXPECT_GT(refused, 20);
+}
+
 TEST(AddRmsNorm, EmptyTensorsAndRowsOfNothing) {
   // No rows: nothing to write. Rows of 0 elements: rstd NaN (the mean of nothing), as RmsNorm.
   Call none(DType::kFloat32, {0, 16}, {16}, 1);
