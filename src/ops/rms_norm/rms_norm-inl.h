@@ -75,13 +75,13 @@ struct RowsOfTerm {
 // finish(r, ss, ahead) for each row in increasing order, where row r + ahead is a row the block
 // reads next (for a prefetch; it may be past end). Every element's term is asked for exactly
 // once (the naive method never recomputes a block), so a term may also store what it computes
-// (AddRmsNorm's x).
-template <class RowTerm, class Finish>
+// (AddRmsNorm's x). kSeveralRows = false sums one row at a time (the same sums).
+template <bool kSeveralRows = true, class RowTerm, class Finish>
 HWY_INLINE void RmsNormRowBlock(int64_t begin, int64_t end, int64_t n, const RowTerm& row_term,
                                 const Finish& finish) {
   constexpr detail::ReduceMethod kNaive = detail::ReduceMethod::kNaive;
   int64_t r = begin;
-  constexpr size_t kR = kRowsAtOnce<kNaive, double>;
+  constexpr size_t kR = kSeveralRows ? kRowsAtOnce<kNaive, double> : 1;
   if (kR > 1 && n >= 1 && n <= detail::kReduceBlock) {
     for (; r + static_cast<int64_t>(kR) <= end; r += static_cast<int64_t>(kR)) {
       double ss[kR];
