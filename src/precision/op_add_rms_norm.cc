@@ -3,7 +3,6 @@
 // rounding) and golden32 (the documented fp32 computation and summation order, bit for bit).
 // Outputs in the kit's order: y, rstd, x.
 #include <cmath>
-#include <limits>
 #include <vector>
 
 #include "precision/op_schema.h"
