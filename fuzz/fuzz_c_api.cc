@@ -14,6 +14,7 @@
 #include "acl/acl.h"
 #include "acl/acl_op_compiler.h"
 #include "aclnn/acl_meta.h"
+#include "aclnnop/aclnn_add_rms_norm.h"
 #include "aclnnop/aclnn_addmm.h"
 #include "aclnnop/aclnn_amp_update_scale.h"
 #include "aclnnop/aclnn_batch_matmul.h"
@@ -121,7 +122,7 @@ void fuzz_aclnn(Input& in) {
     }
     return make_tensor(in, a, max_rank);
   };
-  switch (in.range(0, 10)) {
+  switch (in.range(0, 11)) {
     case 0: {
       aclTensor* x = tensor();
       const int64_t dim = in.range(-6, 6);
@@ -292,32 +293,36 @@ void fuzz_aclnn(Input& in) {
       }
       break;
     }
+    // AddRmsNorm: outputs that may be any earlier handle (in place on x1 or x2, overlapping an
+    // input, or another output), rstdOut and xOut null or not.
+    case 11: {
+      aclTensor* x1 = tensor();
+      aclTensor* x2 = tensor();
+      aclTensor* g = tensor();
+      aclTensor* y = tensor();
+      aclTensor* r = tensor();
+      aclTensor* x = tensor();
+      const double eps = in.range(0, 3) == 0 ? 0.0 : 1e-6;
+      if (aclnnAddRmsNormGetWorkspaceSize(x1, x2, g, eps, y, r, x, &size, &e) == 0) {
+        run_executor(size, e, aclnnAddRmsNorm, a);
+      }
+      break;
+    }
   }
 }
 
-const char* const kOpTypes[] = {"AmpUpdateScale",
-                                "SGD",
-                                "ApplyAdamD",
-                                "ApplyAdamWV2",
-                                "SoftmaxV2",
-                                "LogSoftmaxV2",
-                                "SoftmaxGrad",
-                                "LogSoftmaxGrad",
-                                "RmsNorm",
-                                "RmsNormGrad",
-                                "ForeachNonFiniteCheckAndUnscale",
-                                "ForeachNorm",
-                                "SoftmaxCrossEntropyWithLogits",
-                                "LayerNormV4",
-                                "LayerNormGradV3",
-                                "MatMulV2",
-                                "BatchMatMulV2",
-                                "Addmm",
-                                "Gelu",
-                                "GeluV2",
-                                "GeluGrad",
-                                "GeluGradV2",
-                                "NoSuchOp"};
+const char* const kOpTypes[] = {"AmpUpdateScale", "SGD",
+                                "ApplyAdamD",     "ApplyAdamWV2",
+                                "SoftmaxV2",      "LogSoftmaxV2",
+                                "SoftmaxGrad",    "LogSoftmaxGrad",
+                                "RmsNorm",        "RmsNormGrad",
+                                "AddRmsNorm",     "ForeachNonFiniteCheckAndUnscale",
+                                "ForeachNorm",    "SoftmaxCrossEntropyWithLogits",
+                                "LayerNormV4",    "LayerNormGradV3",
+                                "MatMulV2",       "BatchMatMulV2",
+                                "Addmm",          "Gelu",
+                                "GeluV2",         "GeluGrad",
+                                "GeluGradV2",     "NoSuchOp"};
 const char* const kAttrNames[] = {"axes",
                                   "axis",
                                   "epsilon",

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/entry.h"
+#include "mantissa/ops/add_rms_norm.h"
 #include "mantissa/ops/layer_norm_grad.h"
 #include "mantissa/ops/rms_norm_grad.h"
 #include "mantissa/ops/softmax.h"
@@ -148,6 +149,46 @@ TEST(AllocFailure, LayerNormGradReportsScratchItCannotGetAndWritesNothing) {
   EXPECT_EQ(s.code(), StatusCode::kInner);
   EXPECT_NE(s.message().find("LayerNormGrad"), std::string::npos) << s.message();
   EXPECT_TRUE(d.outputs_untouched());
+}
+
+// AddRmsNorm with its x output over x1 shifted by half a row (an overlap other than in place)
+// copies its inputs first (64 MiB here): without them it returns 561000 naming itself and writes
+// nothing; with them lent, the same call succeeds under the same limit.
+TEST(AllocFailure, AddRmsNormReportsInputCopiesItCannotGetAndWritesNothing) {
+  if (kSanitized) GTEST_SKIP() << "address-space limits do not apply under the sanitizers";
+  std::vector<float> arena(kRows * kN + kN, 1.5f), x2(kRows * kN, 0.25f), gamma(kN, 0.75f);
+  std::vector<float> y(kRows * kN, -7.0f), rstd(kRows, -7.0f);
+  const mantissa::AddRmsNormTensors t{
+      .x1 = TensorView(arena.data(), DType::kFloat32, {kRows, kN}),
+      .x2 = TensorView(x2.data(), DType::kFloat32, {kRows, kN}),
+      .gamma = TensorView(gamma.data(), DType::kFloat32, {kN}),
+      .y = TensorView(y.data(), DType::kFloat32, {kRows, kN}),
+      .rstd = TensorView(rstd.data(), DType::kFloat32, {kRows, 1}),
+      .x = TensorView(arena.data() + kN / 2, DType::kFloat32, {kRows, kN})};
+  const uint64_t need = mantissa::add_rms_norm_workspace_size(t, {});
+  ASSERT_GE(need, uint64_t{64} << 20);
+  ASSERT_TRUE(mantissa::set_num_threads(1).ok());  // no worker thread to start under the limit
+  const std::vector<float> before = arena;
+  Status s;
+  {
+    AddressSpaceLimit limit(256 << 10);
+    ASSERT_TRUE(limit.ok());
+    s = mantissa::add_rms_norm(t, {});
+  }
+  EXPECT_EQ(s.code(), StatusCode::kInner);
+  EXPECT_NE(s.message().find("AddRmsNorm"), std::string::npos) << s.message();
+  EXPECT_TRUE(arena == before);
+  EXPECT_EQ(y[0], -7.0f);
+  EXPECT_EQ(rstd[0], -7.0f);
+  std::vector<uint64_t> ws(need / sizeof(uint64_t));
+  {
+    AddressSpaceLimit limit(256 << 10);
+    ASSERT_TRUE(limit.ok());
+    s = mantissa::add_rms_norm(t, {}, {.data = ws.data(), .size = need});
+  }
+  EXPECT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(arena[kN / 2], 1.75f);  // x = x1 + x2
+  EXPECT_NE(y[0], -7.0f);
 }
 
 // Softmax over a non-last axis keeps a tile's exponentials in a per-thread buffer (axis x 64

@@ -149,6 +149,21 @@ for i, v in enumerate(y.reshape(-1)): print("result[%d] is: %f" % (i, v))
 for i, v in enumerate(rstd): print("rstd[%d] is: %.9g" % (i, v))
 '
 
+# The AddRmsNorm sample (CANN's published inputs): x = x1 + x2 in float32, then RmsNorm's steps on
+# that x (docs/ops/add_rms_norm.md), computed here with numpy.
+check_sample test_aclnn_add_rms_norm '
+import numpy as np
+x1 = np.tile(np.arange(8, dtype=np.float32), 4).reshape(2, 16)
+x = x1 + x1
+g = np.tile(np.arange(8, dtype=np.float32), 2)
+ss = (x.astype(np.float64) ** 2).sum(axis=1)
+rstd = (1.0 / np.sqrt(ss / 16 + 1e-6)).astype(np.float32)
+y = (x * rstd[:, None]) * g
+for i, v in enumerate(y.reshape(-1)): print("result[%d] is: %f" % (i, v))
+for i, v in enumerate(rstd): print("rstd[%d] is: %.9g" % (i, v))
+for i, v in enumerate(x.reshape(-1)): print("x[%d] is: %f" % (i, v))
+'
+
 check_sample test_aclnn_rms_norm_grad '
 import numpy as np
 x = np.arange(1, 33, dtype=np.float32).reshape(2, 16)

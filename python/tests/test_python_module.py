@@ -503,13 +503,47 @@ def test_matmul_generated_bindings_against_fp64():
     assert e.value.code == 161002
 
 
+def test_add_rms_norm_against_numpy():
+    # x is numpy's x1 + x2 (the sum rounded once to the dtype) bit for bit; rstd and y against
+    # the norm of that x in float64; y and rstd equal rms_norm's on x bit for bit.
+    rng = np.random.default_rng(11)
+    for dt, rtol in ((np.float32, 1e-6), (np.float16, 2e-3)):
+        x1 = (4 * rng.standard_normal((6, 96))).astype(dt)
+        x2 = rng.standard_normal((6, 96)).astype(dt)
+        gamma = (1 + 0.1 * rng.standard_normal(96)).astype(dt)
+        y, x, rstd = np.empty_like(x1), np.empty_like(x1), np.empty((6, 1), f32)
+        mantissa.add_rms_norm(x1, x2, gamma, y, rstd, x, epsilon=1e-5)
+        s = x1 + x2
+        assert s.dtype == dt and np.array_equal(x.view(np.uint8), s.view(np.uint8))
+        xs = s.astype(np.float64)
+        r = 1 / np.sqrt((xs ** 2).mean(axis=1, keepdims=True) + 1e-5)
+        np.testing.assert_allclose(rstd, r, rtol=1e-6)
+        np.testing.assert_allclose(y.astype(np.float64), xs * r * gamma, rtol=rtol, atol=rtol)
+        y2, r2 = np.empty_like(x1), np.empty((6, 1), f32)
+        mantissa.rms_norm(x, gamma, y2, r2, epsilon=1e-5)
+        assert np.array_equal(y.view(np.uint8), y2.view(np.uint8))
+        assert bits(rstd).tolist() == bits(r2).tolist()
+        # The residual updated in place (x into x2) and the outputs left out give the same bits.
+        h, y3 = x2.copy(), np.empty_like(x1)
+        mantissa.add_rms_norm(x1, h, gamma, y3, x=h, epsilon=1e-5)
+        assert np.array_equal(h.view(np.uint8), x.view(np.uint8))
+        assert np.array_equal(y3.view(np.uint8), y.view(np.uint8))
+        y4 = np.empty_like(x1)
+        mantissa.ops.add_rms_norm(x1, x2, gamma, y4, None, None, 1e-5)
+        assert np.array_equal(y4.view(np.uint8), y.view(np.uint8))
+    with pytest.raises(mantissa.Error) as e:  # gamma's dtype must be x1's
+        mantissa.add_rms_norm(x1, x2, gamma.astype(f32), y, rstd, x)
+    assert e.value.code == 161002
+
+
 def test_every_declared_operator_is_in_mantissa_ops():
     # mantissa.ops holds every operator without tensor lists under its C++ API's name, generated
     # from the declaration; its call gives the hand-written binding's bits.
     for name in ("gelu", "rms_norm", "rms_norm_grad", "softmax", "log_softmax", "softmax_grad",
                  "sgd", "apply_adam_d", "apply_adam_w_v2", "layer_norm", "layer_norm_grad",
                  "quantize", "dynamic_quant", "ascend_quant_v3", "amp_update_scale",
-                 "softmax_cross_entropy_with_logits", "matmul", "batch_matmul", "addmm"):
+                 "softmax_cross_entropy_with_logits", "matmul", "batch_matmul", "addmm",
+                 "add_rms_norm"):
         assert hasattr(mantissa.ops, name), name
         assert getattr(mantissa, name) is not None
     x = np.linspace(-3, 3, 64, dtype=np.float32).reshape(4, 16)

@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 
+#include "acl/acl_rt.h"
 #include "aclnn/acl_meta.h"
 #include "mantissa/status.h"
 

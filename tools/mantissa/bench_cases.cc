@@ -350,6 +350,38 @@ class NormCall final : public PreparedCall {
   ForeachNormTensors t_;
 };
 
+// AddRmsNorm over n elements as tokens x hidden: rows of 4096 (a transformer's hidden size), or
+// one row of n where n is not a multiple of it. Residual and block output of unit scale, gamma
+// near 1; y, rstd and x all written.
+class AddRmsNormCall final : public PreparedCall {
+ public:
+  static constexpr int64_t kHidden = 4096;
+  AddRmsNormCall(DType dtype, int64_t n)
+      : hidden_(n % kHidden == 0 ? kHidden : n),
+        x1_(dtype, n, 0.0f, 4.0f),
+        x2_(dtype, n, 0.0f, 2.0f),
+        g_(dtype, hidden_, 1.0f, 0.5f),
+        y_(dtype, n, 0.0f, 0.0f),
+        x_(dtype, n, 0.0f, 0.0f),
+        rstd_(DType::kFloat32, std::max<int64_t>(1, n / std::max<int64_t>(1, hidden_)), 0.0f,
+              0.0f) {
+    const int64_t rows = hidden_ > 0 ? n / hidden_ : 0;
+    const std::array<int64_t, 2> shape{rows, hidden_}, rstd_shape{rows, 1};
+    t_.x1 = TensorView(x1_.data, dtype, shape);
+    t_.x2 = TensorView(x2_.data, dtype, shape);
+    t_.gamma = view(g_, dtype, hidden_);
+    t_.y = TensorView(y_.data, dtype, shape);
+    t_.rstd = TensorView(rstd_.data, DType::kFloat32, rstd_shape);
+    t_.x = TensorView(x_.data, dtype, shape);
+  }
+  void run() override { (void)add_rms_norm(t_, {}); }
+
+ private:
+  int64_t hidden_;
+  Buffer x1_, x2_, g_, y_, x_, rstd_;
+  AddRmsNormTensors t_;
+};
+
 // The call of an operator without a make_call overload, from its declaration alone: every
 // tensor argument (all element-wise on the first: [n] of the case's dtype, as an element-wise
 // operator's rules have them) its own buffer, inputs in [-4, 4), outputs written out of place,
@@ -391,6 +423,9 @@ std::unique_ptr<PreparedCall> make_call(DType dtype, int64_t n, detail::ApplyAda
 }
 std::unique_ptr<PreparedCall> make_call(DType dtype, int64_t n, detail::ForeachNormOp::Variant v) {
   return std::make_unique<NormCall>(dtype, n, v);
+}
+std::unique_ptr<PreparedCall> make_call(DType dtype, int64_t n, detail::AddRmsNormOp::Variant) {
+  return std::make_unique<AddRmsNormCall>(dtype, n);
 }
 
 }  // namespace

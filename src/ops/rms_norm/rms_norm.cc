@@ -5,6 +5,7 @@
 //   rstd = fp32(1 / sqrt(ss / n + epsilon))   each step one fp64 operation, then rounded to fp32
 //   y_i  = (x_i * rstd) * gamma_i  two fp32 multiplications, rounded once to y's dtype (RNE)
 // A NaN result (from a NaN or inf input, or n == 0: 0 / 0) is stored as the canonical quiet NaN.
+// The row pieces are in rms_norm-inl.h, shared with AddRmsNorm (the same bits by construction).
 // Traffic: x read twice (the second pass usually from cache for rows up to a few MiB), gamma
 // read per row (cached), y written once.
 // clang-format off (foreach_target.h must come first: it re-includes this file once per target)
@@ -20,6 +21,7 @@
 #include "core/rows.h"
 #include "core/simd-inl.h"
 #include "hwy/highway.h"
+#include "ops/rms_norm/rms_norm-inl.h"
 #include "ops/rms_norm/rms_norm_kernel.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -33,44 +35,21 @@ void RmsNormRows(const detail::RmsNormKernelArgs& a) {
   const GS* const g = static_cast<const GS*>(a.gamma);
   XS* const y_all = static_cast<XS*>(a.y);
   const int64_t n = a.n;
-  // rstd (fp64 steps in this order, then one rounding to fp32) and the elementwise pass of row r
-  // from its sum of squares.
-  auto finish_row = [&](int64_t r, double ss) {
+  const auto row_term = [x_all, n](int64_t r) { return SquareTerm<XF>{x_all + r * n}; };
+  // rstd and the elementwise pass of row r from its sum of squares (rms_norm-inl.h).
+  auto finish_row = [&](int64_t r, double ss, int64_t /*ahead*/) {
     // Locals, kept in registers across the stores (as in ops/sgd/sgd.cc).
     const XS* const x = x_all + r * n;
     XS* const y = y_all + r * n;
-    const GS* const gamma = g;
-    const double mean = ss / static_cast<double>(n);
-    float rstd = static_cast<float>(1.0 / std::sqrt(mean + a.epsilon));
-    if (std::isnan(rstd)) rstd = std::numeric_limits<float>::quiet_NaN();
+    const float rstd = RmsNormRstd(ss, n, a.epsilon);
     a.rstd[r] = rstd;
-    ForEachVector(0, n, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
-      const auto xr = hn::Mul(LoadF32<XF>(d, x + i), hn::Set(d, rstd));
-      StoreResult<XF>(d, hn::Mul(xr, LoadF32<GF>(d, gamma + i)), y + i);
-    });
+    RmsNormScaleRow<XF, GF>([x](auto d, int64_t i)
+                                MANTISSA_VECTOR_BODY { return LoadF32<XF>(d, x + i); },
+                            g, y, n, rstd);
   };
   const detail::Rows rows{a.rows, n, 1};
   detail::for_each_row_block(rows, [&](int64_t begin, int64_t end) {
-    int64_t r = begin;
-    // Short rows (one reduction block), several at once: the same sums as ReduceRow's.
-    constexpr size_t kR = kRowsAtOnce<detail::ReduceMethod::kNaive, double>;
-    if (kR > 1 && n >= 1 && n <= detail::kReduceBlock) {
-      for (; r + static_cast<int64_t>(kR) <= end; r += kR) {
-        const XS* x = x_all + r * n;
-        double ss[kR];
-        BlockSums<detail::ReduceMethod::kNaive, double, kR>(
-            [&](size_t k, auto da, int64_t i) {
-              const auto v = LoadAcc<XF>(da, x + static_cast<int64_t>(k) * n + i);
-              return hn::Mul(v, v);
-            },
-            n, ss);
-        for (size_t k = 0; k < kR; ++k) finish_row(r + static_cast<int64_t>(k), ss[k]);
-      }
-    }
-    for (; r < end; ++r) {
-      finish_row(r,
-                 ReduceRow<detail::ReduceMethod::kNaive, double>(SquareTerm<XF>{x_all + r * n}, n));
-    }
+    RmsNormRowBlock(begin, end, n, row_term, finish_row);
   });
 }
 
