@@ -2,7 +2,8 @@
 // long double with std::exp / std::log (lse = max + log(sum), log_prob = x - lse), sharing nothing
 // with the kernels. The golden32s write the kernels' rounding order out in scalar code
 // (docs/ops/cross_entropy_loss.md): exact max, exp(x - m) by the library's exp_f32, the fp64 sum in
-// the documented order (row_sums.h), log_f32 of its fp32 rounding, (x - m) - L in fp32; the loss in
+// the documented order (row_sums.h), L = log_f32 of its fp32 rounding hi plus (S - hi) / hi in
+// fp64, rounded to fp32, then (x - m) - L in fp32; the loss in
 // fp64, rounded once to the dtype; the gradient's row coefficients in fp64 rounded to fp32 and its
 // elements in fp32 in the documented order. label_smoothing and lse_square_scale_for_zloss enter
 // both with their fp32 values, as the contract applies them.
@@ -139,9 +140,14 @@ std::vector<HostTensor> golden32(const OpInputs& in) {
     for (int64_t j = 0; j < n; ++j) shifted[j] = in_f32(x, r * n + j) - max;
     exp_f32(shifted.data(), e.data(), n);
     const double sum = documented_row_sum(n, [&](int64_t j) { return static_cast<double>(e[j]); });
-    const float s32 = static_cast<float>(sum);  // NaN, inf or in [1, n]
-    float log_sum = 0.0f;
-    log_f32(&s32, &log_sum, 1);
+    const float s32 = static_cast<float>(sum);  // NaN or in [1, n]
+    float log_hi = 0.0f;
+    log_f32(&s32, &log_hi, 1);
+    // log(S) = log(hi) + (S - hi) / hi in fp64 (the correction to hi's rounding), rounded once.
+    const float log_sum = std::isfinite(s32)
+                              ? static_cast<float>(static_cast<double>(log_hi) +
+                                                   (sum - s32) / static_cast<double>(s32))
+                              : log_hi;
     const float l = max + log_sum;
     lse_out.set_bits(r, narrow_result(l, x.dtype));
     for (int64_t j = 0; j < n; ++j) {

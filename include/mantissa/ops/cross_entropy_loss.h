@@ -18,7 +18,8 @@
 //
 // The rounding order is normative (docs/ops/cross_entropy_loss.md): per row, m = max(x) (exact);
 // e_j = exp(x_j - m) in fp32 (the library's Exp); S = their fp64 sum in core/reduce.h's order
-// (naive); L = log(fp32(S)) in fp32 (the library's Log); lse = m + L and log_prob_j =
+// (naive); L = log(hi) + (S - hi) / hi with hi = fp32(S) (the library's Log in fp32, the
+// correction in fp64), rounded to fp32; lse = m + L and log_prob_j =
 // (x_j - m) - L in fp32, rounded once to the dtype; the loss sums (products of fp32 values exact in
 // fp64) and the reductions over rows in fp64 in core/reduce.h's order, each result rounded once
 // from fp64 to the dtype. label_smoothing and lse_square_scale_for_zloss enter as their fp32 values

@@ -7,7 +7,8 @@
 //                                           widened to fp64 (exact) and summed in fp64 by
 //                                           core/reduce.h's naive order (32 lanes, blocks of 4096,
 //                                           the pairwise tree over blocks)
-//   L     = log(fp32(S))                    the library's Log in fp32
+//   L     = log(hi) + (S - hi) / hi         hi = fp32(S); the library's Log of hi in fp32, the
+//                                           correction and the sum in fp64, rounded to fp32
 //   lse   = m + L                           fp32
 //   lp_j  = (x_j - m) - L                   fp32, stored rounded once to the dtype (log_prob)
 //   SW    = sum_j w_j * lp_j                eps > 0 only: products exact in fp64, summed as S
@@ -34,6 +35,7 @@
 // clang-format on
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
@@ -134,11 +136,19 @@ HWY_INLINE void StoreLogProbs(const typename Format::Storage* HWY_RESTRICT x,
   });
 }
 
-// L = log(fp32(S)). S is NaN, +inf or in [1, C] (the max's own term is exp(0) = 1): the
-// conversion is exact in range.
+// L = log(S) as log(hi) + (S - hi) / hi, hi = fp32(S): the library's Log of hi in fp32, widened,
+// plus the correction in fp64 (the first term of log1p((S - hi) / hi); the next is below 2^-49
+// relative), the sum rounded once to fp32. Without the correction a row whose target dominates
+// (S = 1 + tiny) would lose the tiny part to hi's rounding: log(hi) alone is off by up to 2^-24
+// absolute, thousands of ulp of such an L. S is NaN or in [1, C] (the max's own term is
+// exp(0) = 1), so hi is exact in range and at least 1.
 HWY_INLINE float LogOfSum(double sum) {
   const hn::CappedTag<float, 1> d1;
-  return hn::GetLane(Log(d1, hn::Set(d1, static_cast<float>(sum))));
+  const auto hi = static_cast<float>(sum);
+  const float log_hi = hn::GetLane(Log(d1, hn::Set(d1, hi)));
+  if (!(hi < HUGE_VALF)) return log_hi;  // NaN (or inf): no correction
+  const double correction = (sum - static_cast<double>(hi)) / static_cast<double>(hi);
+  return static_cast<float>(static_cast<double>(log_hi) + correction);
 }
 
 // Row r's per-row values from its statistics: lse_r, and ce_r from lp_t (computed as the output
