@@ -499,7 +499,12 @@ Status cross_entropy_loss(const CrossEntropyLossTensors& t, const CrossEntropyLo
   using Op = detail::CrossEntropyLossOp;
   return detail::op_entry<Op>(t, p, [&]() -> Status {
     const int64_t rows = t.input.shape[0], classes = t.input.shape[1];
-    const ForwardLayout l = *forward_layout(rows, classes);
+    const std::optional<ForwardLayout> layout = forward_layout(rows, classes);
+    if (!layout) {
+      return detail::fail(StatusCode::kInner, Op::kType,
+                          "{} rows need more per-row workspace than can be addressed", rows);
+    }
+    const ForwardLayout& l = *layout;
     const detail::AlignedScratch scratch(ws, l.bytes);
     if (l.bytes != 0 && scratch.data() == nullptr) {
       return detail::fail(StatusCode::kInner, Op::kType,

@@ -224,7 +224,12 @@ Status cross_entropy_loss_grad(const CrossEntropyLossGradTensors& t,
   using Op = detail::CrossEntropyLossGradOp;
   return detail::op_entry<Op>(t, p, [&]() -> Status {
     const int64_t rows = t.log_prob.shape[0], classes = t.log_prob.shape[1];
-    const GradLayout l = *grad_layout(rows);
+    const std::optional<GradLayout> layout = grad_layout(rows);
+    if (!layout) {
+      return detail::fail(StatusCode::kInner, Op::kType,
+                          "{} rows need more per-row workspace than can be addressed", rows);
+    }
+    const GradLayout& l = *layout;
     const detail::AlignedScratch scratch(ws, l.bytes);
     if (l.bytes != 0 && scratch.data() == nullptr) {
       return detail::fail(StatusCode::kInner, Op::kType,
