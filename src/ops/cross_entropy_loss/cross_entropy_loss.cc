@@ -54,13 +54,17 @@ namespace mantissa::HWY_NAMESPACE {
 
 constexpr auto kNaive = detail::ReduceMethod::kNaive;
 
-// exp(x_j - m) in fp32, widened to fp64: the terms of S.
+// exp(x_j - m) in fp32, widened to fp64: the terms of S. `next` (or null) is the next row, whose
+// elements at the same offsets are fetched meanwhile: the sum is the row's compute-bound pass (it
+// reads the row from cache), so memory brings in the next row instead of waiting for its max pass.
 template <class Format>
 struct ExpTerm {
   const typename Format::Storage* x;
   float max;
+  const typename Format::Storage* next = nullptr;
   template <class DA>
   HWY_INLINE hn::Vec<DA> operator()(DA da, int64_t i) const {
+    if (next != nullptr) hwy::Prefetch(next + i);
     const hn::Rebind<float, DA> df;
     return hn::PromoteTo(da, Exp(df, hn::Sub(LoadF32<Format>(df, x + i), hn::Set(df, max))));
   }
@@ -69,6 +73,7 @@ struct ExpTerm {
   // gives each lane's bits whatever the vector).
   template <class DA>
   HWY_INLINE void Pair(DA da, int64_t i, hn::Vec<DA>& lo, hn::Vec<DA>& hi) const {
+    if (next != nullptr) hwy::Prefetch(next + i);
     const hn::Repartition<float, DA> df;
     const hn::Half<decltype(df)> dh;
     const auto e = Exp(df, hn::Sub(LoadF32<Format>(df, x + i), hn::Set(df, max)));
@@ -124,7 +129,7 @@ struct LogProbTerm {
 };
 
 // The output pass without label smoothing over elements [begin, end) of one row; row x_next (or
-// null) is fetched meanwhile (core/rows.h's row_to_fetch).
+// null) is fetched meanwhile.
 template <class Format>
 HWY_INLINE void StoreLogProbs(const typename Format::Storage* HWY_RESTRICT x,
                               typename Format::Storage* HWY_RESTRICT y, int64_t begin, int64_t end,
@@ -178,16 +183,22 @@ void WholeRows(const detail::CrossEntropyLossKernelArgs& a, int64_t begin, int64
   const S* const x_all = static_cast<const S*>(a.input);
   S* const y_all = static_cast<S*>(a.log_prob);
   const float* const w = a.weight;
+  const int64_t fetched_row_bytes = a.fetched_row_bytes;
   for (int64_t r = begin; r < end; ++r) {
     const S* const x = x_all + r * n;
     S* const y = y_all + r * n;
     const float max = MaxRow(MaxTerm<Format, false>{x}, n, -std::numeric_limits<float>::infinity());
-    const float log_sum = LogOfSum(ReduceRow<kNaive, double>(ExpTerm<Format>{x, max}, n));
+    // The next row (of this block) is fetched during the sum when the three rows in flight (this
+    // one, the next, and this one's log_prob) fit in L2 (a prefetched row would otherwise push
+    // out the one being read).
+    const S* const next =
+        r + 1 < end && n * static_cast<int64_t>(sizeof(S)) <= fetched_row_bytes ? x + n : nullptr;
+    const float log_sum = LogOfSum(ReduceRow<kNaive, double>(ExpTerm<Format>{x, max, next}, n));
     double wsum = 0.0;
     if constexpr (kSmooth) {
       wsum = ReduceRow<kNaive, double>(LogProbTerm<Format, kWeighted>{x, y, w, max, log_sum}, n);
     } else {
-      StoreLogProbs<Format>(x, y, 0, n, max, log_sum, detail::row_to_fetch(x_all, n, r + 1, end));
+      StoreLogProbs<Format>(x, y, 0, n, max, log_sum, nullptr);
     }
     FinishRow<Format>(a, r, max, log_sum, wsum);
   }
@@ -305,6 +316,8 @@ double SumF64Impl(const double* v, int64_t n) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include <unistd.h>
+
 #include <bit>
 #include <cmath>
 #include <optional>
@@ -338,6 +351,14 @@ const char* loss_reduction_name(LossReduction reduction) noexcept {
 }
 
 namespace detail {
+
+int64_t cross_entropy_fetched_row_bytes() {
+  static const int64_t bytes = [] {
+    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return static_cast<int64_t>(l2 > 0 ? l2 : 256 * 1024) / 3;
+  }();
+  return bytes;
+}
 
 double documented_sum_f64(const double* v, int64_t n) {
   return HWY_DYNAMIC_DISPATCH(SumF64Impl)(v, n);
@@ -541,6 +562,7 @@ Status cross_entropy_loss(const CrossEntropyLossTensors& t, const CrossEntropyLo
       a.smooth_share = eps / static_cast<double>(classes);
       a.ce = ce;
       a.lse = lse;
+      a.fetched_row_bytes = detail::cross_entropy_fetched_row_bytes();
       if (detail::cross_entropy_split(rows, classes)) {
         a.block_max = scratch.data() + l.block_max;
         a.block_sum = scratch.at<double>(l.block_sum);

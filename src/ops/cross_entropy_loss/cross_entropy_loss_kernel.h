@@ -33,6 +33,8 @@ struct CrossEntropyLossKernelArgs {
   double label_smoothing = 0.0;     // eps
   double smooth_keep = 1.0;         // 1 - eps (fp64)
   double smooth_share = 0.0;        // eps / C (fp64)
+  // Rows up to this many bytes fetch the next row during their sum (a third of L2).
+  int64_t fetched_row_bytes = 0;
   // Per row (out): ce_i in fp64 (+0 when ignored) and lse_i in fp32.
   double* ce = nullptr;
   float* lse = nullptr;
@@ -69,6 +71,11 @@ constexpr bool cross_entropy_split(int64_t rows, int64_t classes) noexcept {
 Status read_targets(std::string_view op, const TensorView& target, int64_t classes,
                     int64_t ignore_index, const float* weight, int64_t* column, double* weight_of,
                     int64_t& kept);
+
+// The longest row (bytes) whose successor the forward fetches while it sums the row: a third of
+// this CPU's L2 (256 KiB when unknown), so the row, the next one and the row's log_prob fit.
+// Speed only: the bits do not depend on it.
+int64_t cross_entropy_fetched_row_bytes();
 
 // The fp64 sum of v[0, n) in core/reduce.h's order (naive; +0 when n is 0).
 double documented_sum_f64(const double* v, int64_t n);
