@@ -49,7 +49,8 @@ void register_all() {
   for (const OpCase& c : mantissa::bench::elementwise_cases()) {
     const int64_t bpe = c.traffic.bytes_per_element(mantissa::dtype_size(c.dtype));
     for (int64_t size : kSizes) {
-      const int64_t n = size > 0 ? size : mantissa::bench::out_of_cache_elements(bpe);
+      const int64_t n = mantissa::bench::case_elements(
+          c, size > 0 ? size : mantissa::bench::out_of_cache_elements(bpe));
       for (int threads : {1, 2}) {
         const std::string name =
             fmt::format("{}/{}/{}/{}/threads:{}", c.op, mantissa::dtype_short_name(c.dtype),

@@ -418,4 +418,53 @@ for label, order in (("p=2", 2), ("p=1", 1), ("p=inf", np.inf)):
 $norm_expected"
 fi
 
+# The CrossEntropyLoss sample: CANN's published batch (input [2, 5], targets 0 and 0, mean; upstream
+# prints loss 1.0937543) and a weighted, smoothed batch with an ignored row (sum), each with its
+# gradient for gradLoss = 1. The reference is computed here, independently, with numpy in float64
+# (PyTorch's cross_entropy: log_softmax, the targets' weights, label smoothing eps / C); every
+# value within 2e-6 + 2e-6 |v|, and every target prints the same lines.
+ce="$bin_dir/example_test_aclnn_cross_entropy_loss"
+if [[ ! -x "$ce" ]]; then
+  fail "$ce is not built"
+else
+  ce_out="$("$ce")" || fail "test_aclnn_cross_entropy_loss exited with $?"
+  echo "$ce_out"
+  /usr/bin/python3 -c '
+import sys, numpy as np
+got = {}
+for line in sys.stdin:
+    key, values = line.split(":")
+    got[key] = np.array([float(v) for v in values.split()])
+def expect(name, x, target, w, reduction, eps):
+    x = np.asarray(x, np.float64)
+    n, c = x.shape
+    w = np.ones(c) if w is None else np.asarray(w, np.float64)
+    s = x - x.max(axis=1, keepdims=True)
+    lp = s - np.log(np.exp(s).sum(axis=1, keepdims=True))
+    keep = np.array([t != -100 for t in target])
+    t = np.where(keep, target, 0)
+    per = (1 - eps) * -w[t] * lp[np.arange(n), t] + eps / c * -(lp * w).sum(axis=1)
+    per = np.where(keep, per, 0.0)
+    onehot = np.eye(c)[t]
+    # d per_i / d x = (1 - eps) w_t (p - onehot) + eps / C (p sum(w) - w), on rows kept
+    grad = ((1 - eps) * w[t][:, None] * (np.exp(lp) - onehot)
+            + eps / c * (np.exp(lp) * w.sum() - w)) * keep[:, None]
+    if reduction == "mean":
+        loss, grad = per.sum() / w[t][keep].sum(), grad / w[t][keep].sum()
+    else:
+        loss = per.sum()
+    for key, want in (("loss", np.atleast_1d(loss)), ("logProb", lp.ravel()), ("xGrad", grad.ravel())):
+        v = got[name + " " + key]
+        assert v.shape == want.shape and np.all(np.abs(v - want) <= 2e-6 + 2e-6 * np.abs(want)), (name, key, v, want)
+expect("upstream", [[5, 0, 3, 3, 7], [9, 3, 5, 2, 4]], [0, 0], None, "mean", 0.0)
+expect("weighted", [[2, 1, 0.1, -1], [0.5, 2.5, 0.3, 0], [-1, 0, 3, 1]], [1, -100, 3],
+       [0.5, 1, 2, 1.5], "sum", 0.1)
+assert abs(got["upstream loss"][0] - 1.0937543) < 1e-6
+' <<<"$ce_out" || fail "test_aclnn_cross_entropy_loss printed other values than numpy"
+  for target in "${targets[@]}"; do
+    [[ "$(MANTISSA_SIMD_TARGET=$target MANTISSA_NUM_THREADS=1 "$ce")" == "$ce_out" ]] ||
+      fail "test_aclnn_cross_entropy_loss output differs under MANTISSA_SIMD_TARGET=$target"
+  done
+fi
+
 exit $status

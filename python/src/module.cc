@@ -14,6 +14,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
@@ -958,25 +959,24 @@ void call_declared(const std::string& name, const py::args& args, const py::kwar
     switch (a.type) {
       case detail::AttrType::kBool: detail::set_attr<Op>(p, i, h.cast<bool>()); break;
       case detail::AttrType::kInt:
-        if (py::isinstance<py::str>(h) && !a.graph_strings.empty()) {
-          // An enumerated attribute by CANN's graph string (GeluV2's approximate="tanh", as
-          // torch spells it).
+        // An enumerated attribute also takes its strings (CrossEntropyLoss's reduction="sum").
+        if (!a.graph_strings.empty() && py::isinstance<py::str>(h)) {
           const std::string text = h.cast<std::string>();
-          const auto hit =
+          const auto it =
               std::find_if(a.graph_strings.begin(), a.graph_strings.end(),
                            [&](const detail::GraphString& g) { return g.name == text; });
-          if (hit == a.graph_strings.end()) {
+          if (it == a.graph_strings.end()) {
             std::string known;
             for (const detail::GraphString& g : a.graph_strings) {
-              known += (known.empty() ? "'" : ", '") + std::string(g.name) + "'";
+              known += fmt::format("{}\"{}\"", known.empty() ? "" : ", ", g.name);
             }
-            throw py::value_error(
-                fmt::format("{}(): {}='{}' is not one of {}", name, a.name, text, known));
+            raise_error(StatusCode::kParamInvalid,
+                        fmt::format("{}: {} \"{}\" is not one of {}", name, a.name, text, known));
           }
-          detail::set_attr<Op>(p, i, hit->value);
-          break;
+          detail::set_attr<Op>(p, i, it->value);
+        } else {
+          detail::set_attr<Op>(p, i, h.cast<int64_t>());
         }
-        detail::set_attr<Op>(p, i, h.cast<int64_t>());
         break;
       case detail::AttrType::kFloat:
       case detail::AttrType::kScalar: detail::set_attr<Op>(p, i, h.cast<double>()); break;

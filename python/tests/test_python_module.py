@@ -444,8 +444,9 @@ def test_gelu_v2_and_backward_against_fp64():
     ref = np.empty_like(x)
     mantissa.gelu(x, ref)
     assert bits(tanh).tolist() == bits(ref).tolist()
-    with pytest.raises(ValueError):
+    with pytest.raises(mantissa.Error) as e:
         mantissa.gelu_v2(x, y, approximate="erf")
+    assert e.value.code == 161002
     dy = rng.standard_normal(2000).astype(np.float32)
     g = np.empty_like(x)
     mantissa.gelu_backward_v2(dy, x, g, approximate="none")
@@ -543,7 +544,7 @@ def test_every_declared_operator_is_in_mantissa_ops():
                  "sgd", "apply_adam_d", "apply_adam_w_v2", "layer_norm", "layer_norm_grad",
                  "quantize", "dynamic_quant", "ascend_quant_v3", "amp_update_scale",
                  "softmax_cross_entropy_with_logits", "matmul", "batch_matmul", "addmm",
-                 "add_rms_norm"):
+                 "add_rms_norm", "cross_entropy_loss", "cross_entropy_loss_grad"):
         assert hasattr(mantissa.ops, name), name
         assert getattr(mantissa, name) is not None
     x = np.linspace(-3, 3, 64, dtype=np.float32).reshape(4, 16)
@@ -553,3 +554,98 @@ def test_every_declared_operator_is_in_mantissa_ops():
     mantissa.rms_norm(x, gamma, y1, r1, epsilon=1e-5)
     mantissa.ops.rms_norm(x, gamma, y2, r2, epsilon=1e-5)
     assert bits(y1).tolist() == bits(y2).tolist() and bits(r1).tolist() == bits(r2).tolist()
+
+
+def cross_entropy_numpy(x, target, weight, reduction, eps, ignore=-100, zscale=0.0):
+    """F.cross_entropy's loss (docs/ops/cross_entropy_loss.md) in float64, with the z-loss:
+    loss, log_prob, zloss, lse."""
+    x64 = x.astype(np.float64)
+    n, c = x.shape
+    w = np.ones(c) if weight is None else weight.astype(np.float64)
+    m = x64.max(axis=1, keepdims=True)
+    lse = m[:, 0] + np.log(np.exp(x64 - m).sum(axis=1))
+    lp = x64 - lse[:, None]
+    keep = target != ignore
+    t = np.where(keep, target, 0)
+    nll = -w[t] * lp[np.arange(n), t]
+    per = (1 - eps) * nll + eps / c * -(lp * w).sum(axis=1) if eps > 0 else nll
+    per = np.where(keep, per, 0.0)
+    z = np.where(keep, zscale * lse * lse, 0.0)
+    if reduction == "none":
+        loss, zloss = per, z
+    elif reduction == "sum":
+        loss, zloss = per.sum(keepdims=True), z.sum(keepdims=True)
+    else:
+        loss = per.sum(keepdims=True) / w[t][keep].sum()
+        zloss = z.sum(keepdims=True) / keep.sum()
+    return loss + (zloss if zscale else 0), lp, zloss, lse
+
+
+def test_cross_entropy_loss_against_numpy_and_torch():
+    # docs/ops/cross_entropy_loss.md: log_prob within a few fp32 ulp of the fp64 value, the loss
+    # rounded once from fp64; the gradient torch's autograd of F.cross_entropy.
+    F = torch.nn.functional
+    rng = np.random.default_rng(5)
+    n, c = 9, 37
+    x = (rng.standard_normal((n, c)) * 3).astype(f32)
+    weight = rng.uniform(0.5, 1.5, c).astype(f32)
+    for target_dtype in (np.int64, np.int32):
+        target = rng.integers(0, c, n).astype(target_dtype)
+        target[2] = -100
+        for reduction, eps, w in (("mean", 0.0, weight), ("sum", 0.1, None), ("none", 0.2, weight),
+                                  ("mean", 0.3, weight)):
+            shape = (n,) if reduction == "none" else (1,)
+            loss, zloss = np.empty(shape, f32), np.empty(shape, f32)
+            log_prob, lse = np.empty_like(x), np.empty(n, f32)
+            mantissa.cross_entropy_loss(x, target, w, loss, log_prob, zloss, lse,
+                                        reduction=reduction, label_smoothing=eps)
+            ref_loss, ref_lp, ref_z, ref_lse = cross_entropy_numpy(x, target, w, reduction, eps)
+            np.testing.assert_allclose(loss, ref_loss, rtol=2e-6, atol=1e-6)
+            np.testing.assert_allclose(log_prob, ref_lp, rtol=1e-6, atol=4e-6)
+            np.testing.assert_allclose(lse, ref_lse, rtol=1e-6)
+            assert np.all(zloss == 0)
+            xt = torch.tensor(x, requires_grad=True)
+            wt = None if w is None else torch.tensor(w)
+            tl = F.cross_entropy(xt, torch.tensor(target.astype(np.int64)), weight=wt,
+                                 reduction=reduction, label_smoothing=eps)
+            np.testing.assert_allclose(loss, tl.detach().numpy().reshape(shape), rtol=2e-6,
+                                       atol=2e-6)
+            g = rng.uniform(0.5, 2.0, shape if reduction == "none" else ()).astype(f32)
+            out = np.empty_like(x)
+            mantissa.cross_entropy_loss_grad(g, log_prob, target, w, None, None, out,
+                                             reduction=reduction, label_smoothing=eps)
+            tl.backward(torch.tensor(g).reshape(tl.shape))
+            np.testing.assert_allclose(out, xt.grad.numpy(), rtol=1e-5, atol=2e-7)
+            assert np.all(out[2] == 0)  # the ignored row
+    # The z-loss: s * lse^2 added to the loss, its gradient 2 s lse softmax (numpy, fp64).
+    target = rng.integers(0, c, n).astype(np.int64)
+    loss, zloss = np.empty(1, f32), np.empty(1, f32)
+    log_prob, lse = np.empty_like(x), np.empty(n, f32)
+    mantissa.cross_entropy_loss(x, target, None, loss, log_prob, zloss, lse, reduction="mean",
+                                lse_square_scale_for_zloss=1e-3, return_zloss=True)
+    ref_loss, _, ref_z, _ = cross_entropy_numpy(x, target, None, "mean", 0.0, zscale=1e-3)
+    np.testing.assert_allclose(loss, ref_loss, rtol=2e-6)
+    np.testing.assert_allclose(zloss, ref_z, rtol=2e-6)
+    out = np.empty_like(x)
+    mantissa.cross_entropy_loss_grad(one(1.0), log_prob, target, None, one(0.0), lse, out,
+                                     reduction="mean", lse_square_scale_for_zloss=1e-3)
+    p = np.exp(log_prob.astype(np.float64))
+    ref = p.copy()
+    ref[np.arange(n), target] -= 1
+    ref = (ref + 2e-3 * lse[:, None].astype(np.float64) * p) / n
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-8)
+    # Every target ignored: mean is 0 / 0 = NaN, as torch's.
+    ignored = np.full(n, -100, np.int64)
+    mantissa.cross_entropy_loss(x, ignored, None, loss, log_prob, zloss, lse)
+    assert np.isnan(loss[0])
+    assert torch.isnan(F.cross_entropy(torch.tensor(x), torch.tensor(ignored)))
+    # A target out of range: 161002, nothing written.
+    bad = target.copy()
+    bad[4] = c
+    loss[0] = 7.0
+    with pytest.raises(mantissa.Error) as e:
+        mantissa.cross_entropy_loss(x, bad, None, loss, log_prob, zloss, lse)
+    assert e.value.code == 161002 and "target[4] = 37" in str(e.value) and loss[0] == 7.0
+    with pytest.raises(mantissa.Error) as e:
+        mantissa.cross_entropy_loss(x, target, None, loss, log_prob, zloss, lse, reduction="avg")
+    assert e.value.code == 161002

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "acl/acl.h"
 #include "aclnnop/aclnn_amp_update_scale.h"
@@ -382,6 +383,68 @@ class AddRmsNormCall final : public PreparedCall {
   AddRmsNormTensors t_;
 };
 
+// CrossEntropyLoss and CrossEntropyLossGrad over rows of a vocabulary: logits in [-4, 4), every
+// target valid (row r's class is r * 7919 mod C), mean reduction, no weights; log_prob kept for the
+// backward (written by one forward in the constructor). The element count is rows x classes
+// (case_elements rounds it to whole rows).
+class CrossEntropyCall final : public PreparedCall {
+ public:
+  CrossEntropyCall(DType dtype, int64_t n, int64_t classes, bool forward, bool backward)
+      : rows_(std::max<int64_t>(1, n / classes)),
+        classes_(classes),
+        forward_(forward),
+        backward_(backward),
+        x_(dtype, rows_ * classes, 0.0f, 8.0f),
+        log_prob_(dtype, rows_ * classes, 0.0f, 0.0f),
+        grad_(dtype, rows_ * classes, 0.0f, 0.0f),
+        scalars_(dtype, 4, 1.0f, 0.0f),
+        lse_(dtype, rows_, 0.0f, 0.0f),
+        targets_(static_cast<std::size_t>(rows_)) {
+    for (int64_t r = 0; r < rows_; ++r) targets_[r] = (r * 7919) % classes;
+    const auto at = [&](const Buffer& b, int64_t i) {
+      return static_cast<char*>(b.data) + i * static_cast<int64_t>(dtype_size(dtype));
+    };
+    fwd_ = {.input = TensorView(x_.data, dtype, {rows_, classes}),
+            .target = TensorView(targets_.data(), DType::kInt64, {rows_}),
+            .weight = std::nullopt,
+            .loss = TensorView(at(scalars_, 0), dtype, {1}),
+            .log_prob = TensorView(log_prob_.data, dtype, {rows_, classes}),
+            .zloss = TensorView(at(scalars_, 1), dtype, {1}),
+            .lse_for_zloss = TensorView(lse_.data, dtype, {rows_})};
+    bwd_ = {.grad_loss = TensorView(at(scalars_, 2), dtype, {}),
+            .log_prob = fwd_.log_prob,
+            .target = fwd_.target,
+            .weight = std::nullopt,
+            .grad_zloss = std::nullopt,
+            .lse_for_zloss = std::nullopt,
+            .out = TensorView(grad_.data, dtype, {rows_, classes})};
+    fwd_ws_.resize(cross_entropy_loss_workspace_size(fwd_));
+    bwd_ws_.resize(cross_entropy_loss_grad_workspace_size(bwd_));
+    (void)cross_entropy_loss(fwd_, {}, {fwd_ws_.data(), fwd_ws_.size()});
+  }
+  void run() override {
+    if (forward_) (void)cross_entropy_loss(fwd_, {}, {fwd_ws_.data(), fwd_ws_.size()});
+    if (backward_) (void)cross_entropy_loss_grad(bwd_, {}, {bwd_ws_.data(), bwd_ws_.size()});
+  }
+
+ private:
+  int64_t rows_, classes_;
+  bool forward_, backward_;
+  Buffer x_, log_prob_, grad_, scalars_, lse_;
+  std::vector<int64_t> targets_;
+  std::vector<std::byte> fwd_ws_, bwd_ws_;
+  CrossEntropyLossTensors fwd_{};
+  CrossEntropyLossGradTensors bwd_{};
+};
+
+// The vocabulary of a cross-entropy case (0 for the other operators' cases).
+int64_t vocabulary_of(const OpCase& c) {
+  if (c.op == detail::CrossEntropyLossOp::kType || c.op == detail::CrossEntropyLossGradOp::kType) {
+    return c.variant.find("128256") != std::string::npos ? 128256 : 32000;
+  }
+  return 0;
+}
+
 // The call of an operator without a make_call overload, from its declaration alone: every
 // tensor argument (all element-wise on the first: [n] of the case's dtype, as an element-wise
 // operator's rules have them) its own buffer, inputs in [-4, 4), outputs written out of place,
@@ -427,6 +490,18 @@ std::unique_ptr<PreparedCall> make_call(DType dtype, int64_t n, detail::ForeachN
 std::unique_ptr<PreparedCall> make_call(DType dtype, int64_t n, detail::AddRmsNormOp::Variant) {
   return std::make_unique<AddRmsNormCall>(dtype, n);
 }
+std::unique_ptr<PreparedCall> make_call(DType dtype, int64_t n,
+                                        detail::CrossEntropyLossOp::Variant v) {
+  using V = detail::CrossEntropyLossOp::Variant;
+  const bool big = v == V::kForward128256 || v == V::kForwardBackward128256;
+  const bool backward = v == V::kForwardBackward32000 || v == V::kForwardBackward128256;
+  return std::make_unique<CrossEntropyCall>(dtype, n, big ? 128256 : 32000, true, backward);
+}
+std::unique_ptr<PreparedCall> make_call(DType dtype, int64_t n,
+                                        detail::CrossEntropyLossGradOp::Variant v) {
+  const bool big = v == detail::CrossEntropyLossGradOp::Variant::kBackward128256;
+  return std::make_unique<CrossEntropyCall>(dtype, n, big ? 128256 : 32000, false, true);
+}
 
 }  // namespace
 
@@ -464,6 +539,11 @@ std::unique_ptr<PreparedCall> prepare(const OpCase& c, int64_t n) {
     }
   });
   return call;
+}
+
+int64_t case_elements(const OpCase& c, int64_t n) {
+  const int64_t classes = vocabulary_of(c);
+  return classes > 0 ? std::max<int64_t>(1, n / classes) * classes : n;
 }
 
 std::vector<ListCase> list_cases() {

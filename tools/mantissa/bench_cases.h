@@ -42,6 +42,9 @@ class PreparedCall {
   virtual void run() = 0;
 };
 std::unique_ptr<PreparedCall> prepare(const OpCase& c, int64_t n);
+// The elements a case's call processes for a requested n: n, or for a row-wise case (the
+// cross-entropy vocabularies) n rounded down to whole rows (at least one).
+int64_t case_elements(const OpCase& c, int64_t n);
 
 // Per-call overhead cases on tiny inputs.
 std::unique_ptr<PreparedCall> prepare_amp_update_scale_cpp();

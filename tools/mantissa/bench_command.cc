@@ -164,7 +164,8 @@ int run_bench(const BenchOptions& o) {
     if (!o.dtype_filter.empty() && dtype_short_name(c.dtype) != o.dtype_filter) continue;
     const int64_t bpe = c.traffic.bytes_per_element(dtype_size(c.dtype));
     for (int64_t size : o.sizes) {
-      const int64_t n = size > 0 ? size : bench::out_of_cache_elements(bpe);
+      const int64_t n =
+          bench::case_elements(c, size > 0 ? size : bench::out_of_cache_elements(bpe));
       auto call = bench::prepare(c, n);
       // The probe moves the same bytes over the same streams (fp32 arrays of equal byte size).
       bench::Probe probe(c.traffic, n * static_cast<int64_t>(dtype_size(c.dtype)));
