@@ -18,6 +18,8 @@
 #include "aclnnop/aclnn_addmm.h"
 #include "aclnnop/aclnn_amp_update_scale.h"
 #include "aclnnop/aclnn_batch_matmul.h"
+#include "aclnnop/aclnn_cross_entropy_loss.h"
+#include "aclnnop/aclnn_cross_entropy_loss_grad.h"
 #include "aclnnop/aclnn_foreach_norm.h"
 #include "aclnnop/aclnn_gelu_backward.h"
 #include "aclnnop/aclnn_gelu_backward_v2.h"
@@ -122,7 +124,7 @@ void fuzz_aclnn(Input& in) {
     }
     return make_tensor(in, a, max_rank);
   };
-  switch (in.range(0, 11)) {
+  switch (const int op = static_cast<int>(in.range(0, 13)); op) {
     case 0: {
       aclTensor* x = tensor();
       const int64_t dim = in.range(-6, 6);
@@ -308,21 +310,72 @@ void fuzz_aclnn(Input& in) {
       }
       break;
     }
+    // CrossEntropyLoss and its gradient: targets of any dtype and value (out of range, the
+    // ignore index), optional weights and z-loss tensors, reduction strings good and bad.
+    case 12:
+    case 13: {
+      const char* const reductions[] = {"mean", "sum", "none", "avg", nullptr};
+      const char* reduction = reductions[in.range(0, 4)];
+      const int64_t ignore = in.range(-101, 3);
+      const double smoothing = static_cast<double>(in.range(-1, 4)) / 3;
+      const double zscale = in.range(0, 3) == 0 ? 1e-4 : 0.0;
+      if (op == 12) {
+        aclTensor* x = tensor();
+        aclTensor* t = tensor();
+        aclTensor* w = tensor();
+        aclTensor* loss = tensor();
+        aclTensor* lp = tensor();
+        aclTensor* z = tensor();
+        aclTensor* lse = tensor();
+        if (aclnnCrossEntropyLossGetWorkspaceSize(x, t, w, reduction, ignore, smoothing, zscale,
+                                                  in.range(0, 1) == 1, loss, lp, z, lse, &size,
+                                                  &e) == 0) {
+          run_executor(size, e, aclnnCrossEntropyLoss, a);
+        }
+      } else {
+        aclTensor* g = tensor();
+        aclTensor* lp = tensor();
+        aclTensor* t = tensor();
+        aclTensor* w = tensor();
+        aclTensor* gz = tensor();
+        aclTensor* lse = tensor();
+        aclTensor* out = tensor();
+        if (aclnnCrossEntropyLossGradGetWorkspaceSize(g, lp, t, w, gz, lse, reduction, ignore,
+                                                      smoothing, zscale, out, &size, &e) == 0) {
+          run_executor(size, e, aclnnCrossEntropyLossGrad, a);
+        }
+      }
+      break;
+    }
   }
 }
 
-const char* const kOpTypes[] = {"AmpUpdateScale", "SGD",
-                                "ApplyAdamD",     "ApplyAdamWV2",
-                                "SoftmaxV2",      "LogSoftmaxV2",
-                                "SoftmaxGrad",    "LogSoftmaxGrad",
-                                "RmsNorm",        "RmsNormGrad",
-                                "AddRmsNorm",     "ForeachNonFiniteCheckAndUnscale",
-                                "ForeachNorm",    "SoftmaxCrossEntropyWithLogits",
-                                "LayerNormV4",    "LayerNormGradV3",
-                                "MatMulV2",       "BatchMatMulV2",
-                                "Addmm",          "Gelu",
-                                "GeluV2",         "GeluGrad",
-                                "GeluGradV2",     "NoSuchOp"};
+const char* const kOpTypes[] = {"AmpUpdateScale",
+                                "SGD",
+                                "ApplyAdamD",
+                                "ApplyAdamWV2",
+                                "SoftmaxV2",
+                                "LogSoftmaxV2",
+                                "SoftmaxGrad",
+                                "LogSoftmaxGrad",
+                                "RmsNorm",
+                                "RmsNormGrad",
+                                "AddRmsNorm",
+                                "CrossEntropyLoss",
+                                "CrossEntropyLossGrad",
+                                "ForeachNonFiniteCheckAndUnscale",
+                                "ForeachNorm",
+                                "SoftmaxCrossEntropyWithLogits",
+                                "LayerNormV4",
+                                "LayerNormGradV3",
+                                "MatMulV2",
+                                "BatchMatMulV2",
+                                "Addmm",
+                                "Gelu",
+                                "GeluV2",
+                                "GeluGrad",
+                                "GeluGradV2",
+                                "NoSuchOp"};
 const char* const kAttrNames[] = {"axes",
                                   "axis",
                                   "epsilon",
@@ -344,6 +397,9 @@ const char* const kAttrNames[] = {"axes",
                                   "adj_x1",
                                   "cube_math_type",
                                   "approximate",
+                                  "reduction",
+                                  "ignore_index",
+                                  "label_smoothing",
                                   "x"};
 
 void fuzz_aclop(Input& in) {

@@ -40,7 +40,7 @@ struct ExecutorRegistry {
   std::unordered_map<uintptr_t, std::shared_ptr<Plan>> live;
 };
 
-ExecutorRegistry& registry() {
+ExecutorRegistry& executor_registry() {
   static ExecutorRegistry* r = new ExecutorRegistry;  // never destroyed: usable during teardown
   return *r;
 }
@@ -60,7 +60,7 @@ aclOpExecutor* create_executor(std::string op, uint64_t workspace_size, Executor
     plan->op = op;
     plan->workspace_size = workspace_size;
     plan->run = std::move(run);
-    ExecutorRegistry& r = registry();
+    ExecutorRegistry& r = executor_registry();
     std::lock_guard lock(r.mutex);
     const uintptr_t handle = kHandleTag | static_cast<uintptr_t>(++r.issued);
     r.live.emplace(handle, std::move(plan));
@@ -81,7 +81,7 @@ aclnnStatus run_executor_unguarded(const char* op, void* workspace, uint64_t wor
   }
   std::shared_ptr<Plan> plan;
   {
-    ExecutorRegistry& r = registry();
+    ExecutorRegistry& r = executor_registry();
     std::lock_guard lock(r.mutex);
     const auto it = r.live.find(key(executor));
     if (it == r.live.end()) {
@@ -137,7 +137,7 @@ aclnnStatus aclSetAclOpExecutorRepeatable(aclOpExecutor* executor) {
     set_recent_error("aclSetAclOpExecutorRepeatable: executor is null");
     return ACLNN_ERR_PARAM_NULLPTR;
   }
-  ExecutorRegistry& r = registry();
+  ExecutorRegistry& r = executor_registry();
   std::lock_guard lock(r.mutex);
   const auto it = r.live.find(key(executor));
   if (it == r.live.end()) {
@@ -155,7 +155,7 @@ aclnnStatus aclDestroyAclOpExecutor(aclOpExecutor* executor) {
     return ACLNN_ERR_PARAM_NULLPTR;
   }
   std::shared_ptr<Plan> plan;  // released outside the lock
-  ExecutorRegistry& r = registry();
+  ExecutorRegistry& r = executor_registry();
   std::lock_guard lock(r.mutex);
   const auto it = r.live.find(key(executor));
   if (it == r.live.end()) {

@@ -278,7 +278,17 @@ std::vector<HostTensor> grad_golden32(const OpInputs& in) {
     for (int64_t j = 0; j < n; ++j) {
       float o = v[j] * A;
       if (eps > 0) o = o - (absent(w) ? D : D * in_f32(w, j));
-      if (j == t) o = o - B;
+      if (j == t) {  // in fp64: (exp(lp) - 1) A + (A - B), less D w_t
+        double p = in_f32(lp, r * n + j);
+        exp_f64(&p, &p, 1);
+        double o64 =
+            (p - 1.0) * static_cast<double>(A) + (static_cast<double>(A) - static_cast<double>(B));
+        if (eps > 0) {
+          o64 =
+              o64 - static_cast<double>(D) * (absent(w) ? 1.0 : static_cast<double>(in_f32(w, j)));
+        }
+        o = static_cast<float>(o64);
+      }
       out.set_bits(r * n + j, narrow_result(o, lp.dtype));
     }
   }

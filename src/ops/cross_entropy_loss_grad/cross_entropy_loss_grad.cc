@@ -13,8 +13,12 @@
 //   gz = g + grad_zloss (given; its element of g's index) or g, then gz / K (mean)
 // rounded once to fp32: A, B = c1, D = c2. Per element, in fp32 (p = the library's Exp of the
 // element of log_prob widened exactly):
-//   out_ij = p * A;  out_ij = out_ij - D * w_j (eps > 0);  out_ij = out_ij - B (j = t_i)
-// rounded once to the dtype; every element of an ignored row is +0.
+//   out_ij = p * A;  out_ij = out_ij - D * w_j (eps > 0)                     (j != t_i)
+// and the target's element in fp64 from the fp32 coefficients widened (p - 1 would cancel in
+// fp32 where the model is confident, p near 1; Exp64 is core/math-inl.h's fp64 exp):
+//   out_it = (Exp64(lp_it) - 1) * A + (A - B);  out_it = out_it - D * w_t (eps > 0)
+// rounded to fp32; each result rounded once more to the dtype; every element of an ignored row
+// is +0.
 // Traffic: log_prob is read once and out written once; rows run in parallel, and long rows of a
 // call with few rows in pieces (cross_entropy_split), each element on its own.
 // clang-format off (foreach_target.h must come first: it re-includes this file once per target)
@@ -68,9 +72,18 @@ HWY_INLINE void GradRange(const detail::CrossEntropyLossGradKernelArgs& a, int64
   ForEachVector(c0, c1, [&](auto d, int64_t j) MANTISSA_VECTOR_BODY {
     StoreResult<Format>(d, value(d, j), out + j);
   });
-  if (t >= c0 && t < c1) {  // the target's element: its value less B, stored again
+  if (t >= c0 && t < c1) {  // the target's element, in fp64 (p - 1 cancels where p is near 1)
     const hn::CappedTag<float, 1> d1;
-    StoreResult<Format>(d1, hn::Sub(value(d1, t), hn::Set(d1, coef_b)), out + t);
+    const hn::CappedTag<double, 1> dd1;
+    const auto em1 =
+        hn::Sub(Exp64(dd1, hn::PromoteTo(dd1, LoadF32<Format>(d1, lp + t))), hn::Set(dd1, 1.0));
+    const double a64 = coef_a, b64 = coef_b;
+    auto v = hn::Add(hn::Mul(em1, hn::Set(dd1, a64)), hn::Set(dd1, a64 - b64));
+    if constexpr (kSmooth) {
+      const double wt = kWeighted ? static_cast<double>(w[t]) : 1.0;
+      v = hn::Sub(v, hn::Set(dd1, static_cast<double>(coef_d) * wt));
+    }
+    StoreResult<Format>(d1, DemoteF64ToF32(d1, dd1, v), out + t);
   }
 }
 
