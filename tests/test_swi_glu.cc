@@ -1,10 +1,11 @@
 // SwiGlu and SwiGluGrad: bitwise against the kit's golden32 on every SIMD target and thread count
 // (halves around the vector widths and the parallel grain, chunks that cut rows, every dim of a
-// rank-3 tensor, negative dims, in place for the backward pass), the split along any dim against
-// an explicit multi-index gather, every pair of special values, every fp16 and bf16 input and
-// sweeps of fp32 inputs (the whole range, and every fp32 value around the zero of silu') against
-// an independent long-double evaluation, the validation rows through the C++ API and aclnn
-// (nothing written), strided tensors through aclnn, and op-by-name with upstream's names.
+// rank-3 tensor, negative dims, in place for the backward pass, every fp16 and bf16 pattern
+// through the table path), the split along any dim against an explicit multi-index gather, every
+// pair of special values, every fp16 and bf16 input and sweeps of fp32 inputs (the whole range,
+// and every fp32 value around the zero of silu') against an independent long-double evaluation,
+// the validation rows through the C++ API and aclnn (nothing written), strided tensors through
+// aclnn, and op-by-name with upstream's names.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -129,6 +130,30 @@ TEST(SwiGlu, BitExactOnEveryTargetAndThreadCount) {
     expect_bitwise(d, {4, 6, 2}, -2, 3.0, 15);
     expect_bitwise(d, {4, 6, 2}, 2, 3.0, 16);
     expect_bitwise(d, {2, 1, 2, 3, 1, 2, 2, 4}, -1, 3.0, 17);  // rank 8
+  }
+}
+
+// fp16 and bf16 read silu and silu' from a table of the fp64 steps over every bit pattern: every
+// pattern of a (NaNs, infinities, subnormals included) on every target, against golden32, which
+// computes the steps.
+TEST(SwiGlu, EverySixteenBitInputOnEveryTarget) {
+  for (DType d : {DType::kFloat16, DType::kBFloat16}) {
+    SCOPED_TRACE(mantissa::dtype_name(d));
+    HostTensor x = filled(d, {2, 65536}, 0.0, 2.0, 51);
+    for (int64_t i = 0; i < 65536; ++i) x.set_bits(i, static_cast<uint32_t>(i));
+    HostTensor g = filled(d, {1, 65536}, 0.0, 1.0, 52);
+    const HostTensor ref = golden32(x, 0), ref_grad = golden32_grad(g, x, 0);
+    mt::for_each_target_and_thread_count(
+        [&](const std::string&, int) {
+          HostTensor y = sentinel(d, ref.shape), dx = sentinel(d, x.shape);
+          ASSERT_TRUE(mantissa::swi_glu({.x = view(x), .out = view(y)}, {.dim = 0}).ok());
+          expect_same_bits(y, ref, "out");
+          ASSERT_TRUE(
+              mantissa::swi_glu_grad({.y_grad = view(g), .x = view(x), .out = view(dx)}, {.dim = 0})
+                  .ok());
+          expect_same_bits(dx, ref_grad, "grad out");
+        },
+        {1, 2});
   }
 }
 

@@ -24,6 +24,8 @@
 //   dA   = (g * b) * ds
 //   dB   = g * silu
 // then each result rounded to fp32 and from there to the dtype (StoreResult), NaN canonical.
+// For fp16 and bf16, silu and ds are read from a table of these steps over all 65536 bit
+// patterns of the format (SiluTable): the same bits, one gather instead of some 30 operations.
 // Exp's argument is never positive and fp16/bf16/fp32 products of two or three inputs stay far
 // inside fp64's range, so nothing overflows before the last rounding. The overrides change only
 // a = +-inf, where the steps would give inf * 0 or 0 * inf: silu(-inf) = -0, silu(+inf) = +inf,
@@ -53,6 +55,11 @@ struct SwiGluKernelArgs {
 // clang-format on
 
 #include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <numeric>
+#include <type_traits>
+#include <vector>
 
 #include "core/math-inl.h"
 #include "core/parallel.h"
@@ -91,32 +98,106 @@ HWY_INLINE void SwiGluF64(D d, hn::Vec<D> (&a)[K], const hn::Vec<D> (&b)[K]) {
   for (size_t j = 0; j < K; ++j) a[j] = hn::Mul(silu[j], b[j]);
 }
 
-// SwiGluGrad of K fp64 vectors: a receives dA and b receives dB.
+// ds = silu'(a) of K fp64 vectors from SigmoidSilu's e and s (the steps above).
 template <size_t K, class D>
-HWY_INLINE void SwiGluGradF64(D d, const hn::Vec<D> (&g)[K], hn::Vec<D> (&a)[K],
-                              hn::Vec<D> (&b)[K]) {
+HWY_INLINE void DSilu(D d, const hn::Vec<D> (&a)[K], const hn::Vec<D> (&e)[K],
+                      const hn::Vec<D> (&s)[K], hn::Vec<D> (&ds)[K]) {
   const auto one = hn::Set(d, 1.0);
   const auto zero = hn::Zero(d);
   const auto neg_zero = hn::Set(d, -0.0);
-  hn::Vec<D> e[K], s[K], silu[K];
-  SigmoidSilu(d, a, e, s, silu);
 #pragma GCC unroll 8
   for (size_t j = 0; j < K; ++j) {
     // It's necessary to keep the order of the operations (the kit repeats it bit for bit).
     const auto k = hn::Add(one, hn::Mul(a[j], hn::Sub(one, s[j])));
     // e == 0: the limits, which the steps give for finite a but not for +-inf (inf * 0).
     const auto limit = hn::IfThenElse(hn::Gt(a[j], zero), one, neg_zero);
-    const auto ds = hn::IfThenElse(hn::Eq(e[j], zero), limit, hn::Mul(s[j], k));
-    const auto da = hn::Mul(hn::Mul(g[j], b[j]), ds);
-    b[j] = hn::Mul(g[j], silu[j]);
-    a[j] = da;
+    ds[j] = hn::IfThenElse(hn::Eq(e[j], zero), limit, hn::Mul(s[j], k));
   }
 }
 
-// SwiGlu over `count` consecutive results: out[i] from a[i] and b[i].
+// SwiGluGrad of K fp64 vectors from g, silu and ds: a receives dA and b receives dB.
+template <size_t K, class D>
+HWY_INLINE void GradFromSilu(const hn::Vec<D> (&g)[K], const hn::Vec<D> (&silu)[K],
+                             const hn::Vec<D> (&ds)[K], hn::Vec<D> (&a)[K], hn::Vec<D> (&b)[K]) {
+#pragma GCC unroll 8
+  for (size_t j = 0; j < K; ++j) {
+    a[j] = hn::Mul(hn::Mul(g[j], b[j]), ds[j]);
+    b[j] = hn::Mul(g[j], silu[j]);
+  }
+}
+
+// SwiGluGrad of K fp64 vectors: a receives dA and b receives dB.
+template <size_t K, class D>
+HWY_INLINE void SwiGluGradF64(D d, const hn::Vec<D> (&g)[K], hn::Vec<D> (&a)[K],
+                              hn::Vec<D> (&b)[K]) {
+  hn::Vec<D> e[K], s[K], silu[K], ds[K];
+  SigmoidSilu(d, a, e, s, silu);
+  DSilu(d, a, e, s, ds);
+  GradFromSilu<K, D>(g, silu, ds, a, b);
+}
+
+// silu(a) and silu'(a) of every value a 16-bit format holds, interleaved and indexed by twice
+// its bits (2 x 65536 fp64 values, 1 MiB), computed on first use by this target's own steps and
+// kept for the process: an fp16 or bf16 a has at most 65536 values, so one gather replaces the
+// exponential, the division and the rest with the same bits (the bitwise tests run every bit
+// pattern through every target). Real activations cover a few thousand entries, which stay in
+// L1/L2. Key: Fp16 or Bf16 (both bf16 narrowings widen alike).
+template <class Key>
+const double* SiluTable() {
+  static const std::vector<double> table = [] {
+    constexpr std::size_t kSize = std::size_t{1} << 16;
+    std::vector<uint16_t> bits(kSize);
+    std::iota(bits.begin(), bits.end(), uint16_t{0});
+    std::vector<double> t(2 * kSize);
+    const hn::ScalableTag<double> dd;
+    const hn::Rebind<float, decltype(dd)> dh;
+    const std::size_t lanes = hn::Lanes(dd);
+    HWY_ALIGN double silu_lanes[HWY_MAX_BYTES / sizeof(double)];
+    HWY_ALIGN double ds_lanes[HWY_MAX_BYTES / sizeof(double)];
+    for (std::size_t i = 0; i < kSize; i += lanes) {
+      const hn::Vec<decltype(dd)> a[1] = {hn::PromoteTo(dd, LoadF32<Key>(dh, bits.data() + i))};
+      hn::Vec<decltype(dd)> e[1], s[1], silu[1], ds[1];
+      SigmoidSilu(dd, a, e, s, silu);
+      DSilu(dd, a, e, s, ds);
+      hn::Store(silu[0], dd, silu_lanes);
+      hn::Store(ds[0], dd, ds_lanes);
+      for (std::size_t l = 0; l < lanes; ++l) {
+        t[2 * (i + l)] = silu_lanes[l];
+        t[2 * (i + l) + 1] = ds_lanes[l];
+      }
+    }
+    return t;
+  }();
+  return table.data();
+}
+
+// The table of Format (nullptr for fp32, which computes the steps).
 template <class Format>
-HWY_INLINE void SwiGluStretch(const typename Format::Storage* a, const typename Format::Storage* b,
-                              typename Format::Storage* out, int64_t count) {
+const double* SiluTableOf() {
+  if constexpr (std::is_same_v<Format, Fp32>) {
+    return nullptr;
+  } else {
+    return SiluTable<std::conditional_t<kIsBf16<Format>, Bf16, Format>>();
+  }
+}
+
+// Twice the 16-bit patterns at p (lanes of dd, as int64): the index of their silu in SiluTable.
+template <class DD>
+HWY_INLINE hn::Vec<hn::RebindToSigned<DD>> TableIndex(DD, const uint16_t* p) {
+  const hn::Rebind<uint16_t, DD> d16;
+  const hn::Rebind<uint32_t, DD> d32;
+  const hn::Rebind<uint64_t, DD> d64;
+  const hn::RebindToSigned<DD> di;
+  const auto bits = hn::PromoteTo(d64, hn::PromoteTo(d32, hn::LoadU(d16, p)));
+  return hn::BitCast(di, hn::ShiftLeft<1>(bits));
+}
+
+// SwiGlu over `count` consecutive results: out[i] from a[i] and b[i] (table: SiluTableOf).
+template <class Format>
+HWY_INLINE void SwiGluStretch(const double* table, const typename Format::Storage* a,
+                              const typename Format::Storage* b, typename Format::Storage* out,
+                              int64_t count) {
+  constexpr bool kTable = !std::is_same_v<Format, Fp32>;
   const hn::ScalableTag<double> dd;
   const hn::Rebind<float, decltype(dd)> dh;
   constexpr size_t K = 4;
@@ -128,30 +209,46 @@ HWY_INLINE void SwiGluStretch(const typename Format::Storage* a, const typename 
 #pragma GCC unroll 8
     for (size_t j = 0; j < K; ++j) {
       const int64_t at = i + static_cast<int64_t>(j) * lanes;
-      va[j] = hn::PromoteTo(dd, LoadF32<Format>(dh, a + at));
+      if constexpr (kTable) {
+        va[j] = hn::GatherIndex(dd, table, TableIndex(dd, a + at));  // silu(a)
+      } else {
+        va[j] = hn::PromoteTo(dd, LoadF32<Format>(dh, a + at));
+      }
       vb[j] = hn::PromoteTo(dd, LoadF32<Format>(dh, b + at));
     }
-    SwiGluF64(dd, va, vb);
+    if constexpr (kTable) {
+#pragma GCC unroll 8
+      for (size_t j = 0; j < K; ++j) va[j] = hn::Mul(va[j], vb[j]);
+    } else {
+      SwiGluF64(dd, va, vb);
+    }
     StoreResults<Format>(dd, va, out + i);
   }
   // The tail one lane at a time: the same operations on a one-lane vector.
   const hn::CappedTag<double, 1> d1;
   const hn::Rebind<float, decltype(d1)> df1;
   for (; i < count; ++i) {
-    hn::Vec<decltype(d1)> va[1] = {hn::PromoteTo(d1, LoadF32<Format>(df1, a + i))};
+    hn::Vec<decltype(d1)> va[1];
     const hn::Vec<decltype(d1)> vb[1] = {hn::PromoteTo(d1, LoadF32<Format>(df1, b + i))};
-    SwiGluF64(d1, va, vb);
+    if constexpr (kTable) {
+      va[0] = hn::Mul(hn::Set(d1, table[2 * std::size_t{a[i]}]), vb[0]);
+    } else {
+      va[0] = hn::PromoteTo(d1, LoadF32<Format>(df1, a + i));
+      SwiGluF64(d1, va, vb);
+    }
     StoreResult<Format>(df1, DemoteF64ToF32(df1, d1, va[0]), out + i);
   }
 }
 
-// SwiGluGrad over `count` consecutive pairs: da[i], db[i] from g[i], a[i], b[i]. da and db may be
-// a and b themselves (in place): every input of a step is loaded before its results are stored.
+// SwiGluGrad over `count` consecutive pairs: da[i], db[i] from g[i], a[i], b[i] (table:
+// SiluTableOf). da and db may be a and b themselves (in place): every input of a step is loaded
+// before its results are stored.
 template <class Format>
-HWY_INLINE void SwiGluGradStretch(const typename Format::Storage* g,
+HWY_INLINE void SwiGluGradStretch(const double* table, const typename Format::Storage* g,
                                   const typename Format::Storage* a,
                                   const typename Format::Storage* b, typename Format::Storage* da,
                                   typename Format::Storage* db, int64_t count) {
+  constexpr bool kTable = !std::is_same_v<Format, Fp32>;
   const hn::ScalableTag<double> dd;
   const hn::Rebind<float, decltype(dd)> dh;
   constexpr size_t K = 4;
@@ -160,14 +257,25 @@ HWY_INLINE void SwiGluGradStretch(const typename Format::Storage* g,
   int64_t i = 0;
   for (; i + step <= count; i += step) {
     hn::Vec<decltype(dd)> vg[K], va[K], vb[K];
+    [[maybe_unused]] hn::Vec<decltype(dd)> silu[K], ds[K];
 #pragma GCC unroll 8
     for (size_t j = 0; j < K; ++j) {
       const int64_t at = i + static_cast<int64_t>(j) * lanes;
       vg[j] = hn::PromoteTo(dd, LoadF32<Format>(dh, g + at));
-      va[j] = hn::PromoteTo(dd, LoadF32<Format>(dh, a + at));
+      if constexpr (kTable) {
+        const auto index = TableIndex(dd, a + at);
+        silu[j] = hn::GatherIndex(dd, table, index);
+        ds[j] = hn::GatherIndex(dd, table + 1, index);
+      } else {
+        va[j] = hn::PromoteTo(dd, LoadF32<Format>(dh, a + at));
+      }
       vb[j] = hn::PromoteTo(dd, LoadF32<Format>(dh, b + at));
     }
-    SwiGluGradF64(dd, vg, va, vb);
+    if constexpr (kTable) {
+      GradFromSilu<K, decltype(dd)>(vg, silu, ds, va, vb);
+    } else {
+      SwiGluGradF64(dd, vg, va, vb);
+    }
     StoreResults<Format>(dd, va, da + i);
     StoreResults<Format>(dd, vb, db + i);
   }
@@ -175,9 +283,17 @@ HWY_INLINE void SwiGluGradStretch(const typename Format::Storage* g,
   const hn::Rebind<float, decltype(d1)> df1;
   for (; i < count; ++i) {
     const hn::Vec<decltype(d1)> vg[1] = {hn::PromoteTo(d1, LoadF32<Format>(df1, g + i))};
-    hn::Vec<decltype(d1)> va[1] = {hn::PromoteTo(d1, LoadF32<Format>(df1, a + i))};
+    hn::Vec<decltype(d1)> va[1];
     hn::Vec<decltype(d1)> vb[1] = {hn::PromoteTo(d1, LoadF32<Format>(df1, b + i))};
-    SwiGluGradF64(d1, vg, va, vb);
+    if constexpr (kTable) {
+      const std::size_t at = 2 * std::size_t{a[i]};
+      const hn::Vec<decltype(d1)> silu[1] = {hn::Set(d1, table[at])};
+      const hn::Vec<decltype(d1)> ds[1] = {hn::Set(d1, table[at + 1])};
+      GradFromSilu<1, decltype(d1)>(vg, silu, ds, va, vb);
+    } else {
+      va[0] = hn::PromoteTo(d1, LoadF32<Format>(df1, a + i));
+      SwiGluGradF64(d1, vg, va, vb);
+    }
     StoreResult<Format>(df1, DemoteF64ToF32(df1, d1, va[0]), da + i);
     StoreResult<Format>(df1, DemoteF64ToF32(df1, d1, vb[0]), db + i);
   }
@@ -186,8 +302,11 @@ HWY_INLINE void SwiGluGradStretch(const typename Format::Storage* g,
 template <class Format>
 void SwiGluFormat(const detail::SwiGluKernelArgs& args) {
   using T = typename Format::Storage;
-  auto chunk = [&args](int64_t begin, int64_t end) {
+  // Made (on first use) by the calling thread, before any chunk runs.
+  const double* const silu_table = SiluTableOf<Format>();
+  auto chunk = [&args, silu_table](int64_t begin, int64_t end) {
     // Locals of the chunk: a vector store may alias anything the closure reaches.
+    const double* const table = silu_table;
     const T* const x = static_cast<const T*>(args.x);
     T* const out = static_cast<T*>(args.out);
     const int64_t half = args.half;
@@ -196,7 +315,7 @@ void SwiGluFormat(const detail::SwiGluKernelArgs& args) {
       const int64_t r = i / half, k = i - r * half;
       const int64_t count = std::min(end - i, half - k);
       const T* const a = x + r * 2 * half + k;
-      SwiGluStretch<Format>(a, a + half, out + i, count);
+      SwiGluStretch<Format>(table, a, a + half, out + i, count);
       i += count;
     }
   };
@@ -206,7 +325,9 @@ void SwiGluFormat(const detail::SwiGluKernelArgs& args) {
 template <class Format>
 void SwiGluGradFormat(const detail::SwiGluKernelArgs& args) {
   using T = typename Format::Storage;
-  auto chunk = [&args](int64_t begin, int64_t end) {
+  const double* const silu_table = SiluTableOf<Format>();
+  auto chunk = [&args, silu_table](int64_t begin, int64_t end) {
+    const double* const table = silu_table;
     const T* const g = static_cast<const T*>(args.y_grad);
     const T* const x = static_cast<const T*>(args.x);
     T* const out = static_cast<T*>(args.out);
@@ -215,7 +336,8 @@ void SwiGluGradFormat(const detail::SwiGluKernelArgs& args) {
       const int64_t r = i / half, k = i - r * half;
       const int64_t count = std::min(end - i, half - k);
       const int64_t at = r * 2 * half + k;
-      SwiGluGradStretch<Format>(g + i, x + at, x + at + half, out + at, out + at + half, count);
+      SwiGluGradStretch<Format>(table, g + i, x + at, x + at + half, out + at, out + at + half,
+                                count);
       i += count;
     }
   };
