@@ -29,6 +29,8 @@
 #include "aclnnop/aclnn_rms_norm.h"
 #include "aclnnop/aclnn_softmax.h"
 #include "aclnnop/aclnn_softmax_backward.h"
+#include "aclnnop/aclnn_swi_glu.h"
+#include "aclnnop/aclnn_swi_glu_grad.h"
 #include "fuzz_input.h"
 
 namespace {
@@ -124,7 +126,7 @@ void fuzz_aclnn(Input& in) {
     }
     return make_tensor(in, a, max_rank);
   };
-  switch (const int op = static_cast<int>(in.range(0, 13)); op) {
+  switch (const int op = static_cast<int>(in.range(0, 14)); op) {
     case 0: {
       aclTensor* x = tensor();
       const int64_t dim = in.range(-6, 6);
@@ -310,6 +312,21 @@ void fuzz_aclnn(Input& in) {
       }
       break;
     }
+    // SwiGlu and SwiGluGrad: any dim (out of range included), odd split sizes, in place.
+    case 14: {
+      aclTensor* g = tensor();
+      aclTensor* x = tensor();
+      aclTensor* out = tensor();
+      const int64_t dim = in.range(-9, 8);
+      if (in.range(0, 1) == 0) {
+        if (aclnnSwiGluGetWorkspaceSize(x, dim, out, &size, &e) == 0) {
+          run_executor(size, e, aclnnSwiGlu, a);
+        }
+      } else if (aclnnSwiGluGradGetWorkspaceSize(g, x, dim, out, &size, &e) == 0) {
+        run_executor(size, e, aclnnSwiGluGrad, a);
+      }
+      break;
+    }
     // CrossEntropyLoss and its gradient: targets of any dtype and value (out of range, the
     // ignore index), optional weights and z-loss tensors, reduction strings good and bad.
     case 12:
@@ -363,6 +380,8 @@ const char* const kOpTypes[] = {"AmpUpdateScale",
                                 "AddRmsNorm",
                                 "CrossEntropyLoss",
                                 "CrossEntropyLossGrad",
+                                "SwiGlu",
+                                "SwiGluGrad",
                                 "ForeachNonFiniteCheckAndUnscale",
                                 "ForeachNorm",
                                 "SoftmaxCrossEntropyWithLogits",
@@ -397,6 +416,7 @@ const char* const kAttrNames[] = {"axes",
                                   "adj_x1",
                                   "cube_math_type",
                                   "approximate",
+                                  "dim",
                                   "reduction",
                                   "ignore_index",
                                   "label_smoothing",

@@ -397,6 +397,46 @@ check_close test_aclnn_log_softmax_grad "
 dy = np.arange(8, dtype=np.float64).reshape(4, 2)
 o = np.array([1, 1, 1, 2, 2, 2, 3, 3], dtype=np.float64).reshape(4, 2)
 y = dy - np.exp(o) * dy.sum(axis=0, keepdims=True)"
+# The SwiGlu and SwiGluGrad samples (CANN's published inputs: x [2, 32] = 0..63 split along
+# dim -1, then along dim 0; yGrad [2, 16] = -2..29 and x [2, 32] = -2..61 along dim -1). The
+# references are computed here, independently, with numpy in float64: silu(a) = a / (1 + exp(-a)),
+# silu'(a) = s + a s (1 - s) with s = sigmoid(a); each printed value must be within 2 fp32 ulp of
+# them (or 1e-6, the printed resolution), and every target must print the same lines.
+check_close test_aclnn_swi_glu_grad "
+g = np.arange(-2, 30, dtype=np.float64).reshape(2, 16)
+x = np.arange(-2, 62, dtype=np.float64).reshape(2, 32)
+a, b = x[:, :16], x[:, 16:]
+s = 1 / (1 + np.exp(-a))
+y = np.concatenate([g * b * (s + a * s * (1 - s)), g * a * s], axis=1)"
+swiglu="$bin_dir/example_test_aclnn_swi_glu"
+if [[ ! -x "$swiglu" ]]; then
+  fail "$swiglu is not built"
+else
+  swiglu_out="$("$swiglu")" || fail "test_aclnn_swi_glu exited with $?"
+  echo "$swiglu_out"
+  "$py" -c "
+import sys
+import numpy as np
+x = np.arange(64, dtype=np.float64).reshape(2, 32)
+silu = lambda a: a / (1 + np.exp(-a))
+want = {'': silu(x[:, :16]) * x[:, 16:], 'dim0 ': silu(x[:1]) * x[1:]}
+got = {'': [], 'dim0 ': []}
+for line in sys.stdin:
+    key = 'dim0 ' if line.startswith('dim0 ') else ''
+    assert line[len(key):].startswith('result['), line
+    got[key].append(float(line.split(':')[1]))
+for key, w in want.items():
+    w, g = w.ravel(), np.asarray(got[key])
+    assert g.shape == w.shape, (key, g.shape, w.shape)
+    ulp = np.spacing(np.abs(w).astype(np.float32)).astype(np.float64)
+    assert np.all(np.abs(g - w) <= 2 * ulp + 1e-6), (key, g, w)
+" <<<"$swiglu_out" || fail "test_aclnn_swi_glu printed values more than 2 ulp from numpy's"
+  for target in "${targets[@]}"; do
+    [[ "$(MANTISSA_SIMD_TARGET=$target MANTISSA_NUM_THREADS=1 "$swiglu")" == "$swiglu_out" ]] ||
+      fail "test_aclnn_swi_glu output differs under MANTISSA_SIMD_TARGET=$target"
+  done
+fi
+
 # The ForeachNorm sample (upstream's published inputs: x1 = 1..6 as [2, 3], x2 = 7, 8, 9 as
 # [1, 3]): the 2-, 1- and inf-norms of each, from numpy in float64 rounded to float32.
 norm="$bin_dir/example_aclnn_foreach_norm"

@@ -472,6 +472,59 @@ def test_gelu_v2_and_backward_against_fp64():
     assert bits(g1).tolist() == bits(g2).tolist()
 
 
+def test_swi_glu_generated_bindings_against_numpy():
+    # mantissa.swi_glu / swi_glu_grad come from the declarations: x split in halves along dim
+    # (A first, B second), out = silu(A) * B; the gradient dA, dB in x's layout. numpy in float64
+    # (fp64 steps rounded once in the library: within 1 ulp of fp32 here), every dim, in place.
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((6, 8, 10)) * 3).astype(np.float32)
+    xd = x.astype(np.float64)
+
+    def silu(a):
+        return a / (1 + np.exp(-a))
+
+    for dim in (0, 1, 2, -1, -3):
+        a, b = np.split(xd, 2, axis=dim)
+        out = np.empty(a.shape, np.float32)
+        mantissa.swi_glu(x, out, dim=dim)
+        want = silu(a) * b
+        ulp = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+        assert np.all(np.abs(out - want) <= ulp), dim
+        same = np.empty_like(out)
+        mantissa.ops.swi_glu(x=x, out=same, dim=dim)
+        assert bits(same).tolist() == bits(out).tolist()
+
+        g = rng.standard_normal(a.shape).astype(np.float32)
+        dx = np.empty_like(x)
+        mantissa.swi_glu_grad(g, x, dx, dim=dim)
+        s = 1 / (1 + np.exp(-a))
+        want = np.concatenate([g * b * (s + a * s * (1 - s)), g * a * s], axis=dim)
+        ulp = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+        assert np.all(np.abs(dx - want) <= ulp), dim
+        inplace = x.copy()
+        mantissa.ops.swi_glu_grad(y_grad=g, x=inplace, out=inplace, dim=dim)
+        assert bits(inplace).tolist() == bits(dx).tolist()
+    # dim defaults to -1; the limits silu(-inf) = -0, silu(+inf) = +inf.
+    lim = np.array([[-np.inf, np.inf, 0.0, 1.0, 1.0, 2.0]], np.float32)
+    out = np.empty((1, 3), np.float32)
+    mantissa.swi_glu(lim, out)
+    assert bits(out).ravel().tolist() == [0x80000000, 0x7F800000, 0x00000000]
+    # bf16 torch tensors, and the errors with CANN's codes.
+    t = torch.from_numpy(x[:, :, :4]).contiguous().to(torch.bfloat16)
+    tout = torch.empty((6, 8, 2), dtype=torch.bfloat16)
+    mantissa.swi_glu(t, tout)
+    ta = t[..., :2].double()
+    want = (ta / (1 + torch.exp(-ta)) * t[..., 2:].double()).to(torch.bfloat16)
+    assert torch.all((tout.double() - want.double()).abs()
+                     <= want.double().abs() * 2.0**-7 + 1e-38)
+    with pytest.raises(mantissa.Error) as e:
+        mantissa.swi_glu(np.ones((4, 5), np.float32), np.empty((4, 2), np.float32))
+    assert e.value.code == 161002 and "size 5" in str(e.value)
+    with pytest.raises(mantissa.Error) as e:
+        mantissa.swi_glu(x, np.empty((6, 8, 5), np.float32), dim=3)
+    assert e.value.code == 161002 and "dim is 3" in str(e.value)
+
+
 def test_matmul_generated_bindings_against_fp64():
     # mantissa.matmul / batch_matmul / addmm come from the declarations: torch.matmul's shapes,
     # transposed numpy views read where they are (the same bits as their contiguous copies),
@@ -545,6 +598,9 @@ def test_every_declared_operator_is_in_mantissa_ops():
                  "quantize", "dynamic_quant", "ascend_quant_v3", "amp_update_scale",
                  "softmax_cross_entropy_with_logits", "matmul", "batch_matmul", "addmm",
                  "add_rms_norm", "cross_entropy_loss", "cross_entropy_loss_grad"):
+
+
+                 "swi_glu", "swi_glu_grad"):
         assert hasattr(mantissa.ops, name), name
         assert getattr(mantissa, name) is not None
     x = np.linspace(-3, 3, 64, dtype=np.float32).reshape(4, 16)

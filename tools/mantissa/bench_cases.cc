@@ -445,6 +445,39 @@ int64_t vocabulary_of(const OpCase& c) {
   return 0;
 }
 
+// SwiGlu and SwiGluGrad on a transformer's MLP shape: n results (the case's elements, as the
+// declared streams count them) as rows of 4096, so x is [n / 4096, 2 * 4096] split along its last
+// dim (16M results: [4096, 8192]); a size that is not a multiple of 4096 is one row [1, 2n].
+// Inputs in [-4, 4), y_grad in [-1, 1).
+class SwiGluCall final : public PreparedCall {
+ public:
+  SwiGluCall(DType dtype, int64_t n, bool grad)
+      : grad_(grad),
+        x_(dtype, 2 * n, 0.0f, 8.0f),
+        g_(dtype, grad ? n : 1, 0.0f, 2.0f),
+        out_(dtype, grad ? 2 * n : n, 0.0f, 0.0f) {
+    const int64_t cols = n % 4096 == 0 ? 4096 : n;
+    const int64_t rows = n / cols;
+    const std::array<int64_t, 2> half{rows, cols}, full{rows, 2 * cols};
+    x_view_ = TensorView(x_.data, dtype, full);
+    g_view_ = TensorView(g_.data, dtype, half);
+    out_view_ = TensorView(out_.data, dtype,
+                           grad ? std::span<const int64_t>(full) : std::span<const int64_t>(half));
+  }
+  void run() override {
+    if (grad_) {
+      (void)swi_glu_grad({.y_grad = g_view_, .x = x_view_, .out = out_view_});
+    } else {
+      (void)swi_glu({.x = x_view_, .out = out_view_});
+    }
+  }
+
+ private:
+  bool grad_;
+  Buffer x_, g_, out_;
+  TensorView x_view_, g_view_, out_view_;
+};
+
 // The call of an operator without a make_call overload, from its declaration alone: every
 // tensor argument (all element-wise on the first: [n] of the case's dtype, as an element-wise
 // operator's rules have them) its own buffer, inputs in [-4, 4), outputs written out of place,
@@ -501,6 +534,12 @@ std::unique_ptr<PreparedCall> make_call(DType dtype, int64_t n,
                                         detail::CrossEntropyLossGradOp::Variant v) {
   const bool big = v == detail::CrossEntropyLossGradOp::Variant::kBackward128256;
   return std::make_unique<CrossEntropyCall>(dtype, n, big ? 128256 : 32000, false, true);
+}
+std::unique_ptr<PreparedCall> make_call(DType dtype, int64_t n, detail::SwiGluOp::Variant) {
+  return std::make_unique<SwiGluCall>(dtype, n, false);
+}
+std::unique_ptr<PreparedCall> make_call(DType dtype, int64_t n, detail::SwiGluGradOp::Variant) {
+  return std::make_unique<SwiGluCall>(dtype, n, true);
 }
 
 }  // namespace
