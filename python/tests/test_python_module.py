@@ -597,10 +597,8 @@ def test_every_declared_operator_is_in_mantissa_ops():
                  "sgd", "apply_adam_d", "apply_adam_w_v2", "layer_norm", "layer_norm_grad",
                  "quantize", "dynamic_quant", "ascend_quant_v3", "amp_update_scale",
                  "softmax_cross_entropy_with_logits", "matmul", "batch_matmul", "addmm",
-                 "add_rms_norm", "cross_entropy_loss", "cross_entropy_loss_grad"):
-
-
-                 "swi_glu", "swi_glu_grad"):
+                 "add_rms_norm", "cross_entropy_loss", "cross_entropy_loss_grad", "swi_glu",
+                 "swi_glu_grad", "gelu_v2", "gelu_backward", "gelu_backward_v2"):
         assert hasattr(mantissa.ops, name), name
         assert getattr(mantissa, name) is not None
     x = np.linspace(-3, 3, 64, dtype=np.float32).reshape(4, 16)
