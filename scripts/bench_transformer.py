@@ -183,11 +183,11 @@ def swiglu_cases(m, dtype, shape, gen):
     del xr
     return [
         Case("swiglu", (rows, 2 * h), dtype, {
-            "mantissa": lambda: m.swi_glu(x, -1, out),
+            "mantissa": lambda: m.swi_glu(x, out, dim=-1),
             "torch": torch_swiglu,
         }, 2 * n + 2 * n, 1, 2),
         Case("swiglu_grad", (rows, 2 * h), dtype, {
-            "mantissa": lambda: m.swi_glu_grad(dy, x, -1, dx),
+            "mantissa": lambda: m.swi_glu_grad(dy, x, dx, dim=-1),
             "torch": torch_swiglu_grad,
         }, n + 2 * n + 2 * 2 * n, 2, 3),
     ]
@@ -344,10 +344,10 @@ def write_svg(path, rows):
     for d in dtypes:
         rs = [r for r in rows if r["dtype"] == d]
         groups = len(rs)
-        w = left + groups * (3 * bar + gap) + 20
+        w = left + groups * (3 * bar + gap) + 160  # room for the last rotated labels
         width = max(width, w)
         panels.append((d, rs))
-    total_h = top + len(panels) * (height + 120)
+    total_h = top + len(panels) * (height + 170) + 10
     vmax = 0.0
     for r in rows:
         for p, s in r["seconds"].items():
@@ -358,7 +358,7 @@ def write_svg(path, rows):
            f'<text x="{left}" y="18" font-size="14">Transformer operators: speed relative to '
            f'PyTorch (higher is faster; 1 = PyTorch)</text>']
     for pi, (d, rs) in enumerate(panels):
-        y0 = top + pi * (height + 120)
+        y0 = top + pi * (height + 170)
         out.append(f'<text x="10" y="{y0 + 12}" font-size="13">{escape(d)}</text>')
         for tick in range(0, int(vmax) + 1):
             ty = y0 + height - height * tick / vmax
