@@ -1,0 +1,82 @@
+// A decoder-only transformer (docs/training_gpt.md): byte tokens, learned positions, pre-norm
+// blocks of causal multi-head attention and an MLP (GELU or SwiGLU) with LayerNorm or RMSNorm
+// (AddRmsNorm where the residual add precedes the norm), a final norm, the output head tied to
+// the token embedding, and the cross-entropy over the vocabulary. Built as a layer graph.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "trainer/graph.h"
+
+namespace mantissa::trainer {
+
+enum class MlpKind { kGelu, kSwiGlu };
+enum class NormKind { kLayerNorm, kRmsNorm };
+const char* mlp_name(MlpKind k);
+const char* norm_name(NormKind k);
+
+struct GptConfig {
+  int64_t vocab = 256;
+  int64_t context = 128;
+  int64_t d_model = 128;
+  int64_t layers = 4;
+  int64_t heads = 4;
+  MlpKind mlp = MlpKind::kGelu;
+  NormKind norm = NormKind::kLayerNorm;
+  bool tied = true;  // the output head reads the token embedding
+  // SwiGLU's hidden width: 8d/3 rounded up to a multiple of 32 (about GELU's 4d MLP's
+  // parameters); GELU's is 4d.
+  int64_t mlp_hidden() const;
+  // The checks: every size positive, heads dividing d_model, vocab >= 256 (byte tokens).
+  Status validate() const;
+};
+
+class Gpt {
+ public:
+  // Initial weights: normal(0, 0.02) for the embeddings and matrices, 0.02 / sqrt(2 layers) for
+  // the two that write the residual stream (GPT-2's), norms' weights 1 and biases 0; each drawn
+  // in fp64 from the seed (Irwin-Hall: the sum of 12 uniforms - 6, no libm), rounded once to
+  // fp32, then to the var's dtype. Optimizer state zero.
+  Gpt(const GptConfig& config, const Precision& precision, uint64_t seed);
+
+  const GptConfig& config() const { return config_; }
+  const Precision& precision() const { return precision_; }
+  std::vector<std::unique_ptr<Parameter>>& params() { return params_; }
+  const std::vector<std::unique_ptr<Parameter>>& params() const { return params_; }
+  int64_t param_count() const;
+  int64_t state_bytes() const;
+  Graph& graph() { return graph_; }
+
+  // tokens, targets: [batch, context] byte values < vocab (checked). The mean loss (nats per
+  // token) of the batch.
+  Status forward(const int32_t* tokens, const int32_t* targets, int64_t batch, double* loss);
+  // After forward(): every parameter's gradient of loss * loss_scale (mean over grad_rows rows
+  // when the batch is one shard of a larger one; 0: this batch's).
+  Status backward(float loss_scale, int64_t grad_rows = 0);
+  // The master weights' c working copies, refreshed after each optimizer step (the optimizer
+  // writes them itself; this is for loaded or initial weights).
+  void refresh_working();
+  std::vector<TensorView> grad_views() const;
+  std::vector<std::string> param_names() const;
+  const UnderflowCount& underflow() const { return underflow_; }
+  // FNV-1a 64 over every parameter's var, in parameter order (16 hex digits).
+  std::string digest() const;
+
+ private:
+  Parameter* add_param(std::string name, std::vector<int64_t> shape, bool decay, double std_dev,
+                       double constant, uint64_t seed);
+  void build();
+
+  GptConfig config_;
+  Precision precision_;
+  std::vector<std::unique_ptr<Parameter>> params_;
+  Graph graph_;
+  int loss_id_ = -1;
+  Context ctx_;
+  UnderflowCount underflow_;
+};
+
+}  // namespace mantissa::trainer

@@ -1,0 +1,300 @@
+// One GPT training run (gpt_train.h).
+#include "trainer/gpt_train.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <numbers>
+#include <optional>
+
+#include "mantissa/optim.h"
+#include "trainer/rng.h"
+
+namespace mantissa::trainer {
+
+Precision precision_of(train::Mode mode) {
+  constexpr DType kF16 = DType::kFloat16, kBf16 = DType::kBFloat16;
+  Precision p;
+  switch (mode) {
+    case train::Mode::kFp32: break;
+    case train::Mode::kFp16Amp: p.compute = kF16, p.master = true, p.loss_scaling = true; break;
+    case train::Mode::kBf16Amp: p.compute = kBf16, p.master = true; break;
+    case train::Mode::kBf16Pure: p.compute = kBf16; break;
+    case train::Mode::kBf16Kahan: p.compute = kBf16, p.rounding = WeightRounding::kKahan; break;
+    case train::Mode::kBf16Sr: p.compute = kBf16, p.rounding = WeightRounding::kStochastic; break;
+    case train::Mode::kFp16NoScale: p.compute = kF16, p.master = true; break;
+  }
+  return p;
+}
+
+Status GptTrainOptions::validate() const {
+  TRAINER_TRY(model.validate());
+  auto bad = [](const std::string& what) { return invalid("train --model gpt: " + what); };
+  if (steps < 0 || steps > 100'000'000) {
+    return bad("--steps must be in [0, 1e8], got " + std::to_string(steps));
+  }
+  if (batch_size < 1 || batch_size > 65536) {
+    return bad("--batch-size must be in [1, 65536], got " + std::to_string(batch_size));
+  }
+  if (eval_every < 1) return bad("--eval-every must be >= 1, got " + std::to_string(eval_every));
+  if (eval_windows < 1) return bad("eval windows must be >= 1");
+  if (!(lr > 0.0f) || !std::isfinite(lr)) return bad("--lr must be finite and > 0");
+  if (!(weight_decay >= 0.0f) || !std::isfinite(weight_decay)) {
+    return bad("--weight-decay must be finite and >= 0");
+  }
+  if (!(clip >= 0.0) || !std::isfinite(clip)) return bad("--clip must be finite and >= 0");
+  if (warmup < -1) return bad("--warmup must be >= 0");
+  if (scale_growth_interval < 1 || scale_growth_interval > 2147483647) {
+    return bad("the scaler's growth interval must be in [1, 2^31 - 1]");
+  }
+  return {};
+}
+
+float GptTrainOptions::lr_at(int64_t t) const {
+  const int64_t w = warmup >= 0 ? warmup : std::max<int64_t>(1, steps / 20);
+  const double peak = lr;
+  if (t < w) return static_cast<float>(peak * static_cast<double>(t + 1) / static_cast<double>(w));
+  const double span = static_cast<double>(std::max<int64_t>(1, steps - w));
+  const double progress = std::min(1.0, static_cast<double>(t - w) / span);
+  const double low = peak * min_lr_ratio;
+  return static_cast<float>(low +
+                            0.5 * (peak - low) * (1.0 + std::cos(std::numbers::pi * progress)));
+}
+
+namespace {
+
+// Between the backward pass and the optimizer: the anomaly detector on the gradients as they
+// are (scaled under fp16-amp, so its norm thresholds follow the scale) and the clip coefficient.
+class Guard {
+ public:
+  explicit Guard(const Precision& p, std::vector<std::string> names) : names_(std::move(names)) {
+    thresholds_.working_dtype = p.compute == DType::kFloat16 ? DType::kFloat16 : DType::kBFloat16;
+    base_explosion_ = thresholds_.explosion_norm;
+    base_vanishing_ = thresholds_.vanishing_norm;
+  }
+  Status inspect(const std::vector<TensorView>& grads, double loss,
+                 const amp::DynamicLossScaler& scaler, double clip, int64_t step,
+                 const GptCallbacks& cb, GptResult* r, std::optional<float>* clip_coef) {
+    if (scaler.scale() != detector_scale_) {
+      detector_scale_ = scaler.scale();
+      thresholds_.explosion_norm = base_explosion_ * detector_scale_;
+      thresholds_.vanishing_norm = base_vanishing_ * detector_scale_;
+      TRAINER_TRY(amp::AnomalyDetector::create(thresholds_, &detector_));
+    }
+    amp::AnomalyReport report;
+    amp::InspectContext ctx;
+    ctx.loss = loss;
+    ctx.scaler = &scaler;
+    TRAINER_TRY(detector_.inspect(grads, names_, ctx, &report));
+    if (report.found_inf) ++r->overflow_steps;
+    if (!report.healthy()) {
+      r->findings += static_cast<int64_t>(report.findings.size());
+      if (cb.on_anomaly) cb.on_anomaly(step, report);
+    }
+    clip_coef->reset();
+    if (clip > 0.0 && !report.found_inf) {
+      double norm = 0.0;
+      GradNormOptions no;
+      float scale_value = scaler.scale();
+      if (scaler.enabled()) no.grad_scale = TensorView(&scale_value, DType::kFloat32, {1});
+      TRAINER_TRY(grad_norm(grads, &norm, no));
+      *clip_coef = clip_coefficient(norm, clip);
+    }
+    return {};
+  }
+
+ private:
+  amp::AnomalyThresholds thresholds_;
+  double base_explosion_ = 0.0, base_vanishing_ = 0.0;
+  amp::AnomalyDetector detector_;
+  float detector_scale_ = -1.0f;
+  std::vector<std::string> names_;
+};
+
+// AdamW over the parameters: one fused call per (rounding, decay) group, each with its own
+// stochastic-rounding stream.
+Status adamw_step(Gpt& model, const GptTrainOptions& o, const amp::StepScaling& s,
+                  std::optional<float> clip_coef, float lr, int64_t steps_taken) {
+  int group = 0;
+  for (WeightRounding rounding :
+       {WeightRounding::kNearest, WeightRounding::kKahan, WeightRounding::kStochastic}) {
+    for (bool decay : {true, false}) {
+      std::vector<AdamWParamTensors> list;
+      for (auto& p : model.params()) {
+        const WeightRounding r =
+            p->var.dtype() == DType::kFloat32 ? WeightRounding::kNearest : p->rounding;
+        if (r != rounding || p->decay != decay) continue;
+        list.push_back(
+            {.var = p->var.view(),
+             .m = p->m.view(),
+             .v = p->v.view(),
+             .max_grad_norm = std::nullopt,
+             .grad = p->grad.view(),
+             .working = p->working.empty() ? std::optional<TensorView>() : p->working.view(),
+             .compensation =
+                 p->compensation.empty() ? std::optional<TensorView>() : p->compensation.view()});
+      }
+      ++group;
+      if (list.empty()) continue;
+      FusedStepOptions fo;
+      fo.grad_scale = s.grad_scale;
+      fo.found_inf = s.found_inf;
+      fo.clip_coef = clip_coef;
+      fo.rounding = rounding;
+      fo.seed = stream_seed(o.seed, 50 + static_cast<uint64_t>(group));
+      fo.rng_step = static_cast<uint64_t>(steps_taken);
+      MultiAdamWParams hp;
+      hp.hyper.lr = lr;
+      hp.hyper.beta1 = o.beta1;
+      hp.hyper.beta2 = o.beta2;
+      hp.hyper.eps = o.eps;
+      hp.hyper.weight_decay = decay ? o.weight_decay : 0.0f;
+      hp.step = steps_taken;
+      TRAINER_TRY(multi_tensor_adam_w(list, hp, fo));
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Status evaluate_gpt(Gpt& model, const TextCorpus& corpus, const GptTrainOptions& o, double* loss) {
+  const int64_t T = o.model.context;
+  const int64_t count = validation_windows(corpus, T, o.eval_windows);
+  std::vector<int32_t> tokens, targets;
+  double sum = 0.0;
+  for (int64_t first = 0; first < count; first += o.batch_size) {
+    const int64_t n = std::min(o.batch_size, count - first);
+    validation_batch(corpus, T, count, first, n, &tokens, &targets);
+    double l = 0.0;
+    TRAINER_TRY(model.forward(tokens.data(), targets.data(), n, &l));
+    sum += l * static_cast<double>(n);
+  }
+  *loss = sum / static_cast<double>(count);
+  return {};
+}
+
+Status train_gpt(const TextCorpus& corpus, train::Mode mode, const GptTrainOptions& o,
+                 const GptCallbacks& cb, GptResult* result) {
+  TRAINER_TRY(o.validate());
+  const int64_t T = o.model.context;
+  if (static_cast<int64_t>(corpus.train.size()) < T + 1 ||
+      static_cast<int64_t>(corpus.validation.size()) < T + 1) {
+    return invalid("train --model gpt: " + corpus.source + ": the splits (" +
+                   std::to_string(corpus.train.size()) + " and " +
+                   std::to_string(corpus.validation.size()) +
+                   " bytes) must each hold context + 1 = " + std::to_string(T + 1) + " bytes");
+  }
+  const Precision precision = precision_of(mode);
+  Gpt model(o.model, precision, o.seed);
+
+  amp::LossScalerOptions so;
+  so.enabled = precision.loss_scaling;
+  so.growth_interval = o.scale_growth_interval;
+  amp::DynamicLossScaler scaler;
+  TRAINER_TRY(amp::DynamicLossScaler::create(so, &scaler));
+  Guard guard(precision, model.param_names());
+
+  GptResult r;
+  r.mode = train::mode_name(mode);
+  r.params = model.param_count();
+  std::vector<int32_t> tokens, targets;
+  std::vector<double> step_seconds;
+  std::vector<unsigned char> snapshot;
+  int64_t stalled = 0, weights_seen = 0, taken = 0;
+  double loss_since = 0.0;
+  int64_t steps_since = 0;
+  for (int64_t step = 0; step < o.steps; ++step) {
+    training_batch(corpus, T, o.batch_size, o.seed, step, &tokens, &targets);
+    const auto t0 = std::chrono::steady_clock::now();
+    double loss = 0.0;
+    TRAINER_TRY(model.forward(tokens.data(), targets.data(), o.batch_size, &loss));
+    TRAINER_TRY(model.backward(scaler.scale()));
+    const std::vector<TensorView> grads = model.grad_views();
+    std::optional<float> clip_coef;
+    TRAINER_TRY(guard.inspect(grads, loss, scaler, o.clip, step + 1, cb, &r, &clip_coef));
+    // The weights before the step, to count the ones it leaves unchanged.
+    std::size_t at = 0;
+    for (const auto& p : model.params()) {
+      snapshot.resize(at + static_cast<std::size_t>(p->var.bytes()));
+      std::memcpy(snapshot.data() + at, p->var.data(), static_cast<std::size_t>(p->var.bytes()));
+      at += static_cast<std::size_t>(p->var.bytes());
+    }
+    const float lr = o.lr_at(step);
+    const int64_t taken_before = taken;
+    TRAINER_TRY(scaler.step_fused(grads, [&](const amp::StepScaling& s) {
+      Status st = adamw_step(model, o, s, clip_coef, lr, taken);
+      if (st.ok()) ++taken;
+      return st;
+    }));
+    TRAINER_TRY(scaler.update());
+    step_seconds.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (taken != taken_before) {
+      at = 0;
+      for (const auto& p : model.params()) {
+        const std::size_t es = dtype_size(p->var.dtype());
+        const auto* now = static_cast<const unsigned char*>(p->var.data());
+        for (int64_t i = 0; i < p->var.numel(); ++i) {
+          stalled += std::memcmp(now + i * es, snapshot.data() + at + i * es, es) == 0;
+        }
+        at += static_cast<std::size_t>(p->var.bytes());
+        weights_seen += p->var.numel();
+      }
+    }
+    loss_since += loss;
+    ++steps_since;
+    if (cb.on_step) {
+      cb.on_step({.step = step + 1,
+                  .steps = o.steps,
+                  .loss = loss,
+                  .lr = lr,
+                  .loss_scale = scaler.scale(),
+                  .skipped_steps = scaler.stats().skipped_steps});
+    }
+    if ((step + 1) % o.eval_every == 0 || step + 1 == o.steps) {
+      GptEval e;
+      e.step = step + 1;
+      TRAINER_TRY(evaluate_gpt(model, corpus, o, &e.val_loss));
+      e.val_bpb = e.val_loss / std::numbers::ln2;
+      e.train_loss = loss_since / static_cast<double>(steps_since);
+      e.loss_scale = scaler.scale();
+      e.skipped_steps = scaler.stats().skipped_steps;
+      loss_since = 0.0;
+      steps_since = 0;
+      r.evals.push_back(e);
+      if (cb.on_eval) cb.on_eval(e);
+    }
+  }
+  r.steps = o.steps;
+  if (r.evals.empty()) {
+    GptEval e;
+    TRAINER_TRY(evaluate_gpt(model, corpus, o, &e.val_loss));
+    e.val_bpb = e.val_loss / std::numbers::ln2;
+    e.loss_scale = scaler.scale();
+    r.evals.push_back(e);
+  }
+  r.val_loss = r.evals.back().val_loss;
+  r.val_bpb = r.evals.back().val_bpb;
+  r.train_loss = r.evals.back().train_loss;
+  r.skipped_steps = scaler.stats().skipped_steps;
+  if (!step_seconds.empty()) {
+    std::vector<double> s = step_seconds;
+    std::nth_element(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(s.size() / 2), s.end());
+    r.step_time_s = s[s.size() / 2];
+  }
+  const UnderflowCount& u = model.underflow();
+  r.grad_underflow =
+      u.values > 0 ? static_cast<double>(u.underflows) / static_cast<double>(u.values) : 0.0;
+  r.stalled_updates =
+      weights_seen > 0 ? static_cast<double>(stalled) / static_cast<double>(weights_seen) : 0.0;
+  r.state_bytes = model.state_bytes();
+  r.scale_changes.assign(scaler.stats().history.begin(), scaler.stats().history.end());
+  r.final_scale = scaler.scale();
+  r.digest = model.digest();
+  *result = std::move(r);
+  return {};
+}
+
+}  // namespace mantissa::trainer

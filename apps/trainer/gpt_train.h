@@ -1,0 +1,85 @@
+// Training the GPT in one precision mode (docs/training_gpt.md): windows of the corpus drawn
+// from the seed, AdamW through the fused multi-tensor optimizer (weight decay on matrices only),
+// linear warmup then cosine decay, global-norm clipping, the loss scaler and the anomaly
+// detector around every step, and the validation loss every eval_every steps.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "mantissa/amp/anomaly.h"
+#include "mantissa/amp/loss_scaler.h"
+#include "mantissa/train.h"
+#include "trainer/gpt.h"
+#include "trainer/text.h"
+
+namespace mantissa::trainer {
+
+// A precision mode's storage (docs/training_gpt.md, "Precision modes").
+Precision precision_of(train::Mode mode);
+
+struct GptTrainOptions {
+  GptConfig model;
+  int64_t steps = 300;
+  int64_t batch_size = 16;     // sequences per step
+  int64_t eval_every = 50;     // and after the last step
+  int64_t eval_windows = 128;  // validation windows (evenly spaced over the split)
+  float lr = 3e-3f;            // peak, after warmup
+  double min_lr_ratio = 0.1;   // the cosine ends at lr * this
+  int64_t warmup = -1;         // steps of linear warmup; -1: steps / 20 (at least 1)
+  float weight_decay = 0.1f;   // AdamW's, on matrices only
+  float beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f;
+  double clip = 1.0;  // global L2 norm; 0: no clipping
+  int64_t scale_growth_interval = 100;
+  uint64_t seed = 0;  // initial weights, batches, stochastic rounding
+  Status validate() const;
+  // The learning rate of step t (0-based): computed in double, rounded once to fp32.
+  float lr_at(int64_t t) const;
+};
+
+struct GptEval {
+  int64_t step = 0;
+  double val_loss = 0.0, val_bpb = 0.0;  // nats per byte, bits per byte
+  double train_loss = 0.0;               // mean of the steps since the previous evaluation
+  float loss_scale = 1.0f;
+  int64_t skipped_steps = 0;
+};
+
+struct GptStep {
+  int64_t step = 0, steps = 0;  // 1-based
+  double loss = 0.0;
+  float lr = 0.0f, loss_scale = 1.0f;
+  int64_t skipped_steps = 0;
+};
+
+struct GptResult {
+  std::string mode;
+  std::vector<GptEval> evals;
+  int64_t steps = 0;
+  double val_loss = 0.0, val_bpb = 0.0, train_loss = 0.0;
+  int64_t skipped_steps = 0, overflow_steps = 0, findings = 0;
+  double step_time_s = 0.0;  // median seconds per optimizer step (evaluation excluded)
+  int64_t params = 0, state_bytes = 0;
+  double grad_underflow = 0.0;   // gradient values rounded to c that became zero, of all rounded
+  double stalled_updates = 0.0;  // weights an applied step left bit for bit unchanged
+  std::vector<amp::ScaleChange> scale_changes;  // the loss scaler's trajectory
+  float final_scale = 1.0f;
+  std::string digest;
+};
+
+struct GptCallbacks {
+  std::function<void(const GptStep&)> on_step;
+  std::function<void(const GptEval&)> on_eval;
+  std::function<void(int64_t step, const amp::AnomalyReport&)> on_anomaly;
+};
+
+Status train_gpt(const TextCorpus& corpus, train::Mode mode, const GptTrainOptions& options,
+                 const GptCallbacks& callbacks, GptResult* result);
+
+// The mean validation loss (nats per byte) of a model over the options' validation windows.
+Status evaluate_gpt(Gpt& model, const TextCorpus& corpus, const GptTrainOptions& options,
+                    double* loss);
+
+}  // namespace mantissa::trainer

@@ -1,0 +1,107 @@
+// The layer graph (graph.h).
+#include "trainer/graph.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace mantissa::trainer {
+
+const float* Parameter::weights_f32(Tensor* scratch) const {
+  if (var.dtype() == DType::kFloat32) return var.f32();
+  scratch->ensure(DType::kFloat32, var.shape());
+  widen(var.data(), var.dtype(), scratch->f32(), var.numel());
+  return scratch->f32();
+}
+
+void Parameter::add_grad(const float* g, UnderflowCount* count) {
+  const int64_t n = var.numel();
+  if (users == 1) {
+    narrow(g, grad.dtype(), grad.data(), n, count);
+    return;
+  }
+  if (seen_ == 0) {
+    sum_.ensure(DType::kFloat32, var.shape());
+    std::memcpy(sum_.f32(), g, static_cast<std::size_t>(n) * sizeof(float));
+  } else {
+    accumulate(g, DType::kFloat32, sum_.f32(), n);
+  }
+  if (++seen_ == users) narrow(sum_.f32(), grad.dtype(), grad.data(), n, count);
+}
+
+void Layer::give_grad(Value& v, const Tensor& g) {
+  if (!v.has_grad) {
+    v.grad.ensure(g.dtype(), g.shape());
+    std::memcpy(v.grad.data(), g.data(), static_cast<std::size_t>(g.bytes()));
+    v.has_grad = true;
+    return;
+  }
+  const int64_t n = v.grad.numel();
+  if (v.grad.dtype() == DType::kFloat32) {
+    accumulate(g.data(), g.dtype(), v.grad.f32(), n);
+    return;
+  }
+  std::vector<float> sum(static_cast<std::size_t>(n));
+  widen(v.grad.data(), v.grad.dtype(), sum.data(), n);
+  accumulate(g.data(), g.dtype(), sum.data(), n);
+  narrow(sum.data(), v.grad.dtype(), v.grad.data(), n);
+}
+
+Tensor* Layer::grad_target(Value& v, Tensor* scratch, DType dtype, std::vector<int64_t> shape) {
+  Tensor* t = v.has_grad ? scratch : &v.grad;
+  t->ensure(dtype, std::move(shape));
+  return t;
+}
+
+void Layer::give_grad_from(Value& v, Tensor* target) {
+  if (target == &v.grad) {
+    v.has_grad = true;
+  } else {
+    give_grad(v, *target);
+  }
+}
+
+int Graph::add_input(std::string name) {
+  values_.push_back(std::make_unique<Value>());
+  values_.back()->name = std::move(name);
+  return static_cast<int>(values_.size() - 1);
+}
+
+std::vector<int> Graph::add(std::unique_ptr<Layer> layer, std::vector<int> inputs,
+                            std::vector<std::string> outputs) {
+  Node node;
+  node.layer = std::move(layer);
+  for (int id : inputs) node.in.push_back(&value(id));
+  std::vector<int> ids;
+  for (std::string& name : outputs) {
+    ids.push_back(add_input(std::move(name)));
+    node.out.push_back(&value(ids.back()));
+  }
+  nodes_.push_back(std::move(node));
+  return ids;
+}
+
+int Graph::find(const std::string& name) const {
+  for (std::size_t i = 0; i < values_.size(); ++i) {
+    if (values_[i]->name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+Status Graph::forward(const Context& ctx) {
+  for (Node& n : nodes_) {
+    Status st = n.layer->forward(ctx, n.in, n.out);
+    if (!st.ok()) return st;
+  }
+  return {};
+}
+
+Status Graph::backward(const Context& ctx) {
+  for (auto& v : values_) v->has_grad = false;
+  for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
+    Status st = it->layer->backward(ctx, it->in, it->out);
+    if (!st.ok()) return st;
+  }
+  return {};
+}
+
+}  // namespace mantissa::trainer

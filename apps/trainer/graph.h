@@ -1,0 +1,132 @@
+// The trainer's model as a small layer graph: values (activations and their gradients), layers
+// (forward, backward, the parameters they use) and a graph that runs them in order and back.
+//
+// A layer reads its input values and writes its output values; backward reads the outputs'
+// gradients and adds its contribution to the inputs' gradients (the first contribution is
+// written, later ones added in fp32 in the graph's reverse order, so a value read by several
+// layers, the residual stream, gets the same bits every run). A layer that uses a parameter adds
+// its gradient the same way (Parameter::add_grad): a tied embedding sums the head's and the
+// lookup's contributions in fp32 before the one rounding to the gradient's dtype.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "mantissa/optim.h"
+#include "trainer/tensor.h"
+
+namespace mantissa::trainer {
+
+// What a precision mode stores where (docs/training_gpt.md has the full map).
+struct Precision {
+  DType compute = DType::kFloat32;                     // c: GEMM operands, activations, gradients
+  bool master = false;                                 // fp32 master weights with a c working copy
+  WeightRounding rounding = WeightRounding::kNearest;  // bf16 weights without master
+  bool loss_scaling = false;
+  // The dtype of the optimizer's var: fp32 with master weights (and in fp32 mode), else c.
+  DType var_dtype() const { return master ? DType::kFloat32 : compute; }
+};
+
+struct Parameter {
+  std::string name;
+  bool decay = false;   // AdamW's weight decay applies (matrices; not embeddings nor norms)
+  Tensor var;           // what the optimizer updates: fp32, or c without master weights
+  Tensor working;       // master weights only: the c copy the passes read
+  Tensor grad;          // c
+  Tensor m, v;          // optimizer state, var's dtype
+  Tensor compensation;  // Kahan rounding only: bf16
+  WeightRounding rounding = WeightRounding::kNearest;
+  int users = 1;  // layers that add a gradient (2 for a tied embedding)
+
+  // The c weights the passes read.
+  const Tensor& weights() const { return working.empty() ? var : working; }
+  // The weights in fp32: var itself when it is fp32, else widened into `scratch`.
+  const float* weights_f32(Tensor* scratch) const;
+  // Adds one layer's gradient (fp32, var's shape). With one user it is rounded straight into
+  // grad; with several, summed in fp32 in call order and rounded once after the last.
+  void add_grad(const float* g, UnderflowCount* count);
+  void begin_backward() { seen_ = 0; }
+  int64_t state_bytes() const {
+    return var.bytes() + working.bytes() + m.bytes() + v.bytes() + compensation.bytes();
+  }
+
+ private:
+  Tensor sum_;
+  int seen_ = 0;
+};
+
+// An activation and its gradient. The gradient's dtype is the producing layer's choice (fp32 for
+// the residual stream, c elsewhere); has_grad says whether any layer has written it in this
+// backward pass (none: the gradient is zero).
+struct Value {
+  std::string name;
+  Tensor data;
+  Tensor grad;
+  bool has_grad = false;
+};
+
+// What a pass needs besides the values: the batch, the targets, the loss scale, the counters.
+struct Context {
+  int64_t batch = 0, context = 0;    // sequences and tokens per sequence: rows = batch * context
+  const int32_t* tokens = nullptr;   // [rows]
+  const int32_t* targets = nullptr;  // [rows]
+  float loss_scale = 1.0f;           // the gradient computed is that of loss * loss_scale
+  int64_t grad_rows = 0;             // the rows the loss's mean divides by; 0: this batch's
+  UnderflowCount* underflow = nullptr;
+  int64_t rows() const { return batch * context; }
+};
+
+class Layer {
+ public:
+  explicit Layer(std::string name) : name_(std::move(name)) {}
+  virtual ~Layer() = default;
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+  const std::string& name() const { return name_; }
+  virtual Status forward(const Context& ctx, std::span<Value* const> in,
+                         std::span<Value* const> out) = 0;
+  virtual Status backward(const Context& ctx, std::span<Value* const> in,
+                          std::span<Value* const> out) = 0;
+
+ protected:
+  // Hands the gradient `g` of value `v` back: written when v has none yet, otherwise added
+  // (fp32 addition, rounded once to v's gradient dtype).
+  static void give_grad(Value& v, const Tensor& g);
+  // Where a layer may write v's gradient directly (of `dtype` and `shape`): v.grad itself when
+  // nothing has been written yet, else `scratch`; give_grad_from() then finishes.
+  static Tensor* grad_target(Value& v, Tensor* scratch, DType dtype, std::vector<int64_t> shape);
+  static void give_grad_from(Value& v, Tensor* target);
+
+ private:
+  std::string name_;
+};
+
+class Graph {
+ public:
+  // A value no layer produces (filled by the caller), and its id.
+  int add_input(std::string name);
+  // Adds a layer reading `inputs` and producing one value per output name; returns their ids.
+  std::vector<int> add(std::unique_ptr<Layer> layer, std::vector<int> inputs,
+                       std::vector<std::string> outputs);
+  Value& value(int id) { return *values_[static_cast<std::size_t>(id)]; }
+  const Value& value(int id) const { return *values_[static_cast<std::size_t>(id)]; }
+  int find(const std::string& name) const;  // -1 when absent
+  std::size_t layers() const { return nodes_.size(); }
+  const Layer& layer(std::size_t i) const { return *nodes_[i].layer; }
+
+  Status forward(const Context& ctx);
+  // Every layer's backward, last to first (the last layer, the loss, starts the pass).
+  Status backward(const Context& ctx);
+
+ private:
+  struct Node {
+    std::unique_ptr<Layer> layer;
+    std::vector<Value*> in, out;
+  };
+  std::vector<std::unique_ptr<Value>> values_;
+  std::vector<Node> nodes_;
+};
+
+}  // namespace mantissa::trainer

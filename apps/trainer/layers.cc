@@ -1,0 +1,504 @@
+// The trainer's layers (layers.h).
+#include "trainer/layers.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "mantissa/ops/add_rms_norm.h"
+#include "mantissa/ops/cross_entropy_loss.h"
+#include "mantissa/ops/gelu.h"
+#include "mantissa/ops/layer_norm.h"
+#include "mantissa/ops/layer_norm_grad.h"
+#include "mantissa/ops/matmul.h"
+#include "mantissa/ops/rms_norm.h"
+#include "mantissa/ops/rms_norm_grad.h"
+#include "mantissa/ops/softmax.h"
+#include "mantissa/ops/softmax_grad.h"
+#include "mantissa/ops/swi_glu.h"
+
+namespace mantissa::trainer {
+
+namespace {
+
+Status product(const TensorView& a, const TensorView& b, bool ta, bool tb, const TensorView& out) {
+  MatmulParams p;
+  p.transpose_self = ta;
+  p.transpose_mat2 = tb;
+  return matmul({.self = a, .mat2 = b, .out = out}, p);
+}
+
+TensorView f32_view(const float* data, std::initializer_list<int64_t> shape) {
+  return TensorView(const_cast<float*>(data), DType::kFloat32,
+                    std::span<const int64_t>(shape.begin(), shape.size()));
+}
+
+// A fp32 gradient handed to v as `dtype`: rounded once (counting underflows) into v's gradient.
+// An fp32 `g32` is moved into an empty gradient (its storage swapped), not copied.
+void give_rounded(Value& v, Tensor* g32_tensor, DType dtype, Tensor* scratch,
+                  UnderflowCount* count) {
+  const Tensor& g32 = *g32_tensor;
+  if (dtype == DType::kFloat32) {
+    if (!v.has_grad) {
+      std::swap(v.grad, *g32_tensor);
+      v.has_grad = true;
+    } else {
+      accumulate(g32.data(), DType::kFloat32, v.grad.f32(), g32.numel());
+    }
+    return;
+  }
+  Tensor* t = v.has_grad ? scratch : &v.grad;
+  t->ensure(dtype, g32.shape());
+  narrow(g32.f32(), dtype, t->data(), g32.numel(), count);
+  if (t == &v.grad) {
+    v.has_grad = true;
+  } else {
+    std::vector<float> sum(static_cast<std::size_t>(g32.numel()));
+    widen(v.grad.data(), dtype, sum.data(), g32.numel());
+    accumulate(t->data(), dtype, sum.data(), g32.numel());
+    narrow(sum.data(), dtype, v.grad.data(), g32.numel());
+  }
+}
+
+}  // namespace
+
+// ---- Embedding -------------------------------------------------------------------------------
+
+Embedding::Embedding(std::string name, Parameter* wte, Parameter* wpe)
+    : Layer(std::move(name)), wte_(wte), wpe_(wpe) {}
+
+Status Embedding::forward(const Context& ctx, std::span<Value* const>,
+                          std::span<Value* const> out) {
+  const int64_t d = wte_->var.shape()[1], rows = ctx.rows();
+  const float* te = wte_->weights_f32(&wte32_);
+  const float* pe = wpe_->weights_f32(&wpe32_);
+  Tensor& y = out[0]->data;
+  y.ensure(DType::kFloat32, {rows, d});
+  float* dst = y.f32();
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* a = te + static_cast<int64_t>(ctx.tokens[r]) * d;
+    const float* b = pe + (r % ctx.context) * d;
+    for (int64_t j = 0; j < d; ++j) dst[r * d + j] = a[j] + b[j];
+  }
+  return {};
+}
+
+Status Embedding::backward(const Context& ctx, std::span<Value* const>,
+                           std::span<Value* const> out) {
+  const int64_t d = wte_->var.shape()[1], rows = ctx.rows();
+  dwte_.reset(DType::kFloat32, wte_->var.shape());
+  dwpe_.reset(DType::kFloat32, wpe_->var.shape());
+  if (out[0]->has_grad) {
+    const float* g = out[0]->grad.f32();
+    float* dt = dwte_.f32();
+    float* dp = dwpe_.f32();
+    for (int64_t r = 0; r < rows; ++r) {  // rows in order: a fixed summation order
+      float* a = dt + static_cast<int64_t>(ctx.tokens[r]) * d;
+      float* b = dp + (r % ctx.context) * d;
+      for (int64_t j = 0; j < d; ++j) {
+        a[j] += g[r * d + j];
+        b[j] += g[r * d + j];
+      }
+    }
+  }
+  wte_->add_grad(dwte_.f32(), ctx.underflow);
+  wpe_->add_grad(dwpe_.f32(), ctx.underflow);
+  return {};
+}
+
+// ---- Linear ----------------------------------------------------------------------------------
+
+Linear::Linear(std::string name, Parameter* weight, DType out_dtype, bool transposed)
+    : Layer(std::move(name)), w_(weight), out_dtype_(out_dtype), transposed_(transposed) {}
+
+Status Linear::forward(const Context&, std::span<Value* const> in, std::span<Value* const> out) {
+  const Tensor& x = in[0]->data;
+  const Tensor& w = w_->weights();
+  const int64_t n = transposed_ ? w.shape()[0] : w.shape()[1];
+  Tensor& y = out[0]->data;
+  y.ensure(out_dtype_, {x.shape()[0], n});
+  return product(x.view(), w.view(), false, transposed_, y.view());
+}
+
+Status Linear::backward(const Context& ctx, std::span<Value* const> in,
+                        std::span<Value* const> out) {
+  const Tensor& x = in[0]->data;
+  const Tensor& w = w_->weights();
+  const DType c = x.dtype();
+  Value& y = *out[0];
+  if (!y.has_grad) y.grad.reset(out_dtype_, y.data.shape());
+  // The gradient of y as the products read it: c.
+  const Tensor* dy = &y.grad;
+  if (y.grad.dtype() != c) {
+    cast(y.grad, c, &dy_, ctx.underflow);
+    dy = &dy_;
+  }
+  // dx = dy @ W^T (or dy @ W), in fp32, rounded once to c.
+  dx32_.ensure(DType::kFloat32, x.shape());
+  TRAINER_TRY(product(dy->view(), w.view(), false, !transposed_, dx32_.view()));
+  give_rounded(*in[0], &dx32_, c, &scratch_, ctx.underflow);
+  // dW = x^T @ dy (W [in, out]) or dy^T @ x (W [out, in]).
+  dw32_.ensure(DType::kFloat32, w.shape());
+  if (transposed_) {
+    TRAINER_TRY(product(dy->view(), x.view(), true, false, dw32_.view()));
+  } else {
+    TRAINER_TRY(product(x.view(), dy->view(), true, false, dw32_.view()));
+  }
+  w_->add_grad(dw32_.f32(), ctx.underflow);
+  return {};
+}
+
+// ---- LayerNorm -------------------------------------------------------------------------------
+
+LayerNormLayer::LayerNormLayer(std::string name, Parameter* weight, Parameter* bias, DType compute)
+    : Layer(std::move(name)), w_(weight), b_(bias), compute_(compute) {}
+
+Status LayerNormLayer::forward(const Context&, std::span<Value* const> in,
+                               std::span<Value* const> out) {
+  const Tensor& x = in[0]->data;
+  const int64_t rows = x.shape()[0], d = x.shape()[1];
+  const float* w = w_->weights_f32(&w32_);
+  const float* b = b_->weights_f32(&b32_);
+  Tensor& y = out[0]->data;
+  y.ensure(compute_, {rows, d});
+  Tensor* y32 = compute_ == DType::kFloat32 ? &y : &y32_;
+  y32->ensure(DType::kFloat32, {rows, d});
+  mean_.ensure(DType::kFloat32, {rows});
+  rstd_.ensure(DType::kFloat32, {rows});
+  LayerNormTensors t{.input = x.view(),
+                     .weight = f32_view(w, {d}),
+                     .bias = f32_view(b, {d}),
+                     .out = y32->view(),
+                     .mean = mean_.view(),
+                     .rstd = rstd_.view()};
+  LayerNormParams p;
+  p.normalized_shape = {d};
+  p.eps = 1e-5;
+  TRAINER_TRY(layer_norm(t, p));
+  if (y32 != &y) narrow(y32->f32(), compute_, y.data(), y.numel());
+  return {};
+}
+
+Status LayerNormLayer::backward(const Context& ctx, std::span<Value* const> in,
+                                std::span<Value* const> out) {
+  const Tensor& x = in[0]->data;
+  const int64_t d = x.shape()[1];
+  Value& y = *out[0];
+  if (!y.has_grad) y.grad.reset(compute_, y.data.shape());
+  cast(y.grad, DType::kFloat32, &dy32_);
+  const float* w = w_->weights_f32(&w32_);
+  dx_.ensure(DType::kFloat32, x.shape());
+  dw_.ensure(DType::kFloat32, {d});
+  db_.ensure(DType::kFloat32, {d});
+  LayerNormGradTensors t{.dy = dy32_.view(),
+                         .input = x.view(),
+                         .mean = mean_.view(),
+                         .rstd = rstd_.view(),
+                         .weight = f32_view(w, {d}),
+                         .bias = std::nullopt,
+                         .dx = dx_.view(),
+                         .dweight = dw_.view(),
+                         .dbias = db_.view()};
+  LayerNormGradParams p;
+  p.normalized_shape = {d};
+  TRAINER_TRY(layer_norm_grad(t, p));
+  give_grad(*in[0], dx_);
+  w_->add_grad(dw_.f32(), ctx.underflow);
+  b_->add_grad(db_.f32(), ctx.underflow);
+  return {};
+}
+
+// ---- RmsNorm and AddRmsNorm ------------------------------------------------------------------
+
+RmsNormLayer::RmsNormLayer(std::string name, Parameter* gamma, DType compute, bool add)
+    : Layer(std::move(name)), g_(gamma), compute_(compute), add_(add) {}
+
+Status RmsNormLayer::forward(const Context&, std::span<Value* const> in,
+                             std::span<Value* const> out) {
+  const Tensor& a = in[0]->data;
+  const int64_t rows = a.shape()[0], d = a.shape()[1];
+  const float* g = g_->weights_f32(&g32_);
+  Tensor& y = out[add_ ? 1 : 0]->data;
+  y.ensure(compute_, {rows, d});
+  Tensor* y32 = compute_ == DType::kFloat32 ? &y : &y32_;
+  y32->ensure(DType::kFloat32, {rows, d});
+  rstd_.ensure(DType::kFloat32, {rows});
+  if (add_) {
+    Tensor& sum = out[0]->data;
+    sum.ensure(DType::kFloat32, {rows, d});
+    AddRmsNormTensors t{.x1 = a.view(),
+                        .x2 = in[1]->data.view(),
+                        .gamma = f32_view(g, {d}),
+                        .y = y32->view(),
+                        .rstd = rstd_.view(),
+                        .x = sum.view()};
+    TRAINER_TRY(add_rms_norm(t, {.epsilon = 1e-6}));
+  } else {
+    RmsNormTensors t{
+        .x = a.view(), .gamma = f32_view(g, {d}), .y = y32->view(), .rstd = rstd_.view()};
+    TRAINER_TRY(rms_norm(t, {.epsilon = 1e-6}));
+  }
+  if (y32 != &y) narrow(y32->f32(), compute_, y.data(), y.numel());
+  return {};
+}
+
+Status RmsNormLayer::backward(const Context& ctx, std::span<Value* const> in,
+                              std::span<Value* const> out) {
+  const Tensor& x = add_ ? out[0]->data : in[0]->data;
+  const int64_t d = x.shape()[1];
+  Value& y = *out[add_ ? 1 : 0];
+  if (!y.has_grad) y.grad.reset(compute_, y.data.shape());
+  cast(y.grad, DType::kFloat32, &dy32_);
+  const float* g = g_->weights_f32(&g32_);
+  dx_.ensure(DType::kFloat32, x.shape());
+  dg_.ensure(DType::kFloat32, {d});
+  RmsNormGradTensors t{.dy = dy32_.view(),
+                       .x = x.view(),
+                       .rstd = rstd_.view(),
+                       .gamma = f32_view(g, {d}),
+                       .dx = dx_.view(),
+                       .dgamma = dg_.view()};
+  TRAINER_TRY(rms_norm_grad(t, {}));
+  g_->add_grad(dg_.f32(), ctx.underflow);
+  if (add_) {
+    // The sum's gradient: what its readers gave (in the graph's order), plus the norm's.
+    if (out[0]->has_grad) {
+      const float* s = out[0]->grad.f32();
+      float* dx = dx_.f32();
+      for (int64_t i = 0; i < dx_.numel(); ++i) dx[i] = s[i] + dx[i];
+    }
+    give_grad(*in[0], dx_);
+    give_grad(*in[1], dx_);
+  } else {
+    give_grad(*in[0], dx_);
+  }
+  return {};
+}
+
+// ---- Add -------------------------------------------------------------------------------------
+
+Status Add::forward(const Context&, std::span<Value* const> in, std::span<Value* const> out) {
+  const Tensor& a = in[0]->data;
+  const Tensor& b = in[1]->data;
+  Tensor& y = out[0]->data;
+  y.ensure(DType::kFloat32, a.shape());
+  const float* pa = a.f32();
+  const float* pb = b.f32();
+  float* py = y.f32();
+  for (int64_t i = 0; i < a.numel(); ++i) py[i] = pa[i] + pb[i];
+  return {};
+}
+
+Status Add::backward(const Context&, std::span<Value* const> in, std::span<Value* const> out) {
+  if (!out[0]->has_grad) return {};
+  give_grad(*in[0], out[0]->grad);
+  give_grad(*in[1], out[0]->grad);
+  return {};
+}
+
+// ---- Attention -------------------------------------------------------------------------------
+
+Attention::Attention(std::string name, int64_t heads, DType compute)
+    : Layer(std::move(name)), heads_(heads), compute_(compute) {}
+
+namespace {
+
+// The strided view of one of q, k, v (part 0, 1, 2) of qkv [B*T, 3d] as [B, H, T, dh].
+TensorView head_view(const Tensor& qkv, int part, int64_t B, int64_t T, int64_t H) {
+  const int64_t d3 = qkv.shape()[1], d = d3 / 3, dh = d / H;
+  const std::size_t es = dtype_size(qkv.dtype());
+  auto* base = static_cast<unsigned char*>(const_cast<void*>(qkv.data())) + part * d * es;
+  const int64_t shape[4] = {B, H, T, dh};
+  const int64_t strides[4] = {T * d3, dh, d3, 1};
+  return TensorView(base, qkv.dtype(), shape, strides);
+}
+
+// dst[B*T, width] columns [offset + h*dh, ...) <- src [B, H, T, dh] (contiguous), or back.
+void heads_to_rows(const Tensor& src, Tensor* dst, int64_t offset, int64_t B, int64_t T, int64_t H,
+                   int64_t dh) {
+  const int64_t width = dst->shape()[1];
+  const std::size_t es = dtype_size(src.dtype());
+  const auto* s = static_cast<const unsigned char*>(src.data());
+  auto* t = static_cast<unsigned char*>(dst->data());
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t h = 0; h < H; ++h) {
+      for (int64_t i = 0; i < T; ++i) {
+        std::memcpy(t + ((b * T + i) * width + offset + h * dh) * es,
+                    s + (((b * H + h) * T + i) * dh) * es, dh * es);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Status Attention::forward(const Context& ctx, std::span<Value* const> in,
+                          std::span<Value* const> out) {
+  const Tensor& qkv = in[0]->data;
+  const int64_t B = ctx.batch, T = ctx.context, H = heads_;
+  const int64_t d = qkv.shape()[1] / 3, dh = d / H;
+  p32_.ensure(DType::kFloat32, {B, H, T, T});
+  TRAINER_TRY(
+      product(head_view(qkv, 0, B, T, H), head_view(qkv, 1, B, T, H), false, true, p32_.view()));
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dh)));
+  float* s = p32_.f32();
+  for (int64_t bh = 0; bh < B * H; ++bh) {
+    for (int64_t i = 0; i < T; ++i) {
+      float* row = s + (bh * T + i) * T;
+      for (int64_t j = 0; j <= i; ++j) row[j] = row[j] * scale;
+      for (int64_t j = i + 1; j < T; ++j) row[j] = -std::numeric_limits<float>::infinity();
+    }
+  }
+  TRAINER_TRY(softmax({.self = p32_.view(), .out = p32_.view()}, {.dim = -1}));
+  const Tensor* pc = &p32_;
+  if (compute_ != DType::kFloat32) {
+    cast(p32_, compute_, &pc_);
+    pc = &pc_;
+  }
+  o_.ensure(compute_, {B, H, T, dh});
+  TRAINER_TRY(product(pc->view(), head_view(qkv, 2, B, T, H), false, false, o_.view()));
+  Tensor& y = out[0]->data;
+  y.ensure(compute_, {B * T, d});
+  heads_to_rows(o_, &y, 0, B, T, H, dh);
+  return {};
+}
+
+Status Attention::backward(const Context& ctx, std::span<Value* const> in,
+                           std::span<Value* const> out) {
+  const Tensor& qkv = in[0]->data;
+  const int64_t B = ctx.batch, T = ctx.context, H = heads_;
+  const int64_t d = qkv.shape()[1] / 3, dh = d / H;
+  Value& y = *out[0];
+  if (!y.has_grad) y.grad.reset(compute_, y.data.shape());
+  // dO as [B, H, T, dh], a strided view of the rows.
+  const int64_t oshape[4] = {B, H, T, dh};
+  const int64_t ostrides[4] = {T * d, dh, d, 1};
+  const TensorView dO(y.grad.data(), compute_, oshape, ostrides);
+  const Tensor* pc = compute_ == DType::kFloat32 ? &p32_ : &pc_;
+
+  Tensor* dqkv = grad_target(*in[0], &dy_, compute_, {B * T, 3 * d});
+  part32_.ensure(DType::kFloat32, {B, H, T, dh});
+  auto store = [&](int part) {
+    const Tensor* src = &part32_;
+    if (compute_ != DType::kFloat32) {
+      cast(part32_, compute_, &partc_, ctx.underflow);
+      src = &partc_;
+    }
+    heads_to_rows(*src, dqkv, part * d, B, T, H, dh);
+  };
+  // dV = P^T dO
+  TRAINER_TRY(product(pc->view(), dO, true, false, part32_.view()));
+  store(2);
+  // dP = dO V^T; dS = SoftmaxGrad(dP, P) * scale
+  dp_.ensure(DType::kFloat32, {B, H, T, T});
+  TRAINER_TRY(product(dO, head_view(qkv, 2, B, T, H), false, true, dp_.view()));
+  ds_.ensure(DType::kFloat32, {B, H, T, T});
+  TRAINER_TRY(
+      softmax_grad({.grad_output = dp_.view(), .output = p32_.view(), .out = ds_.view()}, {}));
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dh)));
+  float* ds = ds_.f32();
+  for (int64_t i = 0; i < ds_.numel(); ++i) ds[i] = ds[i] * scale;
+  const Tensor* dsc = &ds_;
+  if (compute_ != DType::kFloat32) {
+    cast(ds_, compute_, &dsc_, ctx.underflow);
+    dsc = &dsc_;
+  }
+  // dQ = dS K, dK = dS^T Q
+  TRAINER_TRY(product(dsc->view(), head_view(qkv, 1, B, T, H), false, false, part32_.view()));
+  store(0);
+  TRAINER_TRY(product(dsc->view(), head_view(qkv, 0, B, T, H), true, false, part32_.view()));
+  store(1);
+  give_grad_from(*in[0], dqkv);
+  return {};
+}
+
+// ---- GELU and SwiGLU -------------------------------------------------------------------------
+
+Status Gelu::forward(const Context&, std::span<Value* const> in, std::span<Value* const> out) {
+  const Tensor& x = in[0]->data;
+  out[0]->data.ensure(x.dtype(), x.shape());
+  return gelu({.self = x.view(), .out = out[0]->data.view()});
+}
+
+Status Gelu::backward(const Context& ctx, std::span<Value* const> in, std::span<Value* const> out) {
+  const Tensor& x = in[0]->data;
+  Value& y = *out[0];
+  if (!y.has_grad) y.grad.reset(x.dtype(), x.shape());
+  dx32_.ensure(DType::kFloat32, x.shape());
+  TRAINER_TRY(
+      gelu_backward({.grad_output = y.grad.view(), .self = x.view(), .grad_input = dx32_.view()}));
+  give_rounded(*in[0], &dx32_, x.dtype(), &scratch_, ctx.underflow);
+  return {};
+}
+
+Status SwiGluLayer::forward(const Context&, std::span<Value* const> in,
+                            std::span<Value* const> out) {
+  const Tensor& x = in[0]->data;
+  out[0]->data.ensure(x.dtype(), {x.shape()[0], x.shape()[1] / 2});
+  return swi_glu({.x = x.view(), .out = out[0]->data.view()}, {.dim = -1});
+}
+
+Status SwiGluLayer::backward(const Context&, std::span<Value* const> in,
+                             std::span<Value* const> out) {
+  const Tensor& x = in[0]->data;
+  Value& y = *out[0];
+  if (!y.has_grad) y.grad.reset(x.dtype(), y.data.shape());
+  Tensor* dx = grad_target(*in[0], &scratch_, x.dtype(), x.shape());
+  TRAINER_TRY(
+      swi_glu_grad({.y_grad = y.grad.view(), .x = x.view(), .out = dx->view()}, {.dim = -1}));
+  give_grad_from(*in[0], dx);
+  return {};
+}
+
+// ---- Cross-entropy ---------------------------------------------------------------------------
+
+Status CrossEntropy::forward(const Context& ctx, std::span<Value* const> in,
+                             std::span<Value* const> out) {
+  const Tensor& logits = in[0]->data;
+  const int64_t rows = logits.shape()[0];
+  Tensor& loss = out[0]->data;
+  loss.ensure(DType::kFloat32, {1});
+  log_prob_.ensure(DType::kFloat32, logits.shape());
+  zloss_.ensure(DType::kFloat32, {1});
+  lse_.ensure(DType::kFloat32, {rows});
+  const int64_t tshape[1] = {rows};
+  CrossEntropyLossTensors t{
+      .input = logits.view(),
+      .target = TensorView(const_cast<int32_t*>(ctx.targets), DType::kInt32, tshape),
+      .weight = std::nullopt,
+      .loss = loss.view(),
+      .log_prob = log_prob_.view(),
+      .zloss = zloss_.view(),
+      .lse_for_zloss = lse_.view()};
+  const uint64_t bytes = cross_entropy_loss_workspace_size(t);
+  scratch_.ensure(DType::kFloat32, {static_cast<int64_t>((bytes + 3) / 4)});
+  return cross_entropy_loss(t, {}, {.data = scratch_.data(), .size = bytes});
+}
+
+Status CrossEntropy::backward(const Context& ctx, std::span<Value* const> in,
+                              std::span<Value* const>) {
+  const int64_t rows = in[0]->data.shape()[0];
+  // The gradient of loss * scale with the mean over grad_rows rows (this batch's by default): a
+  // sum whose per-row weight is fp32(scale / rows), the same bits however the rows are sharded.
+  const int64_t over = ctx.grad_rows > 0 ? ctx.grad_rows : rows;
+  float g = static_cast<float>(static_cast<double>(ctx.loss_scale) / static_cast<double>(over));
+  const int64_t tshape[1] = {rows};
+  Tensor* d = grad_target(*in[0], &dlogits_, DType::kFloat32, in[0]->data.shape());
+  CrossEntropyLossGradTensors t{
+      .grad_loss = TensorView(&g, DType::kFloat32, {1}),
+      .log_prob = log_prob_.view(),
+      .target = TensorView(const_cast<int32_t*>(ctx.targets), DType::kInt32, tshape),
+      .weight = std::nullopt,
+      .grad_zloss = std::nullopt,
+      .lse_for_zloss = std::nullopt,
+      .out = d->view()};
+  CrossEntropyLossGradParams p;
+  p.reduction = LossReduction::kSum;
+  const uint64_t bytes = cross_entropy_loss_grad_workspace_size(t, p);
+  scratch_.ensure(DType::kFloat32, {static_cast<int64_t>((bytes + 3) / 4) + 1});
+  TRAINER_TRY(cross_entropy_loss_grad(t, p, {.data = scratch_.data(), .size = bytes}));
+  give_grad_from(*in[0], d);
+  return {};
+}
+
+}  // namespace mantissa::trainer

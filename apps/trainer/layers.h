@@ -1,0 +1,150 @@
+// The layers the trainer's models are built from. Each reads and writes the dtypes its comment
+// states; c is the precision's compute dtype (graph.h). docs/training_gpt.md maps them per mode.
+#pragma once
+
+#include <cstdint>
+
+#include "trainer/graph.h"
+
+namespace mantissa::trainer {
+
+// Token and position embedding: out[r] = wte[tokens[r]] + wpe[r mod context], fp32 [rows, d] (one
+// fp32 addition of the two weights' fp32 values).
+class Embedding final : public Layer {
+ public:
+  Embedding(std::string name, Parameter* wte, Parameter* wpe);
+  Status forward(const Context& ctx, std::span<Value* const> in,
+                 std::span<Value* const> out) override;
+  Status backward(const Context& ctx, std::span<Value* const> in,
+                  std::span<Value* const> out) override;
+
+ private:
+  Parameter *wte_, *wpe_;
+  Tensor wte32_, wpe32_, dwte_, dwpe_;
+};
+
+// y = x @ W (W [in, out]), or x @ W^T (W [out, in], `transposed`: a tied output head). x: c
+// [rows, in]; y: `out_dtype` (c, or fp32 where the result joins the residual stream or the loss).
+// The gradient of x is c; W's is summed in fp32 and rounded once to its gradient's dtype.
+class Linear final : public Layer {
+ public:
+  Linear(std::string name, Parameter* weight, DType out_dtype, bool transposed = false);
+  Status forward(const Context& ctx, std::span<Value* const> in,
+                 std::span<Value* const> out) override;
+  Status backward(const Context& ctx, std::span<Value* const> in,
+                  std::span<Value* const> out) override;
+
+ private:
+  Parameter* w_;
+  DType out_dtype_;
+  bool transposed_;
+  Tensor dy_, dx32_, dw32_, scratch_;
+};
+
+// LayerNorm over the last dim: x fp32 (the residual stream), statistics and y in fp32 (the
+// library's LayerNorm), y rounded once to c. Backward: LayerNormGrad in fp32, dx fp32.
+class LayerNormLayer final : public Layer {
+ public:
+  LayerNormLayer(std::string name, Parameter* weight, Parameter* bias, DType compute);
+  Status forward(const Context& ctx, std::span<Value* const> in,
+                 std::span<Value* const> out) override;
+  Status backward(const Context& ctx, std::span<Value* const> in,
+                  std::span<Value* const> out) override;
+
+ private:
+  Parameter *w_, *b_;
+  DType compute_;
+  Tensor y32_, mean_, rstd_, w32_, b32_, dy32_, dx_, dw_, db_;
+};
+
+// RmsNorm over the last dim (the library's RmsNorm, fp32), y rounded once to c. With two inputs
+// it is AddRmsNorm: x = a + b (fp32, the residual stream's next value, the first output), then y.
+class RmsNormLayer final : public Layer {
+ public:
+  RmsNormLayer(std::string name, Parameter* gamma, DType compute, bool add);
+  Status forward(const Context& ctx, std::span<Value* const> in,
+                 std::span<Value* const> out) override;
+  Status backward(const Context& ctx, std::span<Value* const> in,
+                  std::span<Value* const> out) override;
+
+ private:
+  Parameter* g_;
+  DType compute_;
+  bool add_;
+  Tensor y32_, rstd_, g32_, dy32_, dx_, dg_;
+};
+
+// The residual add: fp32 a + b (one rounding).
+class Add final : public Layer {
+ public:
+  explicit Add(std::string name) : Layer(std::move(name)) {}
+  Status forward(const Context& ctx, std::span<Value* const> in,
+                 std::span<Value* const> out) override;
+  Status backward(const Context& ctx, std::span<Value* const> in,
+                  std::span<Value* const> out) override;
+};
+
+// Causal multi-head self-attention over qkv (c [rows, 3d]: q, k, v, each head's dh columns
+// contiguous) -> c [rows, d]. Scores q k^T in fp32 (the library's batched matmul on strided
+// views of qkv), scaled by fp32(1/sqrt(dh)), masked to -inf above the diagonal, the library's
+// Softmax in fp32; the probabilities rounded to c for the product with v. Backward through
+// SoftmaxGrad in fp32.
+class Attention final : public Layer {
+ public:
+  Attention(std::string name, int64_t heads, DType compute);
+  Status forward(const Context& ctx, std::span<Value* const> in,
+                 std::span<Value* const> out) override;
+  Status backward(const Context& ctx, std::span<Value* const> in,
+                  std::span<Value* const> out) override;
+
+ private:
+  int64_t heads_;
+  DType compute_;
+  Tensor p32_, pc_, o_, dp_, ds_, dsc_, part32_, partc_, dy_;
+};
+
+// GELU, the tanh form (the library's Gelu and GeluBackward), c -> c; the gradient computed in
+// fp32 and rounded once to c.
+class Gelu final : public Layer {
+ public:
+  explicit Gelu(std::string name) : Layer(std::move(name)) {}
+  Status forward(const Context& ctx, std::span<Value* const> in,
+                 std::span<Value* const> out) override;
+  Status backward(const Context& ctx, std::span<Value* const> in,
+                  std::span<Value* const> out) override;
+
+ private:
+  Tensor dx32_, scratch_;
+};
+
+// SwiGLU over the last dim (the library's SwiGlu and SwiGluGrad): c [rows, 2h] -> c [rows, h],
+// swish of the first half times the second.
+class SwiGluLayer final : public Layer {
+ public:
+  explicit SwiGluLayer(std::string name) : Layer(std::move(name)) {}
+  Status forward(const Context& ctx, std::span<Value* const> in,
+                 std::span<Value* const> out) override;
+  Status backward(const Context& ctx, std::span<Value* const> in,
+                  std::span<Value* const> out) override;
+
+ private:
+  Tensor scratch_;
+};
+
+// The mean cross-entropy of fp32 logits [rows, V] against ctx.targets (the library's
+// CrossEntropyLoss; out: fp32 [1]). Backward: CrossEntropyLossGrad with the loss gradient
+// ctx.loss_scale (times rows / grad_rows when the batch is a shard), fp32 [rows, V].
+class CrossEntropy final : public Layer {
+ public:
+  explicit CrossEntropy(std::string name) : Layer(std::move(name)) {}
+  Status forward(const Context& ctx, std::span<Value* const> in,
+                 std::span<Value* const> out) override;
+  Status backward(const Context& ctx, std::span<Value* const> in,
+                  std::span<Value* const> out) override;
+  const Tensor& log_prob() const { return log_prob_; }
+
+ private:
+  Tensor log_prob_, zloss_, lse_, targets_, dlogits_, scratch_;
+};
+
+}  // namespace mantissa::trainer

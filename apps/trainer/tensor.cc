@@ -1,0 +1,127 @@
+// The trainer's tensors and element-wise passes (tensor.h).
+#include "trainer/tensor.h"
+
+#include <cstdio>
+#include <cstring>
+
+#include "mantissa/convert.h"
+
+namespace mantissa::trainer {
+
+namespace {
+
+int64_t count_of(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+}  // namespace
+
+void Tensor::reset(DType dtype, std::vector<int64_t> shape) {
+  ensure(dtype, std::move(shape));
+  std::memset(words_.data(), 0, words_.size() * sizeof(uint32_t));
+}
+
+void Tensor::ensure(DType dtype, std::vector<int64_t> shape) {
+  dtype_ = dtype;
+  numel_ = count_of(shape);
+  shape_ = std::move(shape);
+  const auto words = static_cast<std::size_t>((bytes() + 3) / 4);
+  if (words_.size() < words) words_.resize(words);
+}
+
+void Tensor::release() {
+  shape_.clear();
+  numel_ = 0;
+  words_ = {};
+}
+
+TensorView Tensor::view() const { return view(shape_); }
+
+TensorView Tensor::view(std::span<const int64_t> shape) const {
+  return TensorView(const_cast<uint32_t*>(words_.data()), dtype_, shape);
+}
+
+void widen(const void* src, DType dtype, float* dst, int64_t n) {
+  const auto count = static_cast<std::size_t>(n);
+  switch (dtype) {
+    case DType::kFloat16:
+      convert_fp16_to_fp32(static_cast<const uint16_t*>(src), dst, count);
+      break;
+    case DType::kBFloat16:
+      convert_bf16_to_fp32(static_cast<const uint16_t*>(src), dst, count);
+      break;
+    default:
+      if (src != dst) std::memmove(dst, src, count * sizeof(float));
+      break;
+  }
+}
+
+void narrow(const float* src, DType dtype, void* dst, int64_t n, UnderflowCount* count) {
+  const auto size = static_cast<std::size_t>(n);
+  if (dtype == DType::kFloat32) {
+    if (src != dst) std::memmove(dst, src, size * sizeof(float));
+    return;
+  }
+  auto* bits = static_cast<uint16_t*>(dst);
+  if (dtype == DType::kFloat16) {
+    convert_fp32_to_fp16(src, bits, size);
+  } else {
+    convert_fp32_to_bf16(src, bits, size);
+  }
+  if (count != nullptr) {
+    int64_t under = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      under += static_cast<int64_t>((bits[i] & 0x7FFFu) == 0 && src[i] != 0.0f);
+    }
+    count->values += n;
+    count->underflows += under;
+  }
+}
+
+void cast(const Tensor& src, DType dtype, Tensor* dst, UnderflowCount* count) {
+  dst->ensure(dtype, src.shape());
+  if (src.dtype() == dtype) {
+    std::memcpy(dst->data(), src.data(), static_cast<std::size_t>(src.bytes()));
+  } else if (src.dtype() == DType::kFloat32) {
+    narrow(src.f32(), dtype, dst->data(), src.numel(), count);
+  } else if (dtype == DType::kFloat32) {
+    widen(src.data(), src.dtype(), dst->f32(), src.numel());
+  } else {  // fp16 <-> bf16: through fp32, exact then rounded once
+    std::vector<float> wide(static_cast<std::size_t>(src.numel()));
+    widen(src.data(), src.dtype(), wide.data(), src.numel());
+    narrow(wide.data(), dtype, dst->data(), src.numel(), count);
+  }
+}
+
+void accumulate(const void* src, DType dtype, float* acc, int64_t n) {
+  if (dtype == DType::kFloat32) {
+    const auto* s = static_cast<const float*>(src);
+    for (int64_t i = 0; i < n; ++i) acc[i] += s[i];
+    return;
+  }
+  const auto* s = static_cast<const uint16_t*>(src);
+  if (dtype == DType::kFloat16) {
+    for (int64_t i = 0; i < n; ++i) acc[i] += fp16_bits_to_float(s[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) acc[i] += bf16_bits_to_float(s[i]);
+  }
+}
+
+uint64_t fnv1a(const void* data, std::size_t bytes, uint64_t h) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < bytes; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+std::string hex16(uint64_t h) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+}  // namespace mantissa::trainer

@@ -1,0 +1,353 @@
+// The GPT of `mantissa train --model gpt`: its loss against an independent fp64 forward pass,
+// its gradients against finite differences (every parameter tensor, both MLPs and both norms),
+// the same digest on every SIMD target and thread count in every precision mode, and the
+// corpus checks.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "mantissa/runtime.h"
+#include "target_support.h"
+#include "trainer/gpt.h"
+#include "trainer/gpt_train.h"
+#include "trainer/rng.h"
+#include "trainer/text.h"
+
+namespace mantissa::testing {
+
+namespace {
+
+using trainer::Gpt;
+using trainer::GptConfig;
+using trainer::MlpKind;
+using trainer::NormKind;
+using trainer::Parameter;
+
+GptConfig tiny(MlpKind mlp, NormKind norm, bool tied) {
+  GptConfig c;
+  c.vocab = 256;
+  c.context = 8;
+  c.d_model = 16;
+  c.layers = 2;
+  c.heads = 2;
+  c.mlp = mlp;
+  c.norm = norm;
+  c.tied = tied;
+  return c;
+}
+
+void random_tokens(int64_t n, uint64_t seed, std::vector<int32_t>* tokens,
+                   std::vector<int32_t>* targets) {
+  trainer::Rng rng(seed);
+  tokens->resize(static_cast<std::size_t>(n));
+  targets->resize(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    (*tokens)[i] = static_cast<int32_t>(rng.below(256));
+    (*targets)[i] = static_cast<int32_t>(rng.below(256));
+  }
+}
+
+// ---- An independent forward pass in fp64 (row-major loops, nothing shared with the trainer) ---
+
+using Mat = std::vector<double>;  // row-major
+
+const Parameter& find(const Gpt& m, const std::string& name) {
+  for (const auto& p : m.params()) {
+    if (p->name == name) return *p;
+  }
+  ADD_FAILURE() << "no parameter " << name;
+  return *m.params()[0];
+}
+
+Mat values(const Parameter& p) {
+  Mat v(static_cast<std::size_t>(p.var.numel()));
+  for (int64_t i = 0; i < p.var.numel(); ++i) v[i] = load_as_float(p.var.dtype(), p.var.data(), i);
+  return v;
+}
+
+// a [n, k] @ b [k, m]
+Mat mm(const Mat& a, const Mat& b, int64_t n, int64_t k, int64_t m) {
+  Mat c(static_cast<std::size_t>(n * m), 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t j = 0; j < m; ++j) c[i * m + j] += a[i * k + p] * b[p * m + j];
+  return c;
+}
+
+Mat norm(const Gpt& m, const std::string& name, const Mat& x, int64_t rows, int64_t d) {
+  const bool ln = m.config().norm == NormKind::kLayerNorm;
+  const Mat w = values(find(m, name + ".weight"));
+  const Mat b = ln ? values(find(m, name + ".bias")) : Mat(d, 0.0);
+  Mat y(x.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* row = &x[r * d];
+    double mean = 0.0, sq = 0.0;
+    for (int64_t j = 0; j < d; ++j) mean += row[j];
+    mean = ln ? mean / d : 0.0;
+    for (int64_t j = 0; j < d; ++j) sq += (row[j] - mean) * (row[j] - mean);
+    const double rstd = 1.0 / std::sqrt(sq / d + (ln ? 1e-5 : 1e-6));
+    for (int64_t j = 0; j < d; ++j) y[r * d + j] = (row[j] - mean) * rstd * w[j] + b[j];
+  }
+  return y;
+}
+
+double reference_loss(const Gpt& m, const std::vector<int32_t>& tokens,
+                      const std::vector<int32_t>& targets, int64_t batch) {
+  const GptConfig& c = m.config();
+  const int64_t T = c.context, d = c.d_model, H = c.heads, dh = d / H, rows = batch * T;
+  const Mat wte = values(find(m, "wte")), wpe = values(find(m, "wpe"));
+  Mat x(static_cast<std::size_t>(rows * d));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < d; ++j) x[r * d + j] = wte[tokens[r] * d + j] + wpe[(r % T) * d + j];
+  for (int64_t l = 0; l < c.layers; ++l) {
+    const std::string b = "block" + std::to_string(l) + ".";
+    const Mat qkv =
+        mm(norm(m, b + "norm1", x, rows, d), values(find(m, b + "attn.qkv")), rows, d, 3 * d);
+    Mat att(static_cast<std::size_t>(rows * d), 0.0);
+    for (int64_t s = 0; s < batch; ++s) {
+      for (int64_t h = 0; h < H; ++h) {
+        for (int64_t i = 0; i < T; ++i) {
+          std::vector<double> p(static_cast<std::size_t>(i + 1));
+          double mx = -1e300, sum = 0.0;
+          for (int64_t j = 0; j <= i; ++j) {
+            double dot = 0.0;
+            for (int64_t e = 0; e < dh; ++e) {
+              dot +=
+                  qkv[(s * T + i) * 3 * d + h * dh + e] * qkv[(s * T + j) * 3 * d + d + h * dh + e];
+            }
+            p[j] = dot / std::sqrt(static_cast<double>(dh));
+            mx = std::max(mx, p[j]);
+          }
+          for (double& v : p) sum += (v = std::exp(v - mx));
+          for (int64_t j = 0; j <= i; ++j)
+            for (int64_t e = 0; e < dh; ++e)
+              att[(s * T + i) * d + h * dh + e] +=
+                  p[j] / sum * qkv[(s * T + j) * 3 * d + 2 * d + h * dh + e];
+        }
+      }
+    }
+    const Mat proj = mm(att, values(find(m, b + "attn.proj")), rows, d, d);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] += proj[i];
+    const int64_t hid = c.mlp_hidden(), up = c.mlp == MlpKind::kSwiGlu ? 2 * hid : hid;
+    const Mat u = mm(norm(m, b + "norm2", x, rows, d), values(find(m, b + "mlp.up")), rows, d, up);
+    Mat a(static_cast<std::size_t>(rows * hid));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t j = 0; j < hid; ++j) {
+        if (c.mlp == MlpKind::kGelu) {
+          const double v = u[r * hid + j];
+          a[r * hid + j] =
+              0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+        } else {
+          const double g = u[r * up + j], v = u[r * up + hid + j];
+          a[r * hid + j] = g / (1.0 + std::exp(-g)) * v;
+        }
+      }
+    }
+    const Mat down = mm(a, values(find(m, b + "mlp.down")), rows, hid, d);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] += down[i];
+  }
+  const Mat xf = norm(m, "norm_f", x, rows, d);
+  const Mat head = values(find(m, c.tied ? "wte" : "head"));  // [V, d]
+  double total = 0.0;
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<double> z(static_cast<std::size_t>(c.vocab));
+    double mx = -1e300, sum = 0.0;
+    for (int64_t v = 0; v < c.vocab; ++v) {
+      double dot = 0.0;
+      for (int64_t j = 0; j < d; ++j) dot += xf[r * d + j] * head[v * d + j];
+      z[v] = dot;
+      mx = std::max(mx, dot);
+    }
+    for (double v : z) sum += std::exp(v - mx);
+    total += mx + std::log(sum) - z[targets[r]];
+  }
+  return total / static_cast<double>(rows);
+}
+
+struct Shape {
+  MlpKind mlp;
+  NormKind norm;
+  bool tied;
+};
+
+const Shape kShapes[] = {{MlpKind::kGelu, NormKind::kLayerNorm, true},
+                         {MlpKind::kSwiGlu, NormKind::kRmsNorm, true},
+                         {MlpKind::kGelu, NormKind::kRmsNorm, false},
+                         {MlpKind::kSwiGlu, NormKind::kLayerNorm, false}};
+
+std::string shape_name(const Shape& s) {
+  return std::string(trainer::mlp_name(s.mlp)) + "/" + trainer::norm_name(s.norm) +
+         (s.tied ? "/tied" : "/untied");
+}
+
+// Weights further from their initial values, so that every path carries gradient (the norms'
+// weights away from 1, the biases away from 0).
+void perturb(Gpt& m, uint64_t seed) {
+  trainer::Rng rng(seed);
+  for (auto& p : m.params()) {
+    float* w = p->var.f32();
+    for (int64_t i = 0; i < p->var.numel(); ++i) {
+      // The attention's weights larger still, so that its scores are far from uniform.
+      const double scale = p->var.shape().size() == 1 ? 0.1 : p->name.ends_with("qkv") ? 0.3 : 0.03;
+      w[i] = static_cast<float>(w[i] + scale * rng.normal());
+    }
+  }
+}
+
+}  // namespace
+
+TEST(GptForward, LossMatchesAnIndependentFp64Pass) {
+  for (const Shape& s : kShapes) {
+    SCOPED_TRACE(shape_name(s));
+    Gpt m(tiny(s.mlp, s.norm, s.tied), trainer::precision_of(train::Mode::kFp32), 7);
+    perturb(m, 3);
+    std::vector<int32_t> tokens, targets;
+    random_tokens(3 * 8, 11, &tokens, &targets);
+    double loss = 0.0;
+    ASSERT_TRUE(m.forward(tokens.data(), targets.data(), 3, &loss).ok());
+    const double ref = reference_loss(m, tokens, targets, 3);
+    EXPECT_NEAR(loss, ref, 2e-6 * ref);
+    EXPECT_GT(loss, 1.0);
+  }
+}
+
+TEST(GptBackward, EveryParameterMatchesFiniteDifferences) {
+  for (const Shape& s : kShapes) {
+    SCOPED_TRACE(shape_name(s));
+    Gpt m(tiny(s.mlp, s.norm, s.tied), trainer::precision_of(train::Mode::kFp32), 5);
+    perturb(m, 9);
+    std::vector<int32_t> tokens, targets;
+    random_tokens(2 * 8, 13, &tokens, &targets);
+    double loss = 0.0;
+    ASSERT_TRUE(m.forward(tokens.data(), targets.data(), 2, &loss).ok());
+    ASSERT_TRUE(m.backward(1.0f).ok());
+    trainer::Rng rng(21);
+    for (auto& p : m.params()) {
+      SCOPED_TRACE(p->name);
+      // Single weights picked at random: the analytic change of the loss between w - h and
+      // w + h as fp32 holds them, g * (w+ - w-), against the difference of the fp64 reference
+      // loss (no fp32 rounding in the difference).
+      for (int k = 0; k < 10; ++k) {
+        const int64_t i = rng.below(p->var.numel());
+        float& w = p->var.f32()[i];
+        const float saved = w;
+        const double h = 1e-4 * std::max(1.0, std::abs(static_cast<double>(saved)));
+        const float plus = static_cast<float>(saved + h), minus = static_cast<float>(saved - h);
+        const double analytic = static_cast<double>(p->grad.f32()[i]) *
+                                (static_cast<double>(plus) - static_cast<double>(minus));
+        w = plus;
+        const double up = reference_loss(m, tokens, targets, 2);
+        w = minus;
+        const double down = reference_loss(m, tokens, targets, 2);
+        w = saved;
+        const double numeric = up - down;
+        EXPECT_NEAR(analytic, numeric, 1e-3 * std::abs(numeric) + 1e-11)
+            << "element " << i << ": analytic " << analytic << " numeric " << numeric;
+      }
+    }
+  }
+}
+
+namespace {
+
+trainer::TextCorpus synthetic_corpus() {
+  // Text with structure to learn: words from a small lexicon, drawn from a fixed stream.
+  const char* words[] = {"the ", "cat ", "sat ", "on ", "mat. ", "a ", "dog ", "ran\n"};
+  trainer::Rng rng(1);
+  std::string text;
+  while (text.size() < 6000) text += words[rng.below(8)];
+  trainer::TextCorpus c;
+  c.source = "synthetic";
+  c.train.assign(text.begin(), text.begin() + 5400);
+  c.validation.assign(text.begin() + 5400, text.end());
+  return c;
+}
+
+trainer::GptTrainOptions small_run(MlpKind mlp, NormKind norm) {
+  trainer::GptTrainOptions o;
+  o.model = tiny(mlp, norm, true);
+  o.model.context = 16;
+  o.steps = 4;
+  o.batch_size = 3;
+  o.eval_every = 2;
+  o.eval_windows = 5;
+  o.lr = 1e-2f;
+  o.seed = 3;
+  return o;
+}
+
+}  // namespace
+
+TEST(GptRun, EveryModeGivesTheSameDigestOnEveryTargetAndThreadCount) {
+  ThreadCountGuard guard;
+  const trainer::TextCorpus corpus = synthetic_corpus();
+  for (const Shape& s : {kShapes[0], kShapes[1]}) {
+    const trainer::GptTrainOptions o = small_run(s.mlp, s.norm);
+    for (train::Mode mode : train::all_modes()) {
+      SCOPED_TRACE(shape_name(s) + " " + train::mode_name(mode));
+      trainer::GptResult first;
+      ASSERT_TRUE(trainer::train_gpt(corpus, mode, o, {}, &first).ok());
+      EXPECT_EQ(first.evals.size(), 2u);
+      EXPECT_EQ(first.digest.size(), 16u);
+      EXPECT_TRUE(std::isfinite(first.val_loss));
+      for_each_target([&](const std::string&) {
+        for (int threads : {1, 2, 3}) {
+          ASSERT_TRUE(set_num_threads(threads).ok());
+          trainer::GptResult again;
+          ASSERT_TRUE(trainer::train_gpt(corpus, mode, o, {}, &again).ok());
+          EXPECT_EQ(again.digest, first.digest) << threads << " threads";
+          EXPECT_EQ(again.val_loss, first.val_loss);
+        }
+      });
+    }
+  }
+}
+
+TEST(GptRun, LearnsTheCorpus) {
+  const trainer::TextCorpus corpus = synthetic_corpus();
+  trainer::GptTrainOptions o = small_run(MlpKind::kGelu, NormKind::kLayerNorm);
+  o.steps = 60;
+  o.eval_every = 60;
+  trainer::GptResult r;
+  ASSERT_TRUE(trainer::train_gpt(corpus, train::Mode::kBf16Amp, o, {}, &r).ok());
+  // log(256) = 5.55 nats at the start; the lexicon's text is far more predictable.
+  EXPECT_LT(r.val_loss, 2.5);
+  EXPECT_EQ(r.skipped_steps, 0);
+}
+
+TEST(GptCorpus, MissingEmptyAndShortFilesAreRefusedNamingTheFile) {
+  const auto dir = std::filesystem::temp_directory_path() / "mantissa_test_gpt";
+  std::filesystem::create_directories(dir);
+  trainer::TextCorpus c;
+  Status st = trainer::load_text((dir / "absent.txt").string(), 16, &c);
+  EXPECT_EQ(st.code(), StatusCode::kParamInvalid);
+  EXPECT_NE(st.message().find("absent.txt: no such file"), std::string::npos) << st.message();
+  std::ofstream(dir / "empty.txt").close();
+  st = trainer::load_text((dir / "empty.txt").string(), 16, &c);
+  EXPECT_NE(st.message().find("empty.txt: the file is empty"), std::string::npos) << st.message();
+  std::ofstream(dir / "short.txt") << std::string(100, 'x');
+  st = trainer::load_text((dir / "short.txt").string(), 16, &c);
+  EXPECT_NE(st.message().find("short.txt: 100 bytes"), std::string::npos) << st.message();
+  std::ofstream(dir / "ok.txt") << std::string(170, 'y');
+  ASSERT_TRUE(trainer::load_text((dir / "ok.txt").string(), 16, &c).ok());
+  EXPECT_EQ(c.train.size(), 153u);
+  EXPECT_EQ(c.validation.size(), 17u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(GptConfig, BadSizesAreRefused) {
+  GptConfig c = tiny(MlpKind::kGelu, NormKind::kLayerNorm, true);
+  c.heads = 3;
+  EXPECT_NE(c.validate().message().find("--heads must divide --d-model (16), got 3"),
+            std::string::npos);
+  c = tiny(MlpKind::kGelu, NormKind::kLayerNorm, true);
+  c.vocab = 100;
+  EXPECT_EQ(c.validate().code(), StatusCode::kParamInvalid);
+}
+
+}  // namespace mantissa::testing
