@@ -16,6 +16,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -26,6 +27,7 @@
 #include "mantissa/text_escape.h"
 #include "mantissa/train.h"
 #include "mantissa/train_distributed_cli.h"
+#include "mantissa/train_gpt_command.h"
 #include "mantissa/train_policy.h"
 #include "mantissa/train_policy_command.h"
 
@@ -49,6 +51,8 @@ struct TrainCommandOptions {
   std::vector<std::string> policies;  // --policy FILE.json or preset:NAME
   PolicyToolOptions policy_tools;     // --sensitivity, --tradeoff, --suggest*
   DistributedCli distributed;         // --distributed, --shards, --zero, --grad-comm, checkpoints
+  std::string model = "mlp";          // mlp or gpt
+  GptCommandOptions gpt;              // --model gpt's own options
 };
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -750,7 +754,9 @@ int run_train(TrainCommandOptions o) {
 std::function<int()> add_train_command(CLI::App& app) {
   auto o = std::make_shared<TrainCommandOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "train", "Train an MLP end to end in one or every precision mode (fp32, AMP, bf16 ...)");
+      "train",
+      "Train an MLP classifier, or a GPT on text (--model gpt), end to end in one or every "
+      "precision mode (fp32, AMP, bf16 ...)");
   cmd->add_option("--data", o->data,
                   "CSV(.gz) with the integer label last, or synthetic:N (default: the digits set "
                   "of python3-sklearn)");
@@ -812,7 +818,105 @@ std::function<int()> add_train_command(CLI::App& app) {
                   "Print anomaly findings of at least this severity (0..10, default 7)")
       ->check(CLI::Range(0, 11));
   add_distributed_options(cmd, &o->distributed);
-  return [cmd, o] { return cmd->parsed() ? run_train(*o) : -1; };
+  // ---- The GPT (docs/training_gpt.md) ----
+  GptCommandOptions& g = o->gpt;
+  cmd->add_option("--model", o->model, "mlp (default) or gpt: the transformer language model")
+      ->check(CLI::IsMember({"mlp", "gpt"}));
+  const char* kGpt = "GPT";
+  auto size = [&](const char* name, int64_t* v, const char* help, int64_t hi) {
+    cmd->add_option(name, *v, help)->check(CLI::Range(int64_t{1}, hi))->group(kGpt);
+  };
+  size("--layers", &g.layers, "Transformer blocks (default 4)", 64);
+  size("--d-model", &g.d_model, "Model width (default 128)", 8192);
+  size("--heads", &g.heads, "Attention heads, dividing --d-model (default 4)", 8192);
+  size("--context", &g.context, "Tokens per sequence (default 128)", 4096);
+  size("--vocab", &g.vocab, "Vocabulary, >= 256 byte tokens (default 256)", 65536);
+  size("--eval-every", &g.eval_every, "Steps between validation passes (default 50)",
+       int64_t{1} << 40);
+  size("--eval-windows", &g.eval_windows, "Validation windows (default 128)", int64_t{1} << 30);
+  cmd->add_option("--steps", g.steps, "Optimizer steps (default 300)")
+      ->check(CLI::Range(int64_t{0}, int64_t{100000000}))
+      ->group(kGpt);
+  cmd->add_option("--warmup", g.warmup, "Warmup steps (default steps / 20)")
+      ->check(CLI::Range(int64_t{0}, int64_t{100000000}))
+      ->group(kGpt);
+  cmd->add_option("--mlp", g.mlp, "gelu (4d, tanh form) or swiglu (default gelu)")
+      ->check(CLI::IsMember({"gelu", "swiglu"}))
+      ->group(kGpt);
+  cmd->add_option("--norm", g.norm, "layernorm or rmsnorm (default layernorm)")
+      ->check(CLI::IsMember({"layernorm", "rmsnorm"}))
+      ->group(kGpt);
+  cmd->add_flag("--untie", g.untie, "An output head of its own (default: tied to the embedding)")
+      ->group(kGpt);
+  cmd->add_option("--scale-growth-interval", g.scale_growth_interval,
+                  "Clean steps before the loss scaler grows the scale (default 100)")
+      ->check(CLI::Range(int64_t{1}, int64_t{2147483647}))
+      ->group(kGpt);
+  return [cmd, o] {
+    if (!cmd->parsed()) return -1;
+    const bool gpt = o->model == "gpt";
+    static const char* kMlpOnly[] = {"--epochs",
+                                     "--hidden",
+                                     "--activation",
+                                     "--optimizer",
+                                     "--test-fraction",
+                                     "--csv",
+                                     "--analyze",
+                                     "--analyze-svg",
+                                     "--policy",
+                                     "--sensitivity",
+                                     "--tradeoff",
+                                     "--suggest",
+                                     "--suggest-threshold",
+                                     "--suggest-format",
+                                     "--distributed",
+                                     "--shards",
+                                     "--zero",
+                                     "--grad-comm",
+                                     "--bucket-mib",
+                                     "--save-checkpoint",
+                                     "--resume",
+                                     "--abort-rank",
+                                     "--abort-step",
+                                     "--inject-inf-rank",
+                                     "--inject-inf-step"};
+    static const char* kGptOnly[] = {"--layers",
+                                     "--d-model",
+                                     "--heads",
+                                     "--context",
+                                     "--vocab",
+                                     "--eval-every",
+                                     "--eval-windows",
+                                     "--steps",
+                                     "--warmup",
+                                     "--mlp",
+                                     "--norm",
+                                     "--untie",
+                                     "--scale-growth-interval"};
+    for (const char* name :
+         gpt ? std::span<const char* const>(kMlpOnly) : std::span<const char* const>(kGptOnly)) {
+      const CLI::Option* opt = cmd->get_option_no_throw(name);
+      if (opt != nullptr && opt->count() > 0) {
+        fmt::print(stderr, "mantissa train: {} {} with --model {}\n", name,
+                   gpt ? "is not available" : "needs --model gpt; it has no meaning", o->model);
+        return 2;
+      }
+    }
+    if (!gpt) return run_train(*o);
+    GptCommandOptions run = o->gpt;
+    run.data = o->data;
+    run.precision = o->precision;
+    run.compare = o->compare;
+    if (cmd->get_option("--batch-size")->count() > 0) run.batch_size = o->batch_size;
+    if (o->lr > 0) run.lr = o->lr;
+    if (o->weight_decay >= 0) run.weight_decay = o->weight_decay;
+    if (cmd->get_option("--clip")->count() > 0) run.clip = o->clip;
+    run.seed = o->seed;
+    run.show_severity = o->show_severity;
+    run.log_path = o->log_path;
+    run.plot_path = o->plot_path;
+    return run_train_gpt(run);
+  };
 }
 
 }  // namespace mantissa::tool

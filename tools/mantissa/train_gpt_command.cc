@@ -1,0 +1,370 @@
+// `mantissa train --model gpt` (train_gpt_command.h).
+#include "mantissa/train_gpt_command.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "mantissa/json_number.h"
+#include "mantissa/runtime.h"
+#include "mantissa/text_escape.h"
+#include "mantissa/train.h"
+#include "trainer/gpt_train.h"
+
+namespace mantissa::tool {
+
+namespace {
+
+namespace tr = mantissa::train;
+namespace tn = mantissa::trainer;
+
+const char* kCurveColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
+                          "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+
+// Validation loss against step (left) and the loss scale, log2, against step (right: the modes
+// whose scaler is on), one colour per mode.
+std::string svg_gpt_curves(const std::vector<tn::GptResult>& results, const std::string& title) {
+  constexpr double kW = 420, kH = 300, kLeft = 60, kTop = 40, kGap = 90;
+  int64_t max_step = 1;
+  double lo = INFINITY, hi = -INFINITY, slo = INFINITY, shi = -INFINITY;
+  for (const auto& r : results) {
+    max_step = std::max(max_step, r.steps);
+    for (const auto& e : r.evals) {
+      if (!std::isfinite(e.val_loss)) continue;
+      lo = std::min(lo, e.val_loss);
+      hi = std::max(hi, e.val_loss);
+    }
+    for (const auto& e : r.evals) {
+      slo = std::min(slo, std::log2(static_cast<double>(e.loss_scale)));
+      shi = std::max(shi, std::log2(static_cast<double>(e.loss_scale)));
+    }
+    for (const auto& c : r.scale_changes) {
+      slo = std::min(slo, std::log2(static_cast<double>(c.scale)));
+      shi = std::max(shi, std::log2(static_cast<double>(c.scale)));
+    }
+  }
+  if (!(lo < hi)) lo = 0, hi = 6;
+  const double pad = 0.05 * (hi - lo);
+  lo -= pad, hi += pad;
+  if (!(slo < shi)) slo -= 1, shi += 1;
+  std::string s = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
+      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" "
+      "fill=\"white\"/>\n<text x=\"{}\" y=\"20\" font-size=\"14\">{}</text>\n",
+      kLeft + 2 * kW + kGap + 150, kTop + kH + 50, kLeft, xml_escape(title));
+  auto frame = [&](double x0, const std::string& label, double a, double b, auto tick_label) {
+    s += fmt::format(
+        "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#444\"/>\n", x0,
+        kTop, kW, kH);
+    s += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n", x0, kTop - 6, label);
+    for (int i = 0; i <= 5; ++i) {
+      const double v = a + (b - a) * i / 5.0, y = kTop + kH * (1.0 - i / 5.0);
+      s += fmt::format(
+          "<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/><text x=\"{}\" "
+          "y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n",
+          x0, x0 + kW, y, y, x0 - 4, y + 4, tick_label(v));
+    }
+    for (int i = 0; i <= 5; ++i) {
+      const double x = x0 + kW * i / 5.0;
+      s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x,
+                       kTop + kH + 16, max_step * i / 5);
+    }
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">step</text>\n", x0 + kW / 2,
+                     kTop + kH + 34);
+  };
+  auto line = [&](double x0, std::size_t i, const std::vector<std::pair<double, double>>& pts,
+                  double a, double b) {
+    std::string points;
+    for (auto [step, v] : pts) {
+      if (!std::isfinite(v)) continue;
+      const double f = std::clamp((v - a) / (b - a), 0.0, 1.0);
+      points += fmt::format("{:.1f},{:.1f} ", x0 + kW * step / static_cast<double>(max_step),
+                            kTop + kH * (1 - f));
+    }
+    s += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.6\" points=\"{}\"/>\n",
+                     kCurveColours[i % 8], points);
+  };
+  frame(kLeft, "validation loss (nats per byte)", lo, hi,
+        [](double v) { return fmt::format("{:.2f}", v); });
+  frame(kLeft + kW + kGap, "loss scale (log2; modes with a scaler)", slo, shi,
+        [](double v) { return fmt::format("{:.1f}", v); });
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    std::vector<std::pair<double, double>> pts;
+    for (const auto& e : results[i].evals) pts.emplace_back(e.step, e.val_loss);
+    line(kLeft, i, pts, lo, hi);
+    if (results[i].scale_changes.empty() && results[i].final_scale == 1.0f) continue;
+    // The scale as a step function: 65536 at the start, then each change.
+    std::vector<std::pair<double, double>> sp;
+    double cur = 16.0;
+    sp.emplace_back(0, cur);
+    for (const auto& c : results[i].scale_changes) {
+      sp.emplace_back(static_cast<double>(c.step), cur);
+      cur = std::log2(static_cast<double>(c.scale));
+      sp.emplace_back(static_cast<double>(c.step), cur);
+    }
+    sp.emplace_back(static_cast<double>(results[i].steps), cur);
+    line(kLeft + kW + kGap, i, sp, slo, shi);
+  }
+  const double lx = kLeft + 2 * kW + kGap + 15;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const double y = kTop + 10 + 20.0 * i;
+    s += fmt::format(
+        "<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"3\"/><text "
+        "x=\"{}\" y=\"{}\">{}</text>\n",
+        lx, lx + 20, y, y, kCurveColours[i % 8], lx + 26, y + 4, results[i].mode);
+  }
+  s += "</svg>\n";
+  return s;
+}
+
+std::string bytes_text(int64_t b) {
+  if (b >= 1 << 20) return fmt::format("{:.2f} MiB", b / 1048576.0);
+  return fmt::format("{:.1f} KiB", b / 1024.0);
+}
+
+}  // namespace
+
+int run_train_gpt(const GptCommandOptions& o) {
+  std::vector<tr::Mode> modes;
+  if (o.compare) {
+    modes.assign(tr::all_modes().begin(), tr::all_modes().end());
+  } else {
+    std::stringstream ss(o.precision.empty() ? std::string("fp32") : o.precision);
+    for (std::string name; std::getline(ss, name, ',');) {
+      const auto m = tr::mode_from_name(name);
+      if (!m) {
+        std::string known;
+        for (tr::Mode k : tr::all_modes())
+          known += std::string(known.empty() ? "" : ", ") + tr::mode_name(k);
+        fmt::print(stderr, "mantissa train: unknown precision mode '{}' ({})\n", name, known);
+        return 2;
+      }
+      modes.push_back(*m);
+    }
+  }
+  tn::GptTrainOptions to;
+  to.model.vocab = o.vocab;
+  to.model.context = o.context;
+  to.model.d_model = o.d_model;
+  to.model.layers = o.layers;
+  to.model.heads = o.heads;
+  to.model.mlp = o.mlp == "swiglu" ? tn::MlpKind::kSwiGlu : tn::MlpKind::kGelu;
+  to.model.norm = o.norm == "rmsnorm" ? tn::NormKind::kRmsNorm : tn::NormKind::kLayerNorm;
+  to.model.tied = !o.untie;
+  to.steps = o.steps;
+  to.batch_size = o.batch_size;
+  to.eval_every = o.eval_every;
+  to.eval_windows = o.eval_windows;
+  to.warmup = o.warmup;
+  to.lr = static_cast<float>(o.lr);
+  to.weight_decay = static_cast<float>(o.weight_decay);
+  to.clip = o.clip;
+  to.scale_growth_interval = o.scale_growth_interval;
+  to.seed = o.seed;
+  if (Status st = to.validate(); !st.ok()) {
+    fmt::print(stderr, "mantissa {}\n", st.message());
+    return 2;
+  }
+  std::string path;
+  if (!o.data.empty()) {
+    if (o.data.rfind("text:", 0) != 0) {
+      fmt::print(stderr, "mantissa train --model gpt: --data takes text:FILE, got '{}'\n", o.data);
+      return 2;
+    }
+    path = o.data.substr(5);
+    if (path.empty()) {
+      fmt::print(stderr, "mantissa train --model gpt: --data text: names no file\n");
+      return 2;
+    }
+  }
+  tn::TextCorpus corpus;
+  if (Status st = tn::load_text(path, to.model.context, &corpus); !st.ok()) {
+    fmt::print(stderr, "mantissa {}\n", st.message());
+    return 1;
+  }
+  std::ofstream log;
+  if (!o.log_path.empty()) {
+    log.open(o.log_path, std::ios::binary);
+    if (!log) {
+      fmt::print(stderr, "mantissa train: cannot write {}\n", o.log_path);
+      return 1;
+    }
+  }
+  const std::string shape = fmt::format(
+      "GPT {} layers, d {}, {} heads, context {}, vocab {}, {} MLP, {}{}", to.model.layers,
+      to.model.d_model, to.model.heads, to.model.context, to.model.vocab,
+      tn::mlp_name(to.model.mlp), tn::norm_name(to.model.norm), to.model.tied ? ", tied head" : "");
+  fmt::print(
+      "data {} ({} files): {} train / {} validation bytes\nmodel {}\nAdamW lr {:g} (warmup "
+      "{}, cosine to {:g}), weight decay {:g} on matrices, clip {:g}, batch {} x {} tokens, "
+      "{} steps, seed {}, {} threads, SIMD {}\n",
+      corpus.source, corpus.files, corpus.train.size(), corpus.validation.size(), shape, to.lr,
+      to.warmup >= 0 ? to.warmup : std::max<int64_t>(1, to.steps / 20), to.lr * to.min_lr_ratio,
+      to.weight_decay, to.clip, to.batch_size, to.model.context, to.steps, to.seed, num_threads(),
+      simd_target());
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  std::vector<tn::GptResult> results;
+  for (tr::Mode mode : modes) {
+    const std::string name = tr::mode_name(mode);
+    if (log.is_open()) {
+      log << nlohmann::json{{"event", "start"},
+                            {"mode", name},
+                            {"model", "gpt"},
+                            {"data", corpus.source},
+                            {"train_bytes", corpus.train.size()},
+                            {"validation_bytes", corpus.validation.size()},
+                            {"layers", to.model.layers},
+                            {"d_model", to.model.d_model},
+                            {"heads", to.model.heads},
+                            {"context", to.model.context},
+                            {"vocab", to.model.vocab},
+                            {"mlp", tn::mlp_name(to.model.mlp)},
+                            {"norm", tn::norm_name(to.model.norm)},
+                            {"tied", to.model.tied},
+                            {"steps", to.steps},
+                            {"batch_size", to.batch_size},
+                            {"lr", to.lr},
+                            {"weight_decay", to.weight_decay},
+                            {"clip", to.clip},
+                            {"seed", to.seed},
+                            {"threads", num_threads()},
+                            {"simd_target", simd_target()}}
+                 .dump()
+          << "\n";
+    }
+    if (!tty) fmt::print("== {}\n", name);
+    std::map<std::string, int64_t> shown;
+    tn::GptCallbacks cb;
+    cb.on_step = [&](const tn::GptStep& p) {
+      if (!tty) return;
+      const int width = 24;
+      const int filled = static_cast<int>(width * p.step / std::max<int64_t>(1, p.steps));
+      fmt::print(stderr,
+                 "\r{:<13}[{}{}] step {}/{} loss {:.4f} lr {:.2e} scale {:g} skipped {}\033[K",
+                 name, std::string(filled, '#'), std::string(width - filled, '.'), p.step, p.steps,
+                 p.loss, p.lr, p.loss_scale, p.skipped_steps);
+    };
+    cb.on_eval = [&](const tn::GptEval& e) {
+      if (!tty) {
+        fmt::print(
+            "{:<13} step {:>6}  train loss {:.4f}  val loss {:.4f} ({:.4f} bits/byte)  scale "
+            "{:g}  skipped {}\n",
+            name, e.step, e.train_loss, e.val_loss, e.val_bpb, e.loss_scale, e.skipped_steps);
+      }
+      if (log.is_open()) {
+        log << nlohmann::json{{"event", "eval"},
+                              {"mode", name},
+                              {"step", e.step},
+                              {"val_loss", number(e.val_loss)},
+                              {"val_bpb", number(e.val_bpb)},
+                              {"train_loss", number(e.train_loss)},
+                              {"loss_scale", e.loss_scale},
+                              {"skipped_steps", e.skipped_steps}}
+                   .dump()
+            << "\n";
+      }
+    };
+    cb.on_anomaly = [&](int64_t step, const amp::AnomalyReport& report) {
+      for (const amp::Finding& f : report.findings) {
+        if (log.is_open()) {
+          log << nlohmann::json{{"event", "finding"},     {"mode", name},
+                                {"step", step},           {"pattern", f.pattern},
+                                {"severity", f.severity}, {"root_cause", f.root_cause},
+                                {"tensor", f.tensor},     {"count", f.count}}
+                     .dump()
+              << "\n";
+        }
+        if (f.severity >= o.show_severity && shown[f.pattern]++ == 0) {
+          fmt::print(stderr, "{}{} step {}: {} (severity {}): {}{}\n", tty ? "\r\033[K" : "", name,
+                     step, f.pattern, f.severity, f.root_cause,
+                     f.tensor.empty() ? "" : " [" + f.tensor + "]");
+        }
+      }
+    };
+    tn::GptResult r;
+    if (Status st = tn::train_gpt(corpus, mode, to, cb, &r); !st.ok()) {
+      if (tty) fmt::print(stderr, "\r\033[K");
+      fmt::print(stderr, "mantissa train: {}: {}\n", name, st.message());
+      return 1;
+    }
+    if (tty) fmt::print(stderr, "\r\033[K");
+    for (const auto& [pattern, count] : shown) {
+      if (count > 1)
+        fmt::print(stderr, "{}: {} more {} findings (see the log)\n", name, count - 1, pattern);
+    }
+    fmt::print(
+        "{:<13} final: val loss {:.4f} ({:.4f} bits/byte)  skipped {}  {:.1f} ms/step  "
+        "digest {}\n",
+        name, r.val_loss, r.val_bpb, r.skipped_steps, 1e3 * r.step_time_s, r.digest);
+    if (log.is_open()) {
+      nlohmann::json changes = nlohmann::json::array();
+      for (const auto& c : r.scale_changes) changes.push_back({c.step, c.scale});
+      log << nlohmann::json{{"event", "final"},
+                            {"mode", name},
+                            {"steps", r.steps},
+                            {"val_loss", number(r.val_loss)},
+                            {"val_bpb", number(r.val_bpb)},
+                            {"train_loss", number(r.train_loss)},
+                            {"skipped_steps", r.skipped_steps},
+                            {"overflow_steps", r.overflow_steps},
+                            {"findings", r.findings},
+                            {"grad_underflow", r.grad_underflow},
+                            {"stalled_updates", r.stalled_updates},
+                            {"step_time_s", r.step_time_s},
+                            {"params", r.params},
+                            {"state_bytes", r.state_bytes},
+                            {"loss_scale", r.final_scale},
+                            {"scale_changes", changes},
+                            {"digest", r.digest}}
+                 .dump()
+          << "\n";
+      log.flush();
+    }
+    results.push_back(std::move(r));
+  }
+  if (results.size() > 1) {
+    double fp32 = NAN;
+    for (const auto& r : results) {
+      if (r.mode == "fp32") fp32 = r.val_loss;
+    }
+    fmt::print("\n{:<13} {:>9} {:>9} {:>8} {:>10} {:>8} {:>10} {:>8} {:>9} {:>11}  {}\n", "mode",
+               "val loss", "bits/B", "vs fp32", "train loss", "skipped", "underflow", "stalled",
+               "ms/step", "state", "digest");
+    for (const auto& r : results) {
+      fmt::print(
+          "{:<13} {:>9.4f} {:>9.4f} {:>7.2f}% {:>10.4f} {:>8} {:>9.3f}% {:>7.2f}% {:>9.1f} "
+          "{:>11}  {}\n",
+          r.mode, r.val_loss, r.val_bpb, 100 * (r.val_loss / fp32 - 1), r.train_loss,
+          r.skipped_steps, 100 * r.grad_underflow, 100 * r.stalled_updates, 1e3 * r.step_time_s,
+          bytes_text(r.state_bytes), r.digest);
+    }
+    fmt::print(
+        "vs fp32: relative change of the validation loss; underflow: gradient values nonzero in "
+        "fp32 and zero in the mode's 16-bit dtype; stalled: weights an applied step left "
+        "unchanged\n");
+  }
+  if (!o.plot_path.empty()) {
+    std::ofstream plot(o.plot_path, std::ios::binary);
+    plot << svg_gpt_curves(results, fmt::format("mantissa train --model gpt: {}, {} steps, batch {}",
+                                          shape, to.steps, to.batch_size));
+    if (!plot.flush()) {
+      fmt::print(stderr, "mantissa train: cannot write {}\n", o.plot_path);
+      return 1;
+    }
+  }
+  if (log.is_open() && !log.flush()) {
+    fmt::print(stderr, "mantissa train: cannot write {}\n", o.log_path);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace mantissa::tool

@@ -1,0 +1,29 @@
+// `mantissa train --model gpt`: the transformer language model of docs/training_gpt.md trained
+// on a text corpus in one or every precision mode, with a progress line, a JSONL log, an SVG of
+// the validation curves and the loss scale, and with --compare a side-by-side table.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace mantissa::tool {
+
+struct GptCommandOptions {
+  std::string data;       // "" (the default corpus) or text:FILE
+  std::string precision;  // modes, comma-separated
+  bool compare = false;
+  int64_t layers = 4, d_model = 128, heads = 4, context = 128, vocab = 256;
+  std::string mlp = "gelu", norm = "layernorm";
+  bool untie = false;
+  int64_t steps = 300, eval_every = 50, eval_windows = 128, warmup = -1;
+  int64_t batch_size = 16;
+  double lr = 3e-3, weight_decay = 0.1, clip = 1.0;
+  int64_t scale_growth_interval = 100;
+  uint64_t seed = 0;
+  int show_severity = 7;
+  std::string log_path, plot_path;
+};
+
+int run_train_gpt(const GptCommandOptions& o);
+
+}  // namespace mantissa::tool
