@@ -14,6 +14,7 @@ main=(
   build-essential cmake ninja-build pkg-config
   libhwy-dev nlohmann-json3-dev libcli11-dev libfmt-dev zlib1g-dev
   python3-sklearn  # the digits set mantissa train uses by default (digits.csv.gz)
+  fortunes         # the text mantissa train --model gpt uses by default (/usr/share/games/fortunes)
 )
 test=(
   git python3 python3-numpy

@@ -196,6 +196,7 @@ Status train_gpt(const TextCorpus& corpus, train::Mode mode, const GptTrainOptio
   TRAINER_TRY(amp::DynamicLossScaler::create(so, &scaler));
   Guard guard(precision, model.param_names());
 
+  if (cb.on_start) TRAINER_TRY(cb.on_start(model));
   GptResult r;
   r.mode = train::mode_name(mode);
   r.params = model.param_count();

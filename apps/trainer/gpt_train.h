@@ -70,6 +70,8 @@ struct GptResult {
 };
 
 struct GptCallbacks {
+  // The model before its first step (initial weights), e.g. to export them.
+  std::function<Status(const Gpt&)> on_start;
   std::function<void(const GptStep&)> on_step;
   std::function<void(const GptEval&)> on_eval;
   std::function<void(int64_t step, const amp::AnomalyReport&)> on_anomaly;

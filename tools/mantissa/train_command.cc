@@ -848,6 +848,10 @@ std::function<int()> add_train_command(CLI::App& app) {
       ->group(kGpt);
   cmd->add_flag("--untie", g.untie, "An output head of its own (default: tied to the embedding)")
       ->group(kGpt);
+  cmd->add_option("--export-init", g.export_init,
+                  "Write each parameter's initial weights (fp32) as DIR/NAME.npy")
+      ->check(CLI::ExistingDirectory)
+      ->group(kGpt);
   cmd->add_option("--scale-growth-interval", g.scale_growth_interval,
                   "Clean steps before the loss scaler grows the scale (default 100)")
       ->check(CLI::Range(int64_t{1}, int64_t{2147483647}))

@@ -27,7 +27,7 @@ namespace tr = mantissa::train;
 namespace tn = mantissa::trainer;
 
 const char* kCurveColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
-                          "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+                               "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
 
 // Validation loss against step (left) and the loss scale, log2, against step (right: the modes
 // whose scaler is on), one colour per mode.
@@ -123,6 +123,31 @@ std::string svg_gpt_curves(const std::vector<tn::GptResult>& results, const std:
   }
   s += "</svg>\n";
   return s;
+}
+
+// One parameter's weights as fp32 in a .npy file (format 1.0, little-endian, C order).
+Status write_npy(const std::string& path, const tn::Parameter& p) {
+  std::string shape;
+  for (int64_t d : p.var.shape()) shape += std::to_string(d) + ", ";
+  if (p.var.shape().size() == 1)
+    shape.pop_back();  // "(4,)"
+  else
+    shape.resize(shape.size() - 2);
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + shape + "), }";
+  header.append(63 - (10 + header.size()) % 64, ' ');
+  header += '\n';
+  std::vector<float> values(static_cast<std::size_t>(p.var.numel()));
+  tn::widen(p.var.data(), p.var.dtype(), values.data(), p.var.numel());
+  std::ofstream f(path, std::ios::binary);
+  const uint16_t len = static_cast<uint16_t>(header.size());
+  f.write("\x93NUMPY\x01\x00", 8);
+  f.put(static_cast<char>(len & 0xFF));
+  f.put(static_cast<char>(len >> 8));
+  f << header;
+  f.write(reinterpret_cast<const char*>(values.data()),
+          static_cast<std::streamsize>(values.size() * sizeof(float)));
+  if (!f.flush()) return tn::invalid("train --export-init: cannot write " + path);
+  return {};
 }
 
 std::string bytes_text(int64_t b) {
@@ -243,7 +268,22 @@ int run_train_gpt(const GptCommandOptions& o) {
     if (!tty) fmt::print("== {}\n", name);
     std::map<std::string, int64_t> shown;
     tn::GptCallbacks cb;
+    if (!o.export_init.empty()) {
+      cb.on_start = [&](const tn::Gpt& model) -> Status {
+        for (const auto& p : model.params()) {
+          TRAINER_TRY(write_npy(o.export_init + "/" + p->name + ".npy", *p));
+        }
+        return {};
+      };
+    }
     cb.on_step = [&](const tn::GptStep& p) {
+      if (log.is_open()) {
+        log << nlohmann::json{{"event", "step"}, {"mode", name},
+                              {"step", p.step},  {"loss", number(p.loss)},
+                              {"lr", p.lr},      {"loss_scale", p.loss_scale}}
+                   .dump()
+            << "\n";
+      }
       if (!tty) return;
       const int width = 24;
       const int filled = static_cast<int>(width * p.step / std::max<int64_t>(1, p.steps));
@@ -353,8 +393,9 @@ int run_train_gpt(const GptCommandOptions& o) {
   }
   if (!o.plot_path.empty()) {
     std::ofstream plot(o.plot_path, std::ios::binary);
-    plot << svg_gpt_curves(results, fmt::format("mantissa train --model gpt: {}, {} steps, batch {}",
-                                          shape, to.steps, to.batch_size));
+    plot << svg_gpt_curves(
+        results, fmt::format("mantissa train --model gpt: {}, {} steps, batch {}", shape, to.steps,
+                             to.batch_size));
     if (!plot.flush()) {
       fmt::print(stderr, "mantissa train: cannot write {}\n", o.plot_path);
       return 1;

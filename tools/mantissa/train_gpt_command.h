@@ -22,6 +22,7 @@ struct GptCommandOptions {
   uint64_t seed = 0;
   int show_severity = 7;
   std::string log_path, plot_path;
+  std::string export_init;  // a directory: each parameter's initial fp32 weights as NAME.npy
 };
 
 int run_train_gpt(const GptCommandOptions& o);
