@@ -33,20 +33,10 @@ TensorView f32_view(const float* data, std::initializer_list<int64_t> shape) {
                     std::span<const int64_t>(shape.begin(), shape.size()));
 }
 
-// A fp32 gradient handed to v as `dtype`: rounded once (counting underflows) into v's gradient.
-// An fp32 `g32` is moved into an empty gradient (its storage swapped), not copied.
-void give_rounded(Value& v, Tensor* g32_tensor, DType dtype, Tensor* scratch,
+// An fp32 gradient handed to v as 16-bit `dtype`: rounded once (counting underflows) into v's
+// gradient, or added to the one it has (fp32 addition, rounded once).
+void give_rounded(Value& v, const Tensor& g32, DType dtype, Tensor* scratch,
                   UnderflowCount* count) {
-  const Tensor& g32 = *g32_tensor;
-  if (dtype == DType::kFloat32) {
-    if (!v.has_grad) {
-      std::swap(v.grad, *g32_tensor);
-      v.has_grad = true;
-    } else {
-      accumulate(g32.data(), DType::kFloat32, v.grad.f32(), g32.numel());
-    }
-    return;
-  }
   Tensor* t = v.has_grad ? scratch : &v.grad;
   t->ensure(dtype, g32.shape());
   narrow(g32.f32(), dtype, t->data(), g32.numel(), count);
@@ -134,9 +124,15 @@ Status Linear::backward(const Context& ctx, std::span<Value* const> in,
     dy = &dy_;
   }
   // dx = dy @ W^T (or dy @ W), in fp32, rounded once to c.
-  dx32_.ensure(DType::kFloat32, x.shape());
-  TRAINER_TRY(product(dy->view(), w.view(), false, !transposed_, dx32_.view()));
-  give_rounded(*in[0], &dx32_, c, &scratch_, ctx.underflow);
+  if (c == DType::kFloat32) {
+    Tensor* dx = grad_target(*in[0], &scratch_, c, x.shape());
+    TRAINER_TRY(product(dy->view(), w.view(), false, !transposed_, dx->view()));
+    give_grad_from(*in[0], dx);
+  } else {
+    dx32_.ensure(DType::kFloat32, x.shape());
+    TRAINER_TRY(product(dy->view(), w.view(), false, !transposed_, dx32_.view()));
+    give_rounded(*in[0], dx32_, c, &scratch_, ctx.underflow);
+  }
   // dW = x^T @ dy (W [in, out]) or dy^T @ x (W [out, in]).
   dw32_.ensure(DType::kFloat32, w.shape());
   if (transposed_) {
@@ -424,10 +420,17 @@ Status Gelu::backward(const Context& ctx, std::span<Value* const> in, std::span<
   const Tensor& x = in[0]->data;
   Value& y = *out[0];
   if (!y.has_grad) y.grad.reset(x.dtype(), x.shape());
+  if (x.dtype() == DType::kFloat32) {
+    Tensor* dx = grad_target(*in[0], &scratch_, x.dtype(), x.shape());
+    TRAINER_TRY(
+        gelu_backward({.grad_output = y.grad.view(), .self = x.view(), .grad_input = dx->view()}));
+    give_grad_from(*in[0], dx);
+    return {};
+  }
   dx32_.ensure(DType::kFloat32, x.shape());
   TRAINER_TRY(
       gelu_backward({.grad_output = y.grad.view(), .self = x.view(), .grad_input = dx32_.view()}));
-  give_rounded(*in[0], &dx32_, x.dtype(), &scratch_, ctx.underflow);
+  give_rounded(*in[0], dx32_, x.dtype(), &scratch_, ctx.underflow);
   return {};
 }
 

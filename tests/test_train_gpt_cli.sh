@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# mantissa train --model gpt end to end: bad corpora and options refused naming the problem, the
+# JSONL records and keys scripts rely on, the SVG, the initial weights as .npy, and the same
+# digest for 1 and 2 threads.
+set -euo pipefail
+tool="${MANTISSA_BINARY_DIR:?MANTISSA_BINARY_DIR must name the build directory}/mantissa"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+tiny=(--model gpt --layers 1 --d-model 16 --heads 2 --context 16 --batch-size 4 --eval-windows 8)
+
+refused() {  # refused STATUS EXPECTED-TEXT ARG...
+  local want_status="$1" want="$2" status=0
+  shift 2
+  "$tool" train "$@" > "$work/out.txt" 2> "$work/err.txt" || status=$?
+  [ "$status" = "$want_status" ] || { cat "$work/err.txt"; fail "train $*: status $status"; }
+  grep -qF -- "$want" "$work/err.txt" || { cat "$work/err.txt"; fail "train $*: message"; }
+  ! grep -q "step" "$work/out.txt" || fail "train $*: training started"
+}
+refused 1 "text:$work/absent.txt: no such file" "${tiny[@]}" --data "text:$work/absent.txt"
+: > "$work/empty.txt"
+refused 1 "text:$work/empty.txt: the file is empty" "${tiny[@]}" --data "text:$work/empty.txt"
+head -c 100 /dev/zero | tr '\0' 'a' > "$work/short.txt"
+refused 1 "short.txt: 100 bytes; the validation split (the last 10%) needs at least context + 1 = 17" \
+  "${tiny[@]}" --data "text:$work/short.txt"
+refused 2 "--data takes text:FILE, got '$work/short.txt'" "${tiny[@]}" --data "$work/short.txt"
+refused 2 "--heads must divide --d-model (16), got 3" --model gpt --d-model 16 --heads 3
+refused 2 "--epochs is not available with --model gpt" "${tiny[@]}" --epochs 3
+refused 2 "--steps needs --model gpt" --steps 3
+refused 2 "unknown precision mode 'fp8'" "${tiny[@]}" --precision fp8
+
+# A corpus with structure: words from a small lexicon.
+/usr/bin/env python3 - "$work/text.txt" <<'PY'
+import random, sys
+random.seed(1)
+words = ["the ", "cat ", "sat ", "on ", "the ", "mat. ", "a ", "dog ", "ran\n"]
+open(sys.argv[1], "w").write("".join(random.choice(words) for _ in range(6000)))
+PY
+run() {  # run THREADS LOG ARG...
+  local threads="$1" log="$2"
+  shift 2
+  MANTISSA_NUM_THREADS="$threads" "$tool" train "${tiny[@]}" --data "text:$work/text.txt" \
+    --steps 6 --eval-every 3 --log "$log" "$@"
+}
+mkdir "$work/init"
+run 2 "$work/a.jsonl" --precision fp32,bf16-amp,fp16-amp --plot "$work/a.svg" \
+  --export-init "$work/init" > "$work/a.txt"
+grep -q "^bf16-amp " "$work/a.txt" || fail "no comparison table"
+grep -q "<svg" "$work/a.svg" || fail "no SVG"
+/usr/bin/env python3 - "$work/a.jsonl" "$work/init" <<'PY'
+import json, os, sys
+records = [json.loads(line) for line in open(sys.argv[1])]
+evals = [r for r in records if r["event"] == "eval"]
+finals = [r for r in records if r["event"] == "final"]
+assert [r["mode"] for r in finals] == ["fp32", "bf16-amp", "fp16-amp"], finals
+assert [r["step"] for r in evals if r["mode"] == "fp32"] == [3, 6], evals
+for r in evals:
+    assert {"event", "mode", "step", "val_loss", "val_bpb"} <= r.keys(), r
+    assert abs(r["val_bpb"] - r["val_loss"] / 0.6931471805599453) < 1e-9, r
+for r in finals:
+    assert {"event", "mode", "steps", "val_loss", "val_bpb", "train_loss", "skipped_steps",
+            "step_time_s", "params", "digest"} <= r.keys(), r
+    assert r["steps"] == 6 and len(r["digest"]) == 16 and r["params"] > 0, r
+    assert r["val_loss"] < 5.545, r  # below log(256): it learned something
+steps = [r for r in records if r["event"] == "step" and r["mode"] == "fp32"]
+assert [r["step"] for r in steps] == [1, 2, 3, 4, 5, 6], steps
+names = sorted(os.listdir(sys.argv[2]))
+assert "wte.npy" in names and "block0.attn.qkv.npy" in names, names
+PY
+run 1 "$work/b.jsonl" --precision fp32,bf16-amp,fp16-amp > /dev/null
+digests() { grep '"event":"final"' "$1" | sed 's/.*"digest":"\([0-9a-f]*\)".*/\1/'; }
+[ "$(digests "$work/a.jsonl")" = "$(digests "$work/b.jsonl")" ] ||
+  fail "digests differ between 1 and 2 threads"
+echo "test_train_gpt_cli: ok"
