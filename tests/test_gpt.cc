@@ -4,11 +4,14 @@
 // corpus checks.
 #include <gtest/gtest.h>
 
+#include <barrier>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "mantissa/runtime.h"
@@ -238,7 +241,7 @@ TEST(GptBackward, EveryParameterMatchesFiniteDifferences) {
         const float saved = w;
         const double h = 1e-4 * std::max(1.0, std::abs(static_cast<double>(saved)));
         const float plus = static_cast<float>(saved + h), minus = static_cast<float>(saved - h);
-        const double analytic = static_cast<double>(p->grad.f32()[i]) *
+        const double analytic = static_cast<double>(p->grad32[i]) *
                                 (static_cast<double>(plus) - static_cast<double>(minus));
         w = plus;
         const double up = reference_loss(m, tokens, targets, 2);
@@ -306,6 +309,80 @@ TEST(GptRun, EveryModeGivesTheSameDigestOnEveryTargetAndThreadCount) {
       });
     }
   }
+}
+
+namespace {
+
+// R ranks as threads of one process: all_gather through a shared buffer between two barriers.
+class ThreadRanks {
+ public:
+  explicit ThreadRanks(int ranks) : ranks_(ranks), sync_(ranks) {}
+  class Rank final : public train::Communicator {
+   public:
+    Rank(ThreadRanks* all, int rank) : all_(all), rank_(rank) {}
+    int rank() const override { return rank_; }
+    int size() const override { return all_->ranks_; }
+    Status all_gather(const void* send, int64_t bytes, void* recv) override {
+      if (rank_ == 0) all_->buffer_.resize(static_cast<std::size_t>(bytes * all_->ranks_));
+      all_->sync_.arrive_and_wait();
+      std::memcpy(all_->buffer_.data() + rank_ * bytes, send, static_cast<std::size_t>(bytes));
+      all_->sync_.arrive_and_wait();
+      std::memcpy(recv, all_->buffer_.data(), static_cast<std::size_t>(bytes * all_->ranks_));
+      all_->sync_.arrive_and_wait();
+      return {};
+    }
+
+   private:
+    ThreadRanks* all_;
+    int rank_;
+  };
+
+ private:
+  int ranks_;
+  std::barrier<> sync_;
+  std::vector<unsigned char> buffer_;
+};
+
+}  // namespace
+
+TEST(GptRun, TheDigestDoesNotDependOnTheNumberOfRanks) {
+  const trainer::TextCorpus corpus = synthetic_corpus();
+  trainer::GptTrainOptions o = small_run(MlpKind::kSwiGlu, NormKind::kRmsNorm);
+  o.batch_size = 8;
+  o.micro_batches = 4;
+  for (train::Mode mode : {train::Mode::kFp32, train::Mode::kFp16Amp, train::Mode::kBf16Sr}) {
+    SCOPED_TRACE(train::mode_name(mode));
+    trainer::GptResult one;
+    ASSERT_TRUE(trainer::train_gpt(corpus, mode, o, {}, &one).ok());
+    for (int ranks : {1, 2, 4}) {
+      ThreadRanks all(ranks);
+      std::vector<trainer::GptResult> results(static_cast<std::size_t>(ranks));
+      std::vector<Status> statuses(static_cast<std::size_t>(ranks));
+      std::vector<std::thread> threads;
+      for (int r = 0; r < ranks; ++r) {
+        threads.emplace_back([&, r] {
+          ThreadRanks::Rank comm(&all, r);
+          statuses[r] = trainer::train_gpt(corpus, mode, o, {}, &results[r], &comm);
+        });
+      }
+      for (std::thread& t : threads) t.join();
+      for (int r = 0; r < ranks; ++r) {
+        ASSERT_TRUE(statuses[r].ok()) << statuses[r].message();
+        EXPECT_EQ(results[r].digest, one.digest) << ranks << " ranks, rank " << r;
+        EXPECT_EQ(results[r].val_loss, one.val_loss);
+        EXPECT_EQ(results[r].train_loss, one.train_loss);
+      }
+    }
+  }
+  // Ranks must divide the micro-batches.
+  ThreadRanks all(1);
+  ThreadRanks::Rank comm(&all, 0);
+  o.micro_batches = 3;
+  trainer::GptResult r;
+  EXPECT_NE(trainer::train_gpt(corpus, train::Mode::kFp32, o, {}, &r, &comm)
+                .message()
+                .find("--micro-batches must be a power of two dividing --batch-size (8), got 3"),
+            std::string::npos);
 }
 
 TEST(GptRun, LearnsTheCorpus) {

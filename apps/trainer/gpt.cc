@@ -58,6 +58,12 @@ Gpt::Gpt(const GptConfig& config, const Precision& precision, uint64_t seed)
   add_param("norm_f.weight", {d}, false, 0.0, 1.0, next());
   if (ln) add_param("norm_f.bias", {d}, false, 0.0, 0.0, next());
   if (!config.tied) add_param("head", {V, d}, true, s, 0.0, next());
+  grad_flat_.assign(static_cast<std::size_t>(param_count()), 0.0f);
+  int64_t at = 0;
+  for (auto& p : params_) {
+    p->grad32 = grad_flat_.data() + at;
+    at += p->var.numel();
+  }
   build();
 }
 
@@ -150,7 +156,6 @@ void Gpt::build() {
   }
   int nf = norm("norm_f", &x, branch);
   Parameter* head = config_.tied ? wte : param("head");
-  if (config_.tied) wte->users = 2;
   int logits = g.add(std::make_unique<Linear>("head", head, f32, true), {nf}, {"logits"})[0];
   loss_id_ = g.add(std::make_unique<CrossEntropy>("loss"), {logits}, {"loss"})[0];
 }
@@ -193,6 +198,13 @@ Status Gpt::backward(float loss_scale, int64_t grad_rows) {
   ctx_.grad_rows = grad_rows;
   for (auto& p : params_) p->begin_backward();
   return graph_.backward(ctx_);
+}
+
+void Gpt::set_grads(const float* flat) {
+  for (auto& p : params_) {
+    narrow(flat, p->grad.dtype(), p->grad.data(), p->var.numel(), &underflow_);
+    flat += p->var.numel();
+  }
 }
 
 std::vector<TensorView> Gpt::grad_views() const {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -53,9 +54,14 @@ class Gpt {
   // tokens, targets: [batch, context] byte values < vocab (checked). The mean loss (nats per
   // token) of the batch.
   Status forward(const int32_t* tokens, const int32_t* targets, int64_t batch, double* loss);
-  // After forward(): every parameter's gradient of loss * loss_scale (mean over grad_rows rows
-  // when the batch is one shard of a larger one; 0: this batch's).
+  // After forward(): every parameter's gradient of loss * loss_scale (the mean over grad_rows
+  // rows when the batch is one micro-batch of a larger one; 0: this batch's), in fp32, in
+  // grad32() (the parameters in order, each row-major). set_grads() then rounds them once.
   Status backward(float loss_scale, int64_t grad_rows = 0);
+  std::span<const float> grad32() const { return grad_flat_; }
+  // Every parameter's gradient (c) from fp32 values laid out as grad32(): rounded once to
+  // nearest-even, the underflows counted.
+  void set_grads(const float* flat);
   // The master weights' c working copies, refreshed after each optimizer step (the optimizer
   // writes them itself; this is for loaded or initial weights).
   void refresh_working();
@@ -77,6 +83,7 @@ class Gpt {
   int loss_id_ = -1;
   Context ctx_;
   UnderflowCount underflow_;
+  std::vector<float> grad_flat_;
 };
 
 }  // namespace mantissa::trainer

@@ -45,10 +45,22 @@ Status GptTrainOptions::validate() const {
   }
   if (!(clip >= 0.0) || !std::isfinite(clip)) return bad("--clip must be finite and >= 0");
   if (warmup < -1) return bad("--warmup must be >= 0");
+  const int64_t m = micro_batch_count();
+  if (m < 1 || (m & (m - 1)) != 0 || batch_size % m != 0) {
+    return bad("--micro-batches must be a power of two dividing --batch-size (" +
+               std::to_string(batch_size) + "), got " + std::to_string(m));
+  }
   if (scale_growth_interval < 1 || scale_growth_interval > 2147483647) {
     return bad("the scaler's growth interval must be in [1, 2^31 - 1]");
   }
   return {};
+}
+
+int64_t GptTrainOptions::micro_batch_count() const {
+  if (micro_batches != 0) return micro_batches;
+  int64_t m = 4;
+  while (batch_size % m != 0) m /= 2;
+  return m;
 }
 
 float GptTrainOptions::lr_at(int64_t t) const {
@@ -110,6 +122,52 @@ class Guard {
   amp::AnomalyDetector detector_;
   float detector_scale_ = -1.0f;
   std::vector<std::string> names_;
+};
+
+// Sums fp32 vectors of one length, pushed in order, by a fixed binary tree: leaves 0 and 1 are
+// added, 2 and 3, then those two sums, and so on (left + right). With a power-of-two count of
+// leaves the tree is balanced, so the sum of leaves [k 2^j, (k+1) 2^j) is one of its nodes: a rank
+// that sums its own leaves computes exactly the node a single process computes, and pushing the
+// ranks' nodes at their level continues the same tree.
+class PairwiseSum {
+ public:
+  void reset(std::size_t n) {
+    n_ = n;
+    for (Node& node : stack_) spare_.push_back(std::move(node.values));
+    stack_.clear();
+  }
+  void push(const float* v, int level = 0) {
+    std::vector<float> b = take();
+    std::copy(v, v + n_, b.begin());
+    while (!stack_.empty() && stack_.back().level == level) {
+      std::vector<float>& left = stack_.back().values;
+      for (std::size_t i = 0; i < n_; ++i) left[i] = left[i] + b[i];
+      spare_.push_back(std::move(b));
+      b = std::move(left);
+      stack_.pop_back();
+      ++level;
+    }
+    stack_.push_back({level, std::move(b)});
+  }
+  // The sum (after a power-of-two count of leaves: one node).
+  const std::vector<float>& result() const { return stack_.back().values; }
+  int level() const { return stack_.back().level; }
+
+ private:
+  struct Node {
+    int level;
+    std::vector<float> values;
+  };
+  std::vector<float> take() {
+    if (spare_.empty()) return std::vector<float>(n_);
+    std::vector<float> b = std::move(spare_.back());
+    spare_.pop_back();
+    b.resize(n_);
+    return b;
+  }
+  std::size_t n_ = 0;
+  std::vector<Node> stack_;
+  std::vector<std::vector<float>> spare_;
 };
 
 // AdamW over the parameters: one fused call per (rounding, decay) group, each with its own
@@ -176,8 +234,17 @@ Status evaluate_gpt(Gpt& model, const TextCorpus& corpus, const GptTrainOptions&
 }
 
 Status train_gpt(const TextCorpus& corpus, train::Mode mode, const GptTrainOptions& o,
-                 const GptCallbacks& cb, GptResult* result) {
+                 const GptCallbacks& cb, GptResult* result, train::Communicator* comm) {
   TRAINER_TRY(o.validate());
+  const int ranks = comm != nullptr ? comm->size() : 1;
+  const int rank = comm != nullptr ? comm->rank() : 0;
+  const int64_t micro = o.micro_batch_count();
+  if (ranks < 1 || micro % ranks != 0 || (ranks & (ranks - 1)) != 0) {
+    return invalid("train --model gpt --distributed: the ranks (" + std::to_string(ranks) +
+                   ") must be a power of two dividing the micro-batches (" + std::to_string(micro) +
+                   "; --micro-batches)");
+  }
+  const int64_t per = o.batch_size / micro, local = micro / ranks;
   const int64_t T = o.model.context;
   if (static_cast<int64_t>(corpus.train.size()) < T + 1 ||
       static_cast<int64_t>(corpus.validation.size()) < T + 1) {
@@ -202,6 +269,9 @@ Status train_gpt(const TextCorpus& corpus, train::Mode mode, const GptTrainOptio
   r.params = model.param_count();
   std::vector<int32_t> tokens, targets;
   std::vector<double> step_seconds;
+  PairwiseSum tree;
+  std::vector<float> gathered;
+  const std::size_t grad_count = static_cast<std::size_t>(model.param_count());
   std::vector<unsigned char> snapshot;
   int64_t stalled = 0, weights_seen = 0, taken = 0;
   double loss_since = 0.0;
@@ -209,9 +279,34 @@ Status train_gpt(const TextCorpus& corpus, train::Mode mode, const GptTrainOptio
   for (int64_t step = 0; step < o.steps; ++step) {
     training_batch(corpus, T, o.batch_size, o.seed, step, &tokens, &targets);
     const auto t0 = std::chrono::steady_clock::now();
+    // This rank's micro-batches, their fp32 gradients summed by the pairwise tree, then the
+    // ranks' sums (nodes of the same tree) gathered and summed on, identically on every rank.
+    tree.reset(grad_count);
+    std::vector<double> losses(static_cast<std::size_t>(micro));
+    for (int64_t k = 0; k < local; ++k) {
+      const int64_t at = (rank * local + k) * per * T;
+      TRAINER_TRY(
+          model.forward(tokens.data() + at, targets.data() + at, per, &losses[rank * local + k]));
+      TRAINER_TRY(model.backward(scaler.scale(), o.batch_size * T));
+      tree.push(model.grad32().data());
+    }
+    const float* grad_sum = tree.result().data();
+    if (ranks > 1) {
+      const int level = tree.level();
+      gathered.resize(grad_count * static_cast<std::size_t>(ranks));
+      TRAINER_TRY(comm->all_gather(grad_sum, static_cast<int64_t>(grad_count * sizeof(float)),
+                                   gathered.data()));
+      std::vector<double> mine(losses.begin() + rank * local, losses.begin() + (rank + 1) * local);
+      TRAINER_TRY(comm->all_gather(mine.data(), static_cast<int64_t>(mine.size() * sizeof(double)),
+                                   losses.data()));
+      tree.reset(grad_count);
+      for (int q = 0; q < ranks; ++q) tree.push(gathered.data() + q * grad_count, level);
+      grad_sum = tree.result().data();
+    }
+    model.set_grads(grad_sum);
     double loss = 0.0;
-    TRAINER_TRY(model.forward(tokens.data(), targets.data(), o.batch_size, &loss));
-    TRAINER_TRY(model.backward(scaler.scale()));
+    for (double l : losses) loss += l;  // micro-batch order; all of one size
+    loss /= static_cast<double>(micro);
     const std::vector<TensorView> grads = model.grad_views();
     std::optional<float> clip_coef;
     TRAINER_TRY(guard.inspect(grads, loss, scaler, o.clip, step + 1, cb, &r, &clip_coef));

@@ -12,6 +12,7 @@
 #include "mantissa/amp/anomaly.h"
 #include "mantissa/amp/loss_scaler.h"
 #include "mantissa/train.h"
+#include "mantissa/train_distributed.h"
 #include "trainer/gpt.h"
 #include "trainer/text.h"
 
@@ -23,7 +24,11 @@ Precision precision_of(train::Mode mode);
 struct GptTrainOptions {
   GptConfig model;
   int64_t steps = 300;
-  int64_t batch_size = 16;     // sequences per step
+  int64_t batch_size = 16;  // sequences per step
+  // The batch is computed as this many micro-batches of batch_size / micro_batches sequences
+  // whose fp32 gradients are summed by a fixed pairwise tree (docs/training_gpt.md, "Data
+  // parallel"): a power of two dividing batch_size. 0: the largest such value up to 4.
+  int64_t micro_batches = 0;
   int64_t eval_every = 50;     // and after the last step
   int64_t eval_windows = 128;  // validation windows (evenly spaced over the split)
   float lr = 3e-3f;            // peak, after warmup
@@ -35,6 +40,7 @@ struct GptTrainOptions {
   int64_t scale_growth_interval = 100;
   uint64_t seed = 0;  // initial weights, batches, stochastic rounding
   Status validate() const;
+  int64_t micro_batch_count() const;
   // The learning rate of step t (0-based): computed in double, rounded once to fp32.
   float lr_at(int64_t t) const;
 };
@@ -77,8 +83,12 @@ struct GptCallbacks {
   std::function<void(int64_t step, const amp::AnomalyReport&)> on_anomaly;
 };
 
+// With a communicator of R ranks (R a power of two dividing the micro-batch count) every rank
+// computes its R-th of the micro-batches, the partial sums travel by all_gather, and every rank
+// finishes the same tree: the same weights on every rank, and the same digest for any R.
 Status train_gpt(const TextCorpus& corpus, train::Mode mode, const GptTrainOptions& options,
-                 const GptCallbacks& callbacks, GptResult* result);
+                 const GptCallbacks& callbacks, GptResult* result,
+                 train::Communicator* comm = nullptr);
 
 // The mean validation loss (nats per byte) of a model over the options' validation windows.
 Status evaluate_gpt(Gpt& model, const TextCorpus& corpus, const GptTrainOptions& options,

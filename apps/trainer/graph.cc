@@ -13,19 +13,13 @@ const float* Parameter::weights_f32(Tensor* scratch) const {
   return scratch->f32();
 }
 
-void Parameter::add_grad(const float* g, UnderflowCount* count) {
+void Parameter::add_grad(const float* g) {
   const int64_t n = var.numel();
-  if (users == 1) {
-    narrow(g, grad.dtype(), grad.data(), n, count);
-    return;
-  }
-  if (seen_ == 0) {
-    sum_.ensure(DType::kFloat32, var.shape());
-    std::memcpy(sum_.f32(), g, static_cast<std::size_t>(n) * sizeof(float));
+  if (seen_++ == 0) {
+    std::memcpy(grad32, g, static_cast<std::size_t>(n) * sizeof(float));
   } else {
-    accumulate(g, DType::kFloat32, sum_.f32(), n);
+    accumulate(g, DType::kFloat32, grad32, n);
   }
-  if (++seen_ == users) narrow(sum_.f32(), grad.dtype(), grad.data(), n, count);
 }
 
 void Layer::give_grad(Value& v, const Tensor& g) {

@@ -38,22 +38,24 @@ struct Parameter {
   Tensor m, v;          // optimizer state, var's dtype
   Tensor compensation;  // Kahan rounding only: bf16
   WeightRounding rounding = WeightRounding::kNearest;
-  int users = 1;  // layers that add a gradient (2 for a tied embedding)
+  // The fp32 gradient of the current backward pass (var's element count), owned by the model:
+  // every layer that uses the parameter adds to it (the first one writes), in the graph's
+  // reverse order. The model rounds it once into `grad` after the pass (or after summing the
+  // passes of several micro-batches).
+  float* grad32 = nullptr;
 
   // The c weights the passes read.
   const Tensor& weights() const { return working.empty() ? var : working; }
   // The weights in fp32: var itself when it is fp32, else widened into `scratch`.
   const float* weights_f32(Tensor* scratch) const;
-  // Adds one layer's gradient (fp32, var's shape). With one user it is rounded straight into
-  // grad; with several, summed in fp32 in call order and rounded once after the last.
-  void add_grad(const float* g, UnderflowCount* count);
+  // Adds one layer's gradient (fp32, var's shape) to grad32.
+  void add_grad(const float* g);
   void begin_backward() { seen_ = 0; }
   int64_t state_bytes() const {
     return var.bytes() + working.bytes() + m.bytes() + v.bytes() + compensation.bytes();
   }
 
  private:
-  Tensor sum_;
   int seen_ = 0;
 };
 

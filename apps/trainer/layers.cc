@@ -91,8 +91,8 @@ Status Embedding::backward(const Context& ctx, std::span<Value* const>,
       }
     }
   }
-  wte_->add_grad(dwte_.f32(), ctx.underflow);
-  wpe_->add_grad(dwpe_.f32(), ctx.underflow);
+  wte_->add_grad(dwte_.f32());
+  wpe_->add_grad(dwpe_.f32());
   return {};
 }
 
@@ -140,7 +140,7 @@ Status Linear::backward(const Context& ctx, std::span<Value* const> in,
   } else {
     TRAINER_TRY(product(x.view(), dy->view(), true, false, dw32_.view()));
   }
-  w_->add_grad(dw32_.f32(), ctx.underflow);
+  w_->add_grad(dw32_.f32());
   return {};
 }
 
@@ -175,7 +175,7 @@ Status LayerNormLayer::forward(const Context&, std::span<Value* const> in,
   return {};
 }
 
-Status LayerNormLayer::backward(const Context& ctx, std::span<Value* const> in,
+Status LayerNormLayer::backward(const Context&, std::span<Value* const> in,
                                 std::span<Value* const> out) {
   const Tensor& x = in[0]->data;
   const int64_t d = x.shape()[1];
@@ -199,8 +199,8 @@ Status LayerNormLayer::backward(const Context& ctx, std::span<Value* const> in,
   p.normalized_shape = {d};
   TRAINER_TRY(layer_norm_grad(t, p));
   give_grad(*in[0], dx_);
-  w_->add_grad(dw_.f32(), ctx.underflow);
-  b_->add_grad(db_.f32(), ctx.underflow);
+  w_->add_grad(dw_.f32());
+  b_->add_grad(db_.f32());
   return {};
 }
 
@@ -238,7 +238,7 @@ Status RmsNormLayer::forward(const Context&, std::span<Value* const> in,
   return {};
 }
 
-Status RmsNormLayer::backward(const Context& ctx, std::span<Value* const> in,
+Status RmsNormLayer::backward(const Context&, std::span<Value* const> in,
                               std::span<Value* const> out) {
   const Tensor& x = add_ ? out[0]->data : in[0]->data;
   const int64_t d = x.shape()[1];
@@ -255,7 +255,7 @@ Status RmsNormLayer::backward(const Context& ctx, std::span<Value* const> in,
                        .dx = dx_.view(),
                        .dgamma = dg_.view()};
   TRAINER_TRY(rms_norm_grad(t, {}));
-  g_->add_grad(dg_.f32(), ctx.underflow);
+  g_->add_grad(dg_.f32());
   if (add_) {
     // The sum's gradient: what its readers gave (in the graph's order), plus the norm's.
     if (out[0]->has_grad) {
