@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # mantissa train --distributed under `mpirun -np 2` (ctest label mpi; registered only where
-# CMake found MPI). One case per call: digest, overflow, zero, compression, checkpoint, killed.
+# CMake found MPI). One case per call: digest, overflow, zero, compression, checkpoint, killed,
+# gpt.
 # Every mpirun runs under a timeout: a hang fails the test instead of blocking CI.
 set -euo pipefail
-case_name="${1:?usage: mpi_train.sh digest|overflow|zero|compression|checkpoint|killed}"
+case_name="${1:?usage: mpi_train.sh digest|overflow|zero|compression|checkpoint|killed|gpt}"
 tool="${MANTISSA_BINARY_DIR:?MANTISSA_BINARY_DIR must name the build directory}/mantissa"
 mpirun="${MANTISSA_MPIEXEC:-mpirun}"
 work="$(mktemp -d)"
@@ -32,6 +33,31 @@ same() {  # same LABEL FILE-A FILE-B: both runs printed the same final digest
 small=(--hidden 32,32 --epochs 2)
 
 case "$case_name" in
+gpt)
+  # The GPT at a fixed global batch of 4 micro-batches: one process, -np 2 and -np 4 end with the
+  # same digest (each rank its share of the micro-batches, the sums by one fixed tree).
+  python3 -c "import random; random.seed(2); w=['the ','cat ','sat ','on ','a ','mat.\\n']
+print(''.join(random.choice(w) for _ in range(3000)), end='')" > "$work/text.txt"
+  gpt=(--model gpt --data "text:$work/text.txt" --layers 1 --d-model 16 --heads 2 --context 16
+    --batch-size 8 --micro-batches 4 --steps 4 --eval-every 4 --eval-windows 8)
+  for mode in fp32 bf16-amp fp16-amp bf16-sr; do
+    one "${gpt[@]}" --precision "$mode" > "$work/one.txt"
+    for np in 2 4; do
+      timeout 120 "$mpirun" "${transport[@]}" -np "$np" "$tool" train --distributed "${gpt[@]}" \
+        --precision "$mode" --log "$work/log.jsonl" > "$work/mpi.txt"
+      same "gpt $mode: -np $np vs one process" "$work/one.txt" "$work/mpi.txt"
+      [ "$(grep -c 'final:' "$work/mpi.txt")" = 1 ] || fail "gpt $mode: only rank 0 prints"
+      grep -q "\"ranks\":$np" "$work/log.jsonl" || fail "gpt $mode: ranks in the log"
+    done
+  done
+  # 3 ranks do not divide 4 micro-batches: refused, naming the rule.
+  if timeout 120 "$mpirun" "${transport[@]}" -np 3 "$tool" train --distributed "${gpt[@]}" \
+    > "$work/mpi.txt" 2> "$work/err.txt"; then
+    fail "gpt: 3 ranks accepted"
+  fi
+  grep -q "must be a power of two dividing the micro-batches (4" "$work/err.txt" ||
+    { cat "$work/err.txt"; fail "gpt: 3 ranks message"; }
+  ;;
 digest)
   # -np 2 equals one process running the same two shards; several buckets; only rank 0 writes.
   for mode in fp32 bf16-amp fp16-amp; do

@@ -848,6 +848,11 @@ std::function<int()> add_train_command(CLI::App& app) {
       ->group(kGpt);
   cmd->add_flag("--untie", g.untie, "An output head of its own (default: tied to the embedding)")
       ->group(kGpt);
+  cmd->add_option("--micro-batches", g.micro_batches,
+                  "Micro-batches per step, a power of two dividing --batch-size, whose gradients "
+                  "a fixed tree sums (default: up to 4); --distributed ranks must divide it")
+      ->check(CLI::Range(int64_t{1}, int64_t{65536}))
+      ->group(kGpt);
   cmd->add_option("--export-init", g.export_init,
                   "Write each parameter's initial weights (fp32) as DIR/NAME.npy")
       ->check(CLI::ExistingDirectory)
@@ -873,7 +878,6 @@ std::function<int()> add_train_command(CLI::App& app) {
                                      "--suggest",
                                      "--suggest-threshold",
                                      "--suggest-format",
-                                     "--distributed",
                                      "--shards",
                                      "--zero",
                                      "--grad-comm",
@@ -919,7 +923,13 @@ std::function<int()> add_train_command(CLI::App& app) {
     run.show_severity = o->show_severity;
     run.log_path = o->log_path;
     run.plot_path = o->plot_path;
-    return run_train_gpt(run);
+    DistributedSession session;
+    DistributedCli dc;
+    dc.distributed = o->distributed.distributed;
+    if (const int rc = session.start(dc, 1); rc != 0) return rc;
+    const int rc = run_train_gpt(run, session.communicator(), session.quiet());
+    if (rc != 0) session.fail(rc);
+    return rc;
   };
 }
 

@@ -38,6 +38,8 @@ class DistributedSession {
   int start(const DistributedCli& o, std::size_t modes);
   bool quiet() const { return rank_ != 0; }
   bool active() const { return data_parallel_; }  // sharded or distributed
+  // The MPI communicator with --distributed (null otherwise).
+  train::Communicator* communicator() const { return options_.comm; }
   // train_model, or train_distributed when the options ask for shards or ranks.
   Status train(const train::Dataset& data, train::Mode mode, const train::TrainOptions& to,
                train::TrainCallbacks cb, train::ModeResult* result);

@@ -157,7 +157,9 @@ std::string bytes_text(int64_t b) {
 
 }  // namespace
 
-int run_train_gpt(const GptCommandOptions& o) {
+int run_train_gpt(const GptCommandOptions& o_in, train::Communicator* comm, bool quiet) {
+  GptCommandOptions o = o_in;
+  if (quiet) o.log_path.clear(), o.plot_path.clear(), o.export_init.clear();
   std::vector<tr::Mode> modes;
   if (o.compare) {
     modes.assign(tr::all_modes().begin(), tr::all_modes().end());
@@ -175,6 +177,7 @@ int run_train_gpt(const GptCommandOptions& o) {
       modes.push_back(*m);
     }
   }
+  const int ranks = comm != nullptr ? comm->size() : 1;
   tn::GptTrainOptions to;
   to.model.vocab = o.vocab;
   to.model.context = o.context;
@@ -186,6 +189,7 @@ int run_train_gpt(const GptCommandOptions& o) {
   to.model.tied = !o.untie;
   to.steps = o.steps;
   to.batch_size = o.batch_size;
+  to.micro_batches = o.micro_batches;
   to.eval_every = o.eval_every;
   to.eval_windows = o.eval_windows;
   to.warmup = o.warmup;
@@ -230,12 +234,13 @@ int run_train_gpt(const GptCommandOptions& o) {
   fmt::print(
       "data {} ({} files): {} train / {} validation bytes\nmodel {}\nAdamW lr {:g} (warmup "
       "{}, cosine to {:g}), weight decay {:g} on matrices, clip {:g}, batch {} x {} tokens, "
-      "{} steps, seed {}, {} threads, SIMD {}\n",
+      "{} steps in {} micro-batches{}, seed {}, {} threads, SIMD {}\n",
       corpus.source, corpus.files, corpus.train.size(), corpus.validation.size(), shape, to.lr,
       to.warmup >= 0 ? to.warmup : std::max<int64_t>(1, to.steps / 20), to.lr * to.min_lr_ratio,
-      to.weight_decay, to.clip, to.batch_size, to.model.context, to.steps, to.seed, num_threads(),
+      to.weight_decay, to.clip, to.batch_size, to.model.context, to.steps, to.micro_batch_count(),
+      ranks > 1 ? fmt::format(" over {} ranks", ranks) : std::string(), to.seed, num_threads(),
       simd_target());
-  const bool tty = isatty(STDERR_FILENO) != 0;
+  const bool tty = isatty(STDERR_FILENO) != 0 && !quiet;
   std::vector<tn::GptResult> results;
   for (tr::Mode mode : modes) {
     const std::string name = tr::mode_name(mode);
@@ -260,6 +265,8 @@ int run_train_gpt(const GptCommandOptions& o) {
                             {"weight_decay", to.weight_decay},
                             {"clip", to.clip},
                             {"seed", to.seed},
+                            {"micro_batches", to.micro_batch_count()},
+                            {"ranks", ranks},
                             {"threads", num_threads()},
                             {"simd_target", simd_target()}}
                  .dump()
@@ -330,7 +337,7 @@ int run_train_gpt(const GptCommandOptions& o) {
       }
     };
     tn::GptResult r;
-    if (Status st = tn::train_gpt(corpus, mode, to, cb, &r); !st.ok()) {
+    if (Status st = tn::train_gpt(corpus, mode, to, cb, &r, comm); !st.ok()) {
       if (tty) fmt::print(stderr, "\r\033[K");
       fmt::print(stderr, "mantissa train: {}: {}\n", name, st.message());
       return 1;

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "mantissa/train_distributed.h"
+
 namespace mantissa::tool {
 
 struct GptCommandOptions {
@@ -17,6 +19,7 @@ struct GptCommandOptions {
   bool untie = false;
   int64_t steps = 300, eval_every = 50, eval_windows = 128, warmup = -1;
   int64_t batch_size = 16;
+  int64_t micro_batches = 0;  // 0: the trainer's default
   double lr = 3e-3, weight_decay = 0.1, clip = 1.0;
   int64_t scale_growth_interval = 100;
   uint64_t seed = 0;
@@ -25,6 +28,9 @@ struct GptCommandOptions {
   std::string export_init;  // a directory: each parameter's initial fp32 weights as NAME.npy
 };
 
-int run_train_gpt(const GptCommandOptions& o);
+// With a communicator (--distributed under mpirun) every rank trains; `quiet` ranks (all but 0)
+// write no files.
+int run_train_gpt(const GptCommandOptions& o, train::Communicator* comm = nullptr,
+                  bool quiet = false);
 
 }  // namespace mantissa::tool
