@@ -5,14 +5,18 @@
         [--threads N[,N...]] [--repeats 3] [--json FILE] [--markdown FILE]
     /usr/bin/python3 scripts/train_side_by_side.py --model gpt [--build build] [--steps 300]
         [--eval-every 50] [--threads 1,2] [--layers 4 --d-model 128 --heads 4 --context 128 ...]
-        [--data text:FILE] [--json FILE] [--markdown FILE]
+        [--data text:FILE] [--precisions fp32,bf16] [--openblas-coretype ''] [--json FILE]
+        [--markdown FILE]
 
 Run it with /usr/bin/python3 (Debian's, which has torch 1.13 and numpy). PyTorch runs fp32, and
 bf16 through torch.autocast("cpu", dtype=torch.bfloat16) with fp32 weights: the analogue of
 mantissa's bf16-amp. --threads takes a list; each count sets torch.set_num_threads, the BLAS
 library's own thread count (OpenBLAS keeps a pool of its own) and MANTISSA_NUM_THREADS for the
 tool. The BLAS library torch's fp32 matmul goes through (libblas.so.3: the reference BLAS unless
-OpenBLAS is installed, as scripts/install-deps.sh bench does) is printed and put in the JSON.
+OpenBLAS is installed, as scripts/install-deps.sh bench does) is printed and put in the JSON, with
+OpenBLAS's kernel set: Debian 12's OpenBLAS 0.3.21 does not know some recent CPUs (Emerald Rapids)
+and then runs its SSE3 ("Prescott") kernels, several times slower; --openblas-coretype '' reruns
+the script with OPENBLAS_CORETYPE set, which makes it choose by the CPU's features instead.
 
 --model mlp (the default): the digits set of python3-sklearn (or --data FILE.csv[.gz]). The split
 and the standardisation are mantissa's own, recomputed here bit for bit (SplitMix64 streams, the
@@ -106,17 +110,30 @@ def blas_info():
         kind = "reference BLAS (netlib)"
     else:
         kind = "none found (torch's own GEMM?)"
-    info = {"blas": kind, "libraries": libs, "alternative": None}
+    info = {"blas": kind, "libraries": libs, "alternative": None,
+            "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE")}
     openblas = [l for l in libs if re.search(r"libopenblas.*\.so", os.path.basename(l))]
     if openblas:
         try:
             lib = ctypes.CDLL(openblas[0])
             lib.openblas_get_config.restype = ctypes.c_char_p
             lib.openblas_get_corename.restype = ctypes.c_char_p
-            info["openblas_config"] = (lib.openblas_get_config().decode() + ", core "
-                                       + lib.openblas_get_corename().decode())
+            info["openblas_config"] = lib.openblas_get_config().decode()
+            info["openblas_core"] = core = lib.openblas_get_corename().decode()
         except (OSError, AttributeError):
-            pass
+            core = None
+        # OpenBLAS (0.3.21, Debian 12) falls back to its SSE3 kernels on CPUs it does not know
+        # (Emerald Rapids, model 207, for one); any OPENBLAS_CORETYPE, even an empty one, makes
+        # it choose by the CPU's features instead.
+        with open("/proc/cpuinfo") as f:
+            flags = next((l.split(":", 1)[1].split() for l in f if l.startswith("flags")), [])
+        if core and core.lower() in ("prescott", "katmai", "core2") and (
+                "avx2" in flags or "avx512f" in flags):
+            info["warning"] = (f"OpenBLAS runs its {core} (SSE) kernels on a CPU with "
+                               f"{'AVX-512' if 'avx512f' in flags else 'AVX2'}: torch's fp32 "
+                               "GEMMs are several times slower than they could be; "
+                               "--openblas-coretype '' (or e.g. Cooperlake, SkylakeX, Haswell) "
+                               "picks the kernels by the CPU's features")
     if shutil.which("update-alternatives"):
         q = subprocess.run(["update-alternatives", "--query", "libblas.so.3-x86_64-linux-gnu"],
                            capture_output=True, text=True)
@@ -274,7 +291,8 @@ def main_mlp(a, tool):
                          "runs": runs})
     blas = blas_info()
     lines = [f"digits MLP {a.hidden}, batch {batch}, AdamW, {epochs} epochs, "
-             f"{a.repeats} seeds per row; torch {torch.__version__}, BLAS {blas['blas']}", "",
+             f"{a.repeats} seeds per row; torch {torch.__version__}, BLAS {blas['blas']} "
+             f"(core {blas.get('openblas_core')})", "",
              "| threads | precision | side | s/epoch (median) | speed-up vs torch | "
              "test acc mean (min-max) |",
              "|---|---|---|---|---|---|"]
@@ -285,6 +303,8 @@ def main_mlp(a, tool):
                      f"{r['seconds_per_epoch'] * 1e3:.1f} ms | {speed:.2f}x | "
                      f"{100 * r['test_accuracy_mean']:.2f}% "
                      f"({100 * r['test_accuracy_min']:.2f}-{100 * r['test_accuracy_max']:.2f}) |")
+    if blas.get("warning"):
+        lines += ["", f"warning: {blas['warning']}"]
     markdown_out(lines, a.markdown)
     if a.json:
         with open(a.json, "w") as f:
@@ -557,6 +577,8 @@ def gpt_report(a, c, blas, load_before, corpus, init, runs, pairs, threads_list)
                       "model disagree")
 
     where = blas["alternative"] or ", ".join(blas["libraries"])
+    if blas.get("openblas_core"):
+        where += f", core {blas['openblas_core']}"
     lines = [f"GPT {c['layers']} layers, d {c['d_model']}, {c['heads']} heads, context "
              f"{c['context']}, vocab {c['vocab']}, {c['mlp']}, {c['norm']}, "
              f"{'tied' if c['tied'] else 'untied'} head ({init['params']} parameters); "
@@ -569,8 +591,9 @@ def gpt_report(a, c, blas, load_before, corpus, init, runs, pairs, threads_list)
         lines += [f"First step, fp32, same weights and batch ({first['threads']} threads): "
                   f"mantissa loss {first['mantissa']:.8f}, torch {first['torch']:.8f}, relative "
                   f"difference {first['relative_diff']:.2e} "
-                  f"({'OK' if first['ok'] else 'MISMATCH'}, tolerance {a.first_step_tol:g}). Validation loss of the initial weights: mantissa "
-                  f"{im:.8f}, torch {it:.8f}.", ""]
+                  f"({'OK' if first['ok'] else 'MISMATCH'}, tolerance {a.first_step_tol:g}). "
+                  f"Validation loss of the initial weights: mantissa {im:.8f}, torch {it:.8f}.",
+                  ""]
     lines += ["Time per training step (median; forward, backward, clip, optimizer step; mantissa's "
               "also holds its anomaly detector's pass over the gradients and a copy of the "
               "weights) and final validation loss (nats/byte):", "",
@@ -601,6 +624,8 @@ def gpt_report(a, c, blas, load_before, corpus, init, runs, pairs, threads_list)
             for i, (s, _) in enumerate(evs[0]):
                 lines.append(f"| {s} | " + " | ".join(f"{e[i][1]:.4f}" for e in evs) + " |")
     digests = {r["digest"] for r in runs if r["side"] == "mantissa" and r["precision"] == "fp32"}
+    if blas.get("warning"):
+        lines += ["", f"warning: {blas['warning']}"]
     if len(digests) > 1:
         lines += ["", "note: mantissa's fp32 digests differ between thread counts: "
                   f"{sorted(digests)}"]
@@ -618,9 +643,12 @@ def main_gpt(a, tool):
     pairs = [p for p in [("fp32", "fp32", False), ("bf16", "bf16-amp", True)]
              if p[0] in a.precisions.split(",")]
     blas = blas_info()
-    print(f"torch {torch.__version__}: BLAS {blas['blas']} ({blas.get('openblas_config', '')}); "
+    print(f"torch {torch.__version__}: BLAS {blas['blas']} ({blas.get('openblas_config', '')}, "
+          f"core {blas.get('openblas_core')}, OPENBLAS_CORETYPE {blas['OPENBLAS_CORETYPE']!r}); "
           f"mapped {', '.join(blas['libraries'])}; libblas.so.3 alternative: {blas['alternative']}",
           flush=True)
+    if blas.get("warning"):
+        print(f"warning: {blas['warning']}", flush=True)
     load_before = os.getloadavg()[0]
     if load_before > 0.5:
         print(f"warning: load average {load_before:.2f} before the runs: other processes share the "
@@ -716,7 +744,14 @@ def main():
     gpt.add_argument("--precisions", default="fp32,bf16", help="fp32, bf16 or both")
     gpt.add_argument("--first-step-tol", type=float, default=1e-5,
                      help="relative tolerance of the first-step fp32 loss check")
+    ap.add_argument("--openblas-coretype", metavar="CORE",
+                    help="rerun with OPENBLAS_CORETYPE=CORE (read when OpenBLAS loads); '' lets "
+                    "OpenBLAS choose its kernels by the CPU's features")
     a = ap.parse_args()
+    coretype = a.openblas_coretype
+    if coretype is not None and os.environ.get("OPENBLAS_CORETYPE") != coretype:
+        env = dict(os.environ, OPENBLAS_CORETYPE=coretype)
+        os.execve(sys.executable, [sys.executable] + sys.argv, env)
     tool = os.path.join(a.build, "mantissa")
     return main_gpt(a, tool) if a.model == "gpt" else main_mlp(a, tool)
 

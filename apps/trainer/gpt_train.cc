@@ -141,7 +141,7 @@ class PairwiseSum {
     std::copy(v, v + n_, b.begin());
     while (!stack_.empty() && stack_.back().level == level) {
       std::vector<float>& left = stack_.back().values;
-      for (std::size_t i = 0; i < n_; ++i) left[i] = left[i] + b[i];
+      add(left.data(), b.data(), left.data(), static_cast<int64_t>(n_));
       spare_.push_back(std::move(b));
       b = std::move(left);
       stack_.pop_back();
@@ -330,11 +330,8 @@ Status train_gpt(const TextCorpus& corpus, train::Mode mode, const GptTrainOptio
     if (taken != taken_before) {
       at = 0;
       for (const auto& p : model.params()) {
-        const std::size_t es = dtype_size(p->var.dtype());
-        const auto* now = static_cast<const unsigned char*>(p->var.data());
-        for (int64_t i = 0; i < p->var.numel(); ++i) {
-          stalled += std::memcmp(now + i * es, snapshot.data() + at + i * es, es) == 0;
-        }
+        stalled += count_equal(p->var.data(), snapshot.data() + at, p->var.numel(),
+                               dtype_size(p->var.dtype()));
         at += static_cast<std::size_t>(p->var.bytes());
         weights_seen += p->var.numel();
       }

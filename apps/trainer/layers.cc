@@ -261,7 +261,7 @@ Status RmsNormLayer::backward(const Context&, std::span<Value* const> in,
     if (out[0]->has_grad) {
       const float* s = out[0]->grad.f32();
       float* dx = dx_.f32();
-      for (int64_t i = 0; i < dx_.numel(); ++i) dx[i] = s[i] + dx[i];
+      add(s, dx, dx, dx_.numel());
     }
     give_grad(*in[0], dx_);
     give_grad(*in[1], dx_);
@@ -278,10 +278,7 @@ Status Add::forward(const Context&, std::span<Value* const> in, std::span<Value*
   const Tensor& b = in[1]->data;
   Tensor& y = out[0]->data;
   y.ensure(DType::kFloat32, a.shape());
-  const float* pa = a.f32();
-  const float* pb = b.f32();
-  float* py = y.f32();
-  for (int64_t i = 0; i < a.numel(); ++i) py[i] = pa[i] + pb[i];
+  add(a.f32(), b.f32(), y.f32(), a.numel());
   return {};
 }
 
@@ -392,8 +389,7 @@ Status Attention::backward(const Context& ctx, std::span<Value* const> in,
   TRAINER_TRY(
       softmax_grad({.grad_output = dp_.view(), .output = p32_.view(), .out = ds_.view()}, {}));
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dh)));
-  float* ds = ds_.f32();
-  for (int64_t i = 0; i < ds_.numel(); ++i) ds[i] = ds[i] * scale;
+  trainer::scale(ds_.f32(), scale, ds_.numel());
   const Tensor* dsc = &ds_;
   if (compute_ != DType::kFloat32) {
     cast(ds_, compute_, &dsc_, ctx.underflow);

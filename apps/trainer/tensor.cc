@@ -1,6 +1,7 @@
 // The trainer's tensors and element-wise passes (tensor.h).
 #include "trainer/tensor.h"
 
+#include <bit>
 #include <cstdio>
 #include <cstring>
 
@@ -71,13 +72,37 @@ void narrow(const float* src, DType dtype, void* dst, int64_t n, UnderflowCount*
     convert_fp32_to_bf16(src, bits, size);
   }
   if (count != nullptr) {
-    int64_t under = 0;
+    // An integer count over the bit patterns (this file is compiled with -O3: vectorised).
+    uint64_t under = 0;
     for (int64_t i = 0; i < n; ++i) {
-      under += static_cast<int64_t>((bits[i] & 0x7FFFu) == 0 && src[i] != 0.0f);
+      const uint32_t wide = std::bit_cast<uint32_t>(src[i]);
+      under += static_cast<uint64_t>(((bits[i] & 0x7FFFu) == 0) & ((wide & 0x7FFFFFFFu) != 0));
     }
     count->values += n;
-    count->underflows += under;
+    count->underflows += static_cast<int64_t>(under);
   }
+}
+
+int64_t count_equal(const void* a, const void* b, int64_t n, std::size_t element_size) {
+  uint64_t same = 0;
+  if (element_size == 4) {
+    const auto* x = static_cast<const uint32_t*>(a);
+    const auto* y = static_cast<const uint32_t*>(b);
+    for (int64_t i = 0; i < n; ++i) same += static_cast<uint64_t>(x[i] == y[i]);
+  } else {
+    const auto* x = static_cast<const uint16_t*>(a);
+    const auto* y = static_cast<const uint16_t*>(b);
+    for (int64_t i = 0; i < n; ++i) same += static_cast<uint64_t>(x[i] == y[i]);
+  }
+  return static_cast<int64_t>(same);
+}
+
+void add(const float* a, const float* b, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+
+void scale(float* x, float factor, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = x[i] * factor;
 }
 
 void cast(const Tensor& src, DType dtype, Tensor* dst, UnderflowCount* count) {

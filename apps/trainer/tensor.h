@@ -75,6 +75,11 @@ void cast(const Tensor& src, DType dtype, Tensor* dst, UnderflowCount* count = n
 void narrow(const float* src, DType dtype, void* dst, int64_t n, UnderflowCount* count = nullptr);
 // dst = fp32(src), n elements of `dtype`.
 void widen(const void* src, DType dtype, float* dst, int64_t n);
+// How many of n elements (4 or 2 bytes each) have the same bits in a and b.
+int64_t count_equal(const void* a, const void* b, int64_t n, std::size_t element_size);
+// out[i] = a[i] + b[i] and x[i] = x[i] * factor: one fp32 operation per element.
+void add(const float* a, const float* b, float* out, int64_t n);
+void scale(float* x, float factor, int64_t n);
 // acc[i] += fp32(src[i]): one fp32 addition per element.
 void accumulate(const void* src, DType dtype, float* acc, int64_t n);
 
