@@ -16,6 +16,7 @@
 
 #include "mantissa/runtime.h"
 #include "target_support.h"
+#include "trainer/analyze.h"
 #include "trainer/gpt.h"
 #include "trainer/gpt_train.h"
 #include "trainer/rng.h"
@@ -251,6 +252,46 @@ TEST(GptBackward, EveryParameterMatchesFiniteDifferences) {
         const double numeric = up - down;
         EXPECT_NEAR(analytic, numeric, 1e-3 * std::abs(numeric) + 1e-11)
             << "element " << i << ": analytic " << analytic << " numeric " << numeric;
+      }
+    }
+  }
+}
+
+TEST(GptAnalysis, ShadowAgreesWithTheReferenceAndErrorsFollowTheStorage) {
+  for (const Shape& s : {kShapes[0], kShapes[1]}) {
+    SCOPED_TRACE(shape_name(s));
+    std::vector<int32_t> tokens, targets;
+    random_tokens(2 * 8, 17, &tokens, &targets);
+    // fp32: the shadow's loss is the independent fp64 pass's; every value is within fp32's
+    // rounding of the shadow on the mode's own inputs.
+    Gpt m32(tiny(s.mlp, s.norm, s.tied), trainer::precision_of(train::Mode::kFp32), 4);
+    perturb(m32, 6);
+    trainer::GptAnalysis a;
+    ASSERT_TRUE(trainer::analyze_gpt(m32, tokens.data(), targets.data(), 2, &a).ok());
+    EXPECT_NEAR(a.shadow_loss, reference_loss(m32, tokens, targets, 2), 1e-12 * a.shadow_loss);
+    EXPECT_NEAR(a.loss, a.shadow_loss, 1e-6 * a.shadow_loss);
+    bool saw_q = false, saw_probs = false;
+    for (const auto& e : a.rows) {
+      SCOPED_TRACE(e.name);
+      EXPECT_EQ(e.dtype, "fp32");
+      EXPECT_LT(e.local_norm, 1e-6);
+      EXPECT_LT(e.rel_norm, 1e-5);
+      saw_q |= e.name == "block0.attn.q";
+      saw_probs |= e.name == "block1.attn.probs";
+    }
+    EXPECT_TRUE(saw_q && saw_probs);
+    // bf16-amp: what is stored in bf16 carries bf16's rounding (about 2^-9 relative), what stays
+    // in fp32 (the residual stream, the logits) adds only fp32's.
+    Gpt m16(tiny(s.mlp, s.norm, s.tied), trainer::precision_of(train::Mode::kBf16Amp), 4);
+    ASSERT_TRUE(trainer::analyze_gpt(m16, tokens.data(), targets.data(), 2, &a).ok());
+    for (const auto& e : a.rows) {
+      SCOPED_TRACE(e.name);
+      if (e.dtype == "bf16") {
+        EXPECT_GT(e.local_norm, 1e-4);
+        EXPECT_LT(e.local_norm, 4e-3);
+      } else if (e.name != "embed") {
+        EXPECT_LT(e.local_norm, 1e-5);
+        EXPECT_GT(e.rel_norm, 10 * e.local_norm);  // inherited from the bf16 values before
       }
     }
   }

@@ -141,7 +141,7 @@ void Gpt::build() {
     int qkv = g.add(std::make_unique<Linear>(b + "attn.qkv", param(b + "attn.qkv"), c), {n1},
                     {b + "attn.qkv"})[0];
     int att = g.add(std::make_unique<Attention>(b + "attn", config_.heads, c), {qkv},
-                    {b + "attn.out"})[0];
+                    {b + "attn.out", b + "attn.probs"})[0];
     int proj = g.add(std::make_unique<Linear>(b + "attn.proj", param(b + "attn.proj"), f32), {att},
                      {b + "attn.proj"})[0];
     int n2 = norm(b + "norm2", &x, proj);

@@ -386,6 +386,7 @@ Status train_gpt(const TextCorpus& corpus, train::Mode mode, const GptTrainOptio
   r.scale_changes.assign(scaler.stats().history.begin(), scaler.stats().history.end());
   r.final_scale = scaler.scale();
   r.digest = model.digest();
+  if (cb.on_finish) TRAINER_TRY(cb.on_finish(model));
   *result = std::move(r);
   return {};
 }

@@ -89,6 +89,49 @@ Status Graph::forward(const Context& ctx) {
   return {};
 }
 
+void Graph::shadow(const Context& ctx) {
+  std::vector<Shadow> widened;
+  for (Node& n : nodes_) {
+    std::vector<const Shadow*> in;
+    std::vector<Shadow*> out;
+    for (Value* v : n.in) in.push_back(&v->shadow);
+    for (Value* v : n.out) out.push_back(&v->shadow);
+    n.layer->shadow(ctx, in, out);
+    // The same layer on the mode's own inputs.
+    widened.assign(n.in.size(), {});
+    in.clear();
+    for (std::size_t i = 0; i < n.in.size(); ++i) {
+      const Tensor& t = n.in[i]->data;
+      widened[i].resize(static_cast<std::size_t>(t.numel()));
+      for (int64_t k = 0; k < t.numel(); ++k) widened[i][k] = load_as_float(t.dtype(), t.data(), k);
+      in.push_back(&widened[i]);
+    }
+    out.clear();
+    for (Value* v : n.out) out.push_back(&v->local);
+    n.layer->shadow(ctx, in, out);
+  }
+}
+
+int Graph::producer(int value) const {
+  const Value* v = values_[static_cast<std::size_t>(value)].get();
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    for (const Value* o : nodes_[i].out) {
+      if (o == v) return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+std::vector<int> Graph::outputs(std::size_t layer) const {
+  std::vector<int> ids;
+  for (const Value* o : nodes_[layer].out) {
+    for (std::size_t i = 0; i < values_.size(); ++i) {
+      if (values_[i].get() == o) ids.push_back(static_cast<int>(i));
+    }
+  }
+  return ids;
+}
+
 Status Graph::backward(const Context& ctx) {
   for (auto& v : values_) v->has_grad = false;
   for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {

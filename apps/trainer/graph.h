@@ -67,7 +67,13 @@ struct Value {
   Tensor data;
   Tensor grad;
   bool has_grad = false;
+  // The precision analysis: the fp64 shadow of `data` (the shadow pass from the shadow's own
+  // inputs), and the fp64 result of this value's layer on the mode's own inputs (`local`).
+  std::vector<double> shadow, local;
 };
+
+// An fp64 tensor for the shadow passes: row-major values of a known shape.
+using Shadow = std::vector<double>;
 
 // What a pass needs besides the values: the batch, the targets, the loss scale, the counters.
 struct Context {
@@ -91,6 +97,11 @@ class Layer {
                          std::span<Value* const> out) = 0;
   virtual Status backward(const Context& ctx, std::span<Value* const> in,
                           std::span<Value* const> out) = 0;
+  // The layer in fp64 (plain loops sharing nothing with the operators) from fp64 inputs, with the
+  // weights the forward pass reads (widened exactly): the shadow of forward(). `in` and `out` hold
+  // one vector per input and output value, of their data's shapes.
+  virtual void shadow(const Context& ctx, std::span<const Shadow* const> in,
+                      std::span<Shadow* const> out) const = 0;
 
  protected:
   // Hands the gradient `g` of value `v` back: written when v has none yet, otherwise added
@@ -121,6 +132,14 @@ class Graph {
   Status forward(const Context& ctx);
   // Every layer's backward, last to first (the last layer, the loss, starts the pass).
   Status backward(const Context& ctx);
+  // After forward(): every value's fp64 shadow (Value::shadow, each layer's shadow() on its
+  // inputs' shadows) and every layer output's fp64 result on the mode's own inputs
+  // (Value::local, its inputs' data widened).
+  void shadow(const Context& ctx);
+  // The layer that produces each value (-1 for an input), and a layer's output value ids.
+  int producer(int value) const;
+  std::vector<int> outputs(std::size_t layer) const;
+  std::size_t values() const { return values_.size(); }
 
  private:
   struct Node {

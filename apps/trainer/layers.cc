@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numbers>
 
 #include "mantissa/ops/add_rms_norm.h"
 #include "mantissa/ops/cross_entropy_loss.h"
@@ -330,11 +331,14 @@ Status Attention::forward(const Context& ctx, std::span<Value* const> in,
   const Tensor& qkv = in[0]->data;
   const int64_t B = ctx.batch, T = ctx.context, H = heads_;
   const int64_t d = qkv.shape()[1] / 3, dh = d / H;
-  p32_.ensure(DType::kFloat32, {B, H, T, T});
+  // The probabilities are the layer's second output, in c (in fp32 mode the fp32 ones themselves).
+  Tensor& probs = out[1]->data;
+  Tensor& p32 = compute_ == DType::kFloat32 ? probs : p32_own_;
+  p32.ensure(DType::kFloat32, {B, H, T, T});
   TRAINER_TRY(
-      product(head_view(qkv, 0, B, T, H), head_view(qkv, 1, B, T, H), false, true, p32_.view()));
+      product(head_view(qkv, 0, B, T, H), head_view(qkv, 1, B, T, H), false, true, p32.view()));
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dh)));
-  float* s = p32_.f32();
+  float* s = p32.f32();
   for (int64_t bh = 0; bh < B * H; ++bh) {
     for (int64_t i = 0; i < T; ++i) {
       float* row = s + (bh * T + i) * T;
@@ -342,11 +346,11 @@ Status Attention::forward(const Context& ctx, std::span<Value* const> in,
       for (int64_t j = i + 1; j < T; ++j) row[j] = -std::numeric_limits<float>::infinity();
     }
   }
-  TRAINER_TRY(softmax({.self = p32_.view(), .out = p32_.view()}, {.dim = -1}));
-  const Tensor* pc = &p32_;
+  TRAINER_TRY(softmax({.self = p32.view(), .out = p32.view()}, {.dim = -1}));
+  const Tensor* pc = &p32;
   if (compute_ != DType::kFloat32) {
-    cast(p32_, compute_, &pc_);
-    pc = &pc_;
+    cast(p32, compute_, &probs);
+    pc = &probs;
   }
   o_.ensure(compute_, {B, H, T, dh});
   TRAINER_TRY(product(pc->view(), head_view(qkv, 2, B, T, H), false, false, o_.view()));
@@ -367,7 +371,8 @@ Status Attention::backward(const Context& ctx, std::span<Value* const> in,
   const int64_t oshape[4] = {B, H, T, dh};
   const int64_t ostrides[4] = {T * d, dh, d, 1};
   const TensorView dO(y.grad.data(), compute_, oshape, ostrides);
-  const Tensor* pc = compute_ == DType::kFloat32 ? &p32_ : &pc_;
+  const Tensor& p32 = compute_ == DType::kFloat32 ? out[1]->data : p32_own_;
+  const Tensor* pc = &out[1]->data;
 
   Tensor* dqkv = grad_target(*in[0], &dy_, compute_, {B * T, 3 * d});
   part32_.ensure(DType::kFloat32, {B, H, T, dh});
@@ -387,7 +392,7 @@ Status Attention::backward(const Context& ctx, std::span<Value* const> in,
   TRAINER_TRY(product(dO, head_view(qkv, 2, B, T, H), false, true, dp_.view()));
   ds_.ensure(DType::kFloat32, {B, H, T, T});
   TRAINER_TRY(
-      softmax_grad({.grad_output = dp_.view(), .output = p32_.view(), .out = ds_.view()}, {}));
+      softmax_grad({.grad_output = dp_.view(), .output = p32.view(), .out = ds_.view()}, {}));
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dh)));
   trainer::scale(ds_.f32(), scale, ds_.numel());
   const Tensor* dsc = &ds_;
@@ -498,6 +503,182 @@ Status CrossEntropy::backward(const Context& ctx, std::span<Value* const> in,
   TRAINER_TRY(cross_entropy_loss_grad(t, p, {.data = scratch_.data(), .size = bytes}));
   give_grad_from(*in[0], d);
   return {};
+}
+
+}  // namespace mantissa::trainer
+
+// ---- The fp64 shadows ------------------------------------------------------------------------
+// Plain loops in double; the weights as the forward pass reads them, widened exactly.
+
+namespace mantissa::trainer {
+
+namespace {
+
+Shadow widened(const Tensor& t) {
+  Shadow v(static_cast<std::size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) v[i] = load_as_float(t.dtype(), t.data(), i);
+  return v;
+}
+
+// x [rows, k] @ w [k, n] (or w^T with w [n, k])
+void product64(const Shadow& x, const Shadow& w, int64_t rows, int64_t k, int64_t n,
+               bool transposed, Shadow* y) {
+  y->assign(static_cast<std::size_t>(rows * n), 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    double* out = y->data() + r * n;
+    for (int64_t p = 0; p < k; ++p) {
+      const double a = x[r * k + p];
+      if (transposed) {
+        for (int64_t j = 0; j < n; ++j) out[j] += a * w[j * k + p];
+      } else {
+        const double* row = w.data() + p * n;
+        for (int64_t j = 0; j < n; ++j) out[j] += a * row[j];
+      }
+    }
+  }
+}
+
+// Normalises rows of d values: (x - mean) * rstd * w + b (LayerNorm) or x * rstd * w (RMSNorm).
+void norm64(const Shadow& x, int64_t d, bool centre, double eps, const Shadow& w, const Shadow* b,
+            Shadow* y) {
+  const int64_t rows = static_cast<int64_t>(x.size()) / d;
+  y->resize(x.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* row = x.data() + r * d;
+    double mean = 0.0, sq = 0.0;
+    if (centre) {
+      for (int64_t j = 0; j < d; ++j) mean += row[j];
+      mean /= static_cast<double>(d);
+    }
+    for (int64_t j = 0; j < d; ++j) sq += (row[j] - mean) * (row[j] - mean);
+    const double rstd = 1.0 / std::sqrt(sq / static_cast<double>(d) + eps);
+    for (int64_t j = 0; j < d; ++j) {
+      (*y)[r * d + j] = (row[j] - mean) * rstd * w[j] + (b != nullptr ? (*b)[j] : 0.0);
+    }
+  }
+}
+
+}  // namespace
+
+void Embedding::shadow(const Context& ctx, std::span<const Shadow* const>,
+                       std::span<Shadow* const> out) const {
+  const int64_t d = wte_->var.shape()[1], rows = ctx.rows();
+  const Shadow te = widened(wte_->var), pe = widened(wpe_->var);
+  Shadow& y = *out[0];
+  y.resize(static_cast<std::size_t>(rows * d));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < d; ++j) {
+      y[r * d + j] = te[ctx.tokens[r] * d + j] + pe[(r % ctx.context) * d + j];
+    }
+  }
+}
+
+void Linear::shadow(const Context&, std::span<const Shadow* const> in,
+                    std::span<Shadow* const> out) const {
+  const Tensor& w = w_->weights();
+  const int64_t k = transposed_ ? w.shape()[1] : w.shape()[0];
+  const int64_t n = transposed_ ? w.shape()[0] : w.shape()[1];
+  product64(*in[0], widened(w), static_cast<int64_t>(in[0]->size()) / k, k, n, transposed_, out[0]);
+}
+
+void LayerNormLayer::shadow(const Context&, std::span<const Shadow* const> in,
+                            std::span<Shadow* const> out) const {
+  const Shadow w = widened(w_->var), b = widened(b_->var);
+  norm64(*in[0], static_cast<int64_t>(w.size()), true, 1e-5, w, &b, out[0]);
+}
+
+void RmsNormLayer::shadow(const Context&, std::span<const Shadow* const> in,
+                          std::span<Shadow* const> out) const {
+  const Shadow g = widened(g_->var);
+  const int64_t d = static_cast<int64_t>(g.size());
+  if (!add_) {
+    norm64(*in[0], d, false, 1e-6, g, nullptr, out[0]);
+    return;
+  }
+  Shadow& sum = *out[0];
+  sum.resize(in[0]->size());
+  for (std::size_t i = 0; i < sum.size(); ++i) sum[i] = (*in[0])[i] + (*in[1])[i];
+  norm64(sum, d, false, 1e-6, g, nullptr, out[1]);
+}
+
+void Add::shadow(const Context&, std::span<const Shadow* const> in,
+                 std::span<Shadow* const> out) const {
+  Shadow& y = *out[0];
+  y.resize(in[0]->size());
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = (*in[0])[i] + (*in[1])[i];
+}
+
+void Attention::shadow(const Context& ctx, std::span<const Shadow* const> in,
+                       std::span<Shadow* const> out) const {
+  const Shadow& qkv = *in[0];
+  const int64_t B = ctx.batch, T = ctx.context, H = heads_;
+  const int64_t d = static_cast<int64_t>(qkv.size()) / (B * T * 3), dh = d / H;
+  Shadow& y = *out[0];
+  Shadow& p = *out[1];
+  y.assign(static_cast<std::size_t>(B * T * d), 0.0);
+  p.assign(static_cast<std::size_t>(B * H * T * T), 0.0);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t h = 0; h < H; ++h) {
+      for (int64_t i = 0; i < T; ++i) {
+        double* row = p.data() + ((b * H + h) * T + i) * T;
+        const double* q = qkv.data() + (b * T + i) * 3 * d + h * dh;
+        double mx = -INFINITY, sum = 0.0;
+        for (int64_t j = 0; j <= i; ++j) {
+          const double* kj = qkv.data() + (b * T + j) * 3 * d + d + h * dh;
+          double dot = 0.0;
+          for (int64_t e = 0; e < dh; ++e) dot += q[e] * kj[e];
+          row[j] = dot * scale;
+          mx = std::max(mx, row[j]);
+        }
+        for (int64_t j = 0; j <= i; ++j) sum += (row[j] = std::exp(row[j] - mx));
+        double* o = y.data() + (b * T + i) * d + h * dh;
+        for (int64_t j = 0; j <= i; ++j) {
+          row[j] /= sum;
+          const double* vj = qkv.data() + (b * T + j) * 3 * d + 2 * d + h * dh;
+          for (int64_t e = 0; e < dh; ++e) o[e] += row[j] * vj[e];
+        }
+      }
+    }
+  }
+}
+
+void Gelu::shadow(const Context&, std::span<const Shadow* const> in,
+                  std::span<Shadow* const> out) const {
+  Shadow& y = *out[0];
+  y.resize(in[0]->size());
+  const double c = std::sqrt(2.0 / std::numbers::pi);
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    const double x = (*in[0])[i];
+    y[i] = 0.5 * x * (1.0 + std::tanh(c * (x + 0.044715 * x * x * x)));
+  }
+}
+
+void SwiGluLayer::shadow(const Context& ctx, std::span<const Shadow* const> in,
+                         std::span<Shadow* const> out) const {
+  const int64_t rows = ctx.rows(), h = static_cast<int64_t>(in[0]->size()) / rows / 2;
+  Shadow& y = *out[0];
+  y.resize(static_cast<std::size_t>(rows * h));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < h; ++j) {
+      const double a = (*in[0])[r * 2 * h + j], b = (*in[0])[r * 2 * h + h + j];
+      y[r * h + j] = a / (1.0 + std::exp(-a)) * b;
+    }
+  }
+}
+
+void CrossEntropy::shadow(const Context& ctx, std::span<const Shadow* const> in,
+                          std::span<Shadow* const> out) const {
+  const int64_t rows = ctx.rows(), v = static_cast<int64_t>(in[0]->size()) / rows;
+  double total = 0.0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* z = in[0]->data() + r * v;
+    double mx = -INFINITY, sum = 0.0;
+    for (int64_t j = 0; j < v; ++j) mx = std::max(mx, z[j]);
+    for (int64_t j = 0; j < v; ++j) sum += std::exp(z[j] - mx);
+    total += mx + std::log(sum) - z[ctx.targets[r]];
+  }
+  out[0]->assign(1, total / static_cast<double>(rows));
 }
 
 }  // namespace mantissa::trainer

@@ -17,6 +17,8 @@ class Embedding final : public Layer {
                  std::span<Value* const> out) override;
   Status backward(const Context& ctx, std::span<Value* const> in,
                   std::span<Value* const> out) override;
+  void shadow(const Context& ctx, std::span<const Shadow* const> in,
+              std::span<Shadow* const> out) const override;
 
  private:
   Parameter *wte_, *wpe_;
@@ -33,6 +35,8 @@ class Linear final : public Layer {
                  std::span<Value* const> out) override;
   Status backward(const Context& ctx, std::span<Value* const> in,
                   std::span<Value* const> out) override;
+  void shadow(const Context& ctx, std::span<const Shadow* const> in,
+              std::span<Shadow* const> out) const override;
 
  private:
   Parameter* w_;
@@ -50,6 +54,8 @@ class LayerNormLayer final : public Layer {
                  std::span<Value* const> out) override;
   Status backward(const Context& ctx, std::span<Value* const> in,
                   std::span<Value* const> out) override;
+  void shadow(const Context& ctx, std::span<const Shadow* const> in,
+              std::span<Shadow* const> out) const override;
 
  private:
   Parameter *w_, *b_;
@@ -66,6 +72,8 @@ class RmsNormLayer final : public Layer {
                  std::span<Value* const> out) override;
   Status backward(const Context& ctx, std::span<Value* const> in,
                   std::span<Value* const> out) override;
+  void shadow(const Context& ctx, std::span<const Shadow* const> in,
+              std::span<Shadow* const> out) const override;
 
  private:
   Parameter* g_;
@@ -82,10 +90,13 @@ class Add final : public Layer {
                  std::span<Value* const> out) override;
   Status backward(const Context& ctx, std::span<Value* const> in,
                   std::span<Value* const> out) override;
+  void shadow(const Context& ctx, std::span<const Shadow* const> in,
+              std::span<Shadow* const> out) const override;
 };
 
 // Causal multi-head self-attention over qkv (c [rows, 3d]: q, k, v, each head's dh columns
-// contiguous) -> c [rows, d]. Scores q k^T in fp32 (the library's batched matmul on strided
+// contiguous) -> c [rows, d], and the attention probabilities (c [B, H, T, T]) as a second
+// output. Scores q k^T in fp32 (the library's batched matmul on strided
 // views of qkv), scaled by fp32(1/sqrt(dh)), masked to -inf above the diagonal, the library's
 // Softmax in fp32; the probabilities rounded to c for the product with v. Backward through
 // SoftmaxGrad in fp32.
@@ -96,11 +107,13 @@ class Attention final : public Layer {
                  std::span<Value* const> out) override;
   Status backward(const Context& ctx, std::span<Value* const> in,
                   std::span<Value* const> out) override;
+  void shadow(const Context& ctx, std::span<const Shadow* const> in,
+              std::span<Shadow* const> out) const override;
 
  private:
   int64_t heads_;
   DType compute_;
-  Tensor p32_, pc_, o_, dp_, ds_, dsc_, part32_, partc_, dy_;
+  Tensor p32_own_, o_, dp_, ds_, dsc_, part32_, partc_, dy_;
 };
 
 // GELU, the tanh form (the library's Gelu and GeluBackward), c -> c; the gradient computed in
@@ -112,6 +125,8 @@ class Gelu final : public Layer {
                  std::span<Value* const> out) override;
   Status backward(const Context& ctx, std::span<Value* const> in,
                   std::span<Value* const> out) override;
+  void shadow(const Context& ctx, std::span<const Shadow* const> in,
+              std::span<Shadow* const> out) const override;
 
  private:
   Tensor dx32_, scratch_;
@@ -126,6 +141,8 @@ class SwiGluLayer final : public Layer {
                  std::span<Value* const> out) override;
   Status backward(const Context& ctx, std::span<Value* const> in,
                   std::span<Value* const> out) override;
+  void shadow(const Context& ctx, std::span<const Shadow* const> in,
+              std::span<Shadow* const> out) const override;
 
  private:
   Tensor scratch_;
@@ -141,6 +158,8 @@ class CrossEntropy final : public Layer {
                  std::span<Value* const> out) override;
   Status backward(const Context& ctx, std::span<Value* const> in,
                   std::span<Value* const> out) override;
+  void shadow(const Context& ctx, std::span<const Shadow* const> in,
+              std::span<Shadow* const> out) const override;
   const Tensor& log_prob() const { return log_prob_; }
 
  private:

@@ -870,8 +870,6 @@ std::function<int()> add_train_command(CLI::App& app) {
                                      "--optimizer",
                                      "--test-fraction",
                                      "--csv",
-                                     "--analyze",
-                                     "--analyze-svg",
                                      "--policy",
                                      "--sensitivity",
                                      "--tradeoff",
@@ -923,6 +921,8 @@ std::function<int()> add_train_command(CLI::App& app) {
     run.show_severity = o->show_severity;
     run.log_path = o->log_path;
     run.plot_path = o->plot_path;
+    run.analyze_path = o->analyze_path;
+    run.analyze_svg = o->analyze_svg;
     DistributedSession session;
     DistributedCli dc;
     dc.distributed = o->distributed.distributed;

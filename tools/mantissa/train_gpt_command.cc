@@ -17,6 +17,7 @@
 #include "mantissa/runtime.h"
 #include "mantissa/text_escape.h"
 #include "mantissa/train.h"
+#include "trainer/analyze.h"
 #include "trainer/gpt_train.h"
 
 namespace mantissa::tool {
@@ -150,6 +151,63 @@ Status write_npy(const std::string& path, const tn::Parameter& p) {
   return {};
 }
 
+// The analysis's normwise errors against depth (log scale), one line per kind of value.
+std::string svg_analysis(const tn::GptAnalysis& a, const std::string& title) {
+  constexpr double kW = 720, kH = 340, kLeft = 70, kTop = 40;
+  auto kind_of = [](const std::string& name) {
+    const auto dot = name.find('.');
+    return name.rfind("block", 0) == 0 && dot != std::string::npos ? name.substr(dot + 1) : name;
+  };
+  std::vector<std::string> kinds;
+  int max_depth = 1;
+  double lo = 1e-9, hi = 1e-1;
+  for (const auto& r : a.rows) {
+    const std::string k = kind_of(r.name);
+    if (std::find(kinds.begin(), kinds.end(), k) == kinds.end()) kinds.push_back(k);
+    max_depth = std::max(max_depth, r.depth);
+    if (r.rel_norm > 0 && std::isfinite(r.rel_norm)) {
+      lo = std::min(lo, r.rel_norm);
+      hi = std::max(hi, r.rel_norm);
+    }
+  }
+  const double llo = std::floor(std::log10(lo)), lhi = std::ceil(std::log10(hi));
+  std::string s = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
+      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" "
+      "fill=\"white\"/>\n<text x=\"{}\" y=\"20\" font-size=\"14\">{}</text>\n"
+      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#444\"/>\n",
+      kLeft + kW + 200, kTop + kH + 50, kLeft, xml_escape(title), kLeft, kTop, kW, kH);
+  for (double p = llo; p <= lhi; p += 1) {
+    const double y = kTop + kH * (1 - (p - llo) / (lhi - llo));
+    s += fmt::format(
+        "<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/><text x=\"{}\" "
+        "y=\"{:.1f}\" text-anchor=\"end\">1e{}</text>\n",
+        kLeft, kLeft + kW, y, y, kLeft - 4, y + 4, static_cast<int>(p));
+  }
+  s += fmt::format(
+      "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">layer (graph order): normwise error of "
+      "each value against the fp64 shadow</text>\n",
+      kLeft + kW / 2, kTop + kH + 30);
+  for (std::size_t k = 0; k < kinds.size(); ++k) {
+    std::string points;
+    for (const auto& r : a.rows) {
+      if (kind_of(r.name) != kinds[k] || !(r.rel_norm > 0) || !std::isfinite(r.rel_norm)) continue;
+      const double f = (std::log10(r.rel_norm) - llo) / (lhi - llo);
+      points += fmt::format("{:.1f},{:.1f} ", kLeft + kW * r.depth / max_depth,
+                            kTop + kH * (1 - std::clamp(f, 0.0, 1.0)));
+    }
+    const char* colour = kCurveColours[k % 8];
+    s += fmt::format(
+        "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"{}\"/>\n"
+        "<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"3\"/>"
+        "<text x=\"{}\" y=\"{}\">{}</text>\n",
+        colour, points, kLeft + kW + 15, kLeft + kW + 35, kTop + 10 + 18 * k, kTop + 10 + 18 * k,
+        colour, kLeft + kW + 40, kTop + 14 + 18 * k, xml_escape(kinds[k]));
+  }
+  s += "</svg>\n";
+  return s;
+}
+
 std::string bytes_text(int64_t b) {
   if (b >= 1 << 20) return fmt::format("{:.2f} MiB", b / 1048576.0);
   return fmt::format("{:.1f} KiB", b / 1024.0);
@@ -218,6 +276,10 @@ int run_train_gpt(const GptCommandOptions& o_in, train::Communicator* comm, bool
   if (Status st = tn::load_text(path, to.model.context, &corpus); !st.ok()) {
     fmt::print(stderr, "mantissa {}\n", st.message());
     return 1;
+  }
+  if (!o.analyze_path.empty() && modes.size() != 1) {
+    fmt::print(stderr, "mantissa train: --analyze takes one --precision mode\n");
+    return 2;
   }
   std::ofstream log;
   if (!o.log_path.empty()) {
@@ -336,6 +398,20 @@ int run_train_gpt(const GptCommandOptions& o_in, train::Communicator* comm, bool
         }
       }
     };
+    tn::GptAnalysis analysis;
+    if (!o.analyze_path.empty()) {
+      cb.on_finish = [&](tn::Gpt& model) -> Status {
+        // The first windows of the validation set (at most 4).
+        const int64_t count = tn::validation_windows(corpus, to.model.context, to.eval_windows);
+        const int64_t n = std::min<int64_t>(4, count);
+        std::vector<int32_t> tokens, targets;
+        tn::validation_batch(corpus, to.model.context, count, 0, n, &tokens, &targets);
+        TRAINER_TRY(tn::analyze_gpt(model, tokens.data(), targets.data(), n, &analysis));
+        analysis.mode = name;
+        analysis.step = to.steps;
+        return {};
+      };
+    }
     tn::GptResult r;
     if (Status st = tn::train_gpt(corpus, mode, to, cb, &r, comm); !st.ok()) {
       if (tty) fmt::print(stderr, "\r\033[K");
@@ -376,6 +452,57 @@ int run_train_gpt(const GptCommandOptions& o_in, train::Communicator* comm, bool
       log.flush();
     }
     results.push_back(std::move(r));
+    if (!o.analyze_path.empty()) {
+      const tn::GptAnalysis& a = analysis;
+      fmt::print(
+          "\nprecision analysis ({}, after {} steps, {} validation windows): loss {:.6f}, fp64 "
+          "shadow {:.6f}\n{:<24} {:>5} {:>9} {:>10} {:>10} {:>10} {:>10} {:>9}\n",
+          a.mode, a.step, a.batch, a.loss, a.shadow_loss, "value", "dtype", "elements", "normwise",
+          "local", "max rel", "mean rel", "mean ulp");
+      nlohmann::json rows = nlohmann::json::array();
+      for (const auto& e : a.rows) {
+        fmt::print("{:<24} {:>5} {:>9} {:>10.3e} {:>10.3e} {:>10.3e} {:>10.3e} {:>9.3f}\n", e.name,
+                   e.dtype, e.count, e.rel_norm, e.local_norm, e.rel_max, e.rel_mean, e.ulp_mean);
+        rows.push_back({{"name", e.name},
+                        {"block", e.block},
+                        {"depth", e.depth},
+                        {"dtype", e.dtype},
+                        {"count", e.count},
+                        {"shadow_rms", number(e.shadow_rms)},
+                        {"rel_norm", number(e.rel_norm)},
+                        {"local_norm", number(e.local_norm)},
+                        {"rel_max", number(e.rel_max)},
+                        {"rel_mean", number(e.rel_mean)},
+                        {"ulp_mean", number(e.ulp_mean)},
+                        {"ulp_max", number(e.ulp_max)}});
+      }
+      fmt::print(
+          "normwise: ||mode - shadow|| / ||shadow|| (inherited from the layers before); local: "
+          "against fp64 on the mode's own inputs (what the layer adds)\n");
+      const nlohmann::json doc{{"mode", a.mode},         {"model", "gpt"},
+                               {"steps", a.step},        {"windows", a.batch},
+                               {"loss", number(a.loss)}, {"shadow_loss", number(a.shadow_loss)},
+                               {"values", rows}};
+      std::ofstream f(o.analyze_path, std::ios::binary);
+      f << doc.dump(1) << "\n";
+      if (!f.flush()) {
+        fmt::print(stderr, "mantissa train: cannot write {}\n", o.analyze_path);
+        return 1;
+      }
+      std::string svg_path = o.analyze_svg;
+      if (svg_path.empty()) {
+        svg_path = o.analyze_path;
+        const auto dot = svg_path.rfind('.');
+        svg_path = (dot == std::string::npos ? svg_path : svg_path.substr(0, dot)) + ".svg";
+      }
+      std::ofstream svg(svg_path, std::ios::binary);
+      svg << svg_analysis(
+          a, fmt::format("mantissa train --model gpt --analyze: {}, {}", a.mode, shape));
+      if (!svg.flush()) {
+        fmt::print(stderr, "mantissa train: cannot write {}\n", svg_path);
+        return 1;
+      }
+    }
   }
   if (results.size() > 1) {
     double fp32 = NAN;

@@ -25,7 +25,8 @@ struct GptCommandOptions {
   uint64_t seed = 0;
   int show_severity = 7;
   std::string log_path, plot_path;
-  std::string export_init;  // a directory: each parameter's initial fp32 weights as NAME.npy
+  std::string export_init;
+  std::string analyze_path, analyze_svg;  // --analyze: the precision analysis after training  // a directory: each parameter's initial fp32 weights as NAME.npy
 };
 
 // With a communicator (--distributed under mpirun) every rank trains; `quiet` ranks (all but 0)

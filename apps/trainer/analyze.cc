@@ -1,0 +1,117 @@
+// The GPT's precision analysis (analyze.h).
+#include "trainer/analyze.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace mantissa::trainer {
+
+namespace {
+
+const char* dtype_label(DType t) {
+  switch (t) {
+    case DType::kFloat16: return "fp16";
+    case DType::kBFloat16: return "bf16";
+    default: return "fp32";
+  }
+}
+
+// The spacing of `t`'s values at magnitude a (subnormal spacing below the normal range).
+double ulp_at(DType t, double a) {
+  const int mant = t == DType::kFloat16 ? 10 : t == DType::kBFloat16 ? 7 : 23;
+  const int emin = t == DType::kFloat16 ? -14 : -126;
+  int e = a > 0 ? std::ilogb(a) : emin;
+  e = std::max(e, emin);
+  return std::ldexp(1.0, e - mant);
+}
+
+// Errors of m (read `stride` apart from `offset`, `width` of every `row` values) against s and l.
+GptTensorError compare(const std::string& name, const Value& v, int64_t row, int64_t offset,
+                       int64_t width) {
+  GptTensorError e;
+  e.name = name;
+  e.dtype = dtype_label(v.data.dtype());
+  const int64_t n = v.data.numel();
+  std::vector<double> m, s, l;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t col = i % row;
+    if (col < offset || col >= offset + width) continue;
+    m.push_back(load_as_float(v.data.dtype(), v.data.data(), i));
+    s.push_back(v.shadow[i]);
+    l.push_back(v.local.empty() ? v.shadow[i] : v.local[i]);
+  }
+  e.count = static_cast<int64_t>(m.size());
+  double ss = 0.0, dd = 0.0, ll = 0.0, ls = 0.0;
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    ss += s[i] * s[i];
+    dd += (m[i] - s[i]) * (m[i] - s[i]);
+    ll += (m[i] - l[i]) * (m[i] - l[i]);
+    ls += l[i] * l[i];
+  }
+  e.shadow_rms = m.empty() ? 0.0 : std::sqrt(ss / static_cast<double>(m.size()));
+  e.rel_norm = ss > 0 ? std::sqrt(dd / ss) : (dd > 0 ? INFINITY : 0.0);
+  e.local_norm = ls > 0 ? std::sqrt(ll / ls) : (ll > 0 ? INFINITY : 0.0);
+  const double floor = 1e-3 * e.shadow_rms;
+  double sum = 0.0, usum = 0.0;
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    const double d = std::fabs(m[i] - s[i]);
+    const double at = std::max(std::fabs(s[i]), floor);
+    const double r = at > 0 ? d / at : (d > 0 ? INFINITY : 0.0);
+    const double u = d / ulp_at(v.data.dtype(), at);
+    e.rel_max = std::max(e.rel_max, r);
+    e.ulp_max = std::max(e.ulp_max, u);
+    sum += r;
+    usum += u;
+  }
+  const double cnt = std::max<double>(1.0, static_cast<double>(m.size()));
+  e.rel_mean = sum / cnt;
+  e.ulp_mean = usum / cnt;
+  return e;
+}
+
+int block_of(const std::string& name) {
+  if (name.rfind("block", 0) != 0) return -1;
+  return std::atoi(name.c_str() + 5);
+}
+
+}  // namespace
+
+Status analyze_gpt(Gpt& model, const int32_t* tokens, const int32_t* targets, int64_t batch,
+                   GptAnalysis* out) {
+  GptAnalysis a;
+  TRAINER_TRY(model.forward(tokens, targets, batch, &a.loss));
+  Graph& g = model.graph();
+  Context ctx;
+  ctx.batch = batch;
+  ctx.context = model.config().context;
+  ctx.tokens = tokens;
+  ctx.targets = targets;
+  g.shadow(ctx);
+  a.batch = batch;
+  for (std::size_t layer = 0; layer < g.layers(); ++layer) {
+    for (int id : g.outputs(layer)) {
+      const Value& v = g.value(id);
+      const int64_t cols = v.data.shape().size() > 1 ? v.data.shape().back() : 1;
+      auto add = [&](GptTensorError e) {
+        e.depth = static_cast<int>(layer);
+        e.block = block_of(v.name);
+        a.rows.push_back(std::move(e));
+      };
+      if (v.name.ends_with(".attn.qkv")) {
+        const std::string base = v.name.substr(0, v.name.size() - 3);
+        const int64_t d = cols / 3;
+        add(compare(base + "q", v, cols, 0, d));
+        add(compare(base + "k", v, cols, d, d));
+        add(compare(base + "v", v, cols, 2 * d, d));
+      } else {
+        add(compare(v.name, v, cols, 0, cols));
+      }
+      if (v.name == "loss") a.shadow_loss = v.shadow[0];
+    }
+  }
+  *out = std::move(a);
+  return {};
+}
+
+}  // namespace mantissa::trainer
