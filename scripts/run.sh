@@ -2,7 +2,8 @@
 # The main job: install what is missing (the "main" group of scripts/install-deps.sh), build the
 # library, the tool and the sample programs, show the machine, check every operator against its
 # independent golden with the shipped case sets (one line per operator; every row in the JSON),
-# run the sample programs, and train the digits MLP in every precision mode side by side.
+# run the sample programs, and train the digits MLP, then the GPT on text, in every precision mode
+# side by side.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${BUILD_DIR:-$root/build}"
@@ -42,4 +43,11 @@ echo "== mantissa train --compare (digits set, 30 epochs, every precision mode)"
   --csv "$build_dir/train-run.csv" --plot "$build_dir/train-curves.svg" |
   grep -v -E '^[a-z0-9-]+ +epoch +[0-9]+ '
 echo "every epoch: $build_dir/train-run.jsonl, $build_dir/train-run.csv; curves: $build_dir/train-curves.svg"
+
+# The GPT on the default corpus (Debian's fortunes), every mode side by side: the per-evaluation
+# lines go to the JSONL log, the terminal shows each mode's result and the table.
+echo "== mantissa train --model gpt --compare (the fortunes corpus, every precision mode)"
+"$build_dir/mantissa" train --model gpt --compare --log "$build_dir/gpt-run.jsonl" \
+  --plot "$build_dir/gpt-curves.svg" | grep -v -E '^[a-z0-9-]+ +step +[0-9]+ '
+echo "every step and evaluation: $build_dir/gpt-run.jsonl; curves: $build_dir/gpt-curves.svg"
 echo "== main job done in $(( $(date +%s) - start )) s"

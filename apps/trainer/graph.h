@@ -50,6 +50,9 @@ struct Parameter {
   const float* weights_f32(Tensor* scratch) const;
   // Adds one layer's gradient (fp32, var's shape) to grad32.
   void add_grad(const float* g);
+  // grad32 itself when no layer has added to it in this pass (the caller then writes the first
+  // contribution there directly, and it counts as added); null otherwise.
+  float* first_grad() { return seen_++ == 0 ? grad32 : (--seen_, nullptr); }
   void begin_backward() { seen_ = 0; }
   int64_t state_bytes() const {
     return var.bytes() + working.bytes() + m.bytes() + v.bytes() + compensation.bytes();

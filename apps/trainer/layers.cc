@@ -135,13 +135,17 @@ Status Linear::backward(const Context& ctx, std::span<Value* const> in,
     give_rounded(*in[0], dx32_, c, &scratch_, ctx.underflow);
   }
   // dW = x^T @ dy (W [in, out]) or dy^T @ x (W [out, in]).
+  // Written straight into the parameter's fp32 gradient when this is its first contribution.
+  float* first = w_->first_grad();
   dw32_.ensure(DType::kFloat32, w.shape());
+  const TensorView dw =
+      first != nullptr ? TensorView(first, DType::kFloat32, w.shape()) : dw32_.view();
   if (transposed_) {
-    TRAINER_TRY(product(dy->view(), x.view(), true, false, dw32_.view()));
+    TRAINER_TRY(product(dy->view(), x.view(), true, false, dw));
   } else {
-    TRAINER_TRY(product(x.view(), dy->view(), true, false, dw32_.view()));
+    TRAINER_TRY(product(x.view(), dy->view(), true, false, dw));
   }
-  w_->add_grad(dw32_.f32());
+  if (first == nullptr) w_->add_grad(dw32_.f32());
   return {};
 }
 
