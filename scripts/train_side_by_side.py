@@ -27,21 +27,22 @@ weights and batch order come from each side's own generator, so accuracies agree
 run-to-run noise, not bit for bit. Time per epoch is the training loop alone (no evaluation),
 the median over the epochs, as mantissa reports it.
 
---model gpt: the GPT of `mantissa train --model gpt` (docs/training_gpt.md) rebuilt in PyTorch
-with mantissa's initial weights (`mantissa train --model gpt --steps 0 --export-init DIR`, the
-same shape flags and seed) and the same batches (the byte corpus, its 90/10 split, the SplitMix64
-window positions of every step and the evenly spaced validation windows, recomputed here), AdamW
-(betas 0.9/0.95, eps 1e-8, weight decay on the matrices only), the warmup + cosine learning rate
-and global-norm clipping. Since weights and batches agree, the first step's fp32 loss must agree
-to about 1e-5 relative (checked: an error and exit status 1 if not); later steps drift apart by
+--model gpt: the GPT of `mantissa train --model gpt` (docs/training_gpt.md) rebuilt in PyTorch with
+mantissa's initial weights (`mantissa train --model gpt --steps 0 --export-init DIR`, the same
+shape flags and seed) and the same batches (the byte corpus, its 90/10 split, the SplitMix64 window
+positions of every step and the evenly spaced validation windows, recomputed here), AdamW (betas
+0.9/0.95, eps 1e-8, weight decay on the matrices only), the warmup + cosine learning rate and
+global-norm clipping. Since weights and batches agree, the first step's fp32 loss must agree to
+about 1e-5 relative (checked: an error and exit status 1 if not); later steps drift apart by
 rounding only (different summation orders), which the table of max |loss difference| over steps
-1..K shows. Time per step is the training step alone (forward, backward, clip, optimizer step;
-not the batch's assembly, not evaluation), the median over the steps, as mantissa reports it
-(mantissa's step also holds its anomaly detector's pass over the gradients and the copy of the
-weights it counts unchanged updates with). The load average is recorded: on a busy machine the
-multi-threaded times (OpenMP's spinning barriers most) are not clean.
-Under autocast the norms, the attention softmax and the loss take fp32 inputs (as mantissa's
-bf16-amp computes them in fp32); the GEMMs run on bf16 operands.
+1..K shows (a loss spike amplifies them, so it also lists torch against itself at another thread
+count, where its sums change order: the size of rounding's own effect). Time per step is the
+training step alone (forward, backward, clip, optimizer step; not the batch's assembly, not
+evaluation), the median over the steps, as mantissa reports it (mantissa's step also holds its
+anomaly detector's pass over the gradients and the copy of the weights it counts unchanged updates
+with). The load average is recorded: on a busy machine the multi-threaded times (OpenMP's spinning
+barriers most) are not clean. Under autocast the norms, the attention softmax and the loss take
+fp32 inputs (as mantissa's bf16-amp computes them in fp32); the GEMMs run on bf16 operands.
 """
 import argparse
 import csv
@@ -551,10 +552,20 @@ def gpt_report(a, c, blas, load_before, corpus, init, runs, pairs, threads_list)
                 errors.append(f"{threads} threads, {prec}: the learning rates differ "
                               f"(max {lr_diff:g})")
             evals = [(s, vm, vt) for (s, vm), (_, vt) in zip(m["evals"], t["evals"])]
-            comparisons.append({"threads": threads, "precision": prec,
+            comparisons.append({"compared": f"mantissa vs torch, threads {threads}",
+                                "threads": threads, "precision": prec,
                                 "max_abs_loss_diff": max_diffs(m["losses"], t["losses"], ks),
                                 "first_step": [m["losses"][0], t["losses"][0]] if steps else None,
                                 "evals": evals})
+    # The yardstick: torch against itself at another thread count (its sums change order), and
+    # mantissa against itself (the same bits at every thread count).
+    for side in ("torch", "mantissa"):
+        for threads in threads_list[1:]:
+            for prec, _, _ in pairs:
+                x, y = run(side, prec, threads_list[0]), run(side, prec, threads)
+                comparisons.append({"compared": f"{side} {threads_list[0]} vs {threads} threads",
+                                    "threads": threads, "precision": prec,
+                                    "max_abs_loss_diff": max_diffs(x["losses"], y["losses"], ks)})
     # The proof that model, weights and batches agree: the first fp32 step (the worst thread count).
     first = None
     if steps and "fp32" in [p[0] for p in pairs]:
@@ -609,11 +620,12 @@ def gpt_report(a, c, blas, load_before, corpus, init, runs, pairs, threads_list)
                          f"{m['final_val_loss']:.4f} | {t['final_val_loss']:.4f} |")
     if ks:
         lines += ["", "Training loss, mantissa vs torch (same initial weights and batches): "
-                  "max |difference| over steps 1..K:", "",
-                  "| threads | precision | " + " | ".join(f"K={k}" for k in ks) + " |",
+                  "max |difference| over steps 1..K (the rows of one side at two thread counts "
+                  "show how far rounding alone moves the curve):", "",
+                  "| compared | precision | " + " | ".join(f"K={k}" for k in ks) + " |",
                   "|---|---|" + "---|" * len(ks)]
         for cmp in comparisons:
-            lines.append(f"| {cmp['threads']} | {cmp['precision']} | " +
+            lines.append(f"| {cmp['compared']} | {cmp['precision']} | " +
                          " | ".join(f"{cmp['max_abs_loss_diff'][k]:.2e}" for k in ks) + " |")
         columns = [(side, prec) for prec, _, _ in pairs for side in ("mantissa", "torch")]
         for threads in threads_list:
