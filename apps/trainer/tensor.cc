@@ -1,6 +1,7 @@
 // The trainer's tensors and element-wise passes (tensor.h).
 #include "trainer/tensor.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstdio>
 #include <cstring>
@@ -73,10 +74,16 @@ void narrow(const float* src, DType dtype, void* dst, int64_t n, UnderflowCount*
   }
   if (count != nullptr) {
     // An integer count over the bit patterns (this file is compiled with -O3: vectorised).
+    // (32-bit partial counts per block of 2^20 keep the vectors' lanes 32 bits wide.)
     uint64_t under = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      const uint32_t wide = std::bit_cast<uint32_t>(src[i]);
-      under += static_cast<uint64_t>(((bits[i] & 0x7FFFu) == 0) & ((wide & 0x7FFFFFFFu) != 0));
+    for (int64_t b = 0; b < n; b += int64_t{1} << 20) {
+      const int64_t e = std::min(n, b + (int64_t{1} << 20));
+      uint32_t part = 0;
+      for (int64_t i = b; i < e; ++i) {
+        const uint32_t wide = std::bit_cast<uint32_t>(src[i]);
+        part += static_cast<uint32_t>(((bits[i] & 0x7FFFu) == 0) & ((wide & 0x7FFFFFFFu) != 0));
+      }
+      under += part;
     }
     count->values += n;
     count->underflows += static_cast<int64_t>(under);

@@ -165,6 +165,60 @@ HWY_INLINE void PackPanelAs(const void* data, int64_t base, int64_t sp, int64_t 
     const float x = LoadScalar<Format>(data, i);
     return kRound ? RoundOperand(format, x) : x;
   };
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (!kRound) {
+    // Values used as given, in vectors of four (the same values as the scalar loops below).
+    using T = typename Format::Storage;
+    const hn::CappedTag<float, 4> d4;
+    const T* src = static_cast<const T*>(data) + base;
+    if (sp == 1) {  // contiguous along the panel: a row of the panel is a run of memory
+      for (int64_t k = 0; k < kc; ++k) {
+        float* row = dst + k * width;
+        const T* run = src + k * sk;
+        int64_t p = 0;
+        for (; p + 4 <= w; p += 4) hn::StoreU(LoadF32<Format>(d4, run + p), d4, row + p);
+        for (; p < w; ++p) row[p] = LoadScalar<Format>(run, p);
+        for (; p < width; ++p) row[p] = 0.0f;
+      }
+      return;
+    }
+    if (sk == 1) {  // contiguous along k: 4 x 4 blocks transposed in registers
+      const hn::Repartition<uint64_t, decltype(d4)> d64;
+      int64_t p = 0;
+      for (; p + 4 <= w; p += 4) {
+        int64_t k = 0;
+        for (; k + 4 <= kc; k += 4) {
+          const auto r0 = LoadF32<Format>(d4, src + (p + 0) * sp + k);
+          const auto r1 = LoadF32<Format>(d4, src + (p + 1) * sp + k);
+          const auto r2 = LoadF32<Format>(d4, src + (p + 2) * sp + k);
+          const auto r3 = LoadF32<Format>(d4, src + (p + 3) * sp + k);
+          // [a0 b0 a1 b1], [c0 d0 c1 d1], [a2 b2 a3 b3], [c2 d2 c3 d3]
+          const auto t0 = hn::BitCast(d64, hn::InterleaveLower(d4, r0, r1));
+          const auto t1 = hn::BitCast(d64, hn::InterleaveLower(d4, r2, r3));
+          const auto t2 = hn::BitCast(d64, hn::InterleaveUpper(d4, r0, r1));
+          const auto t3 = hn::BitCast(d64, hn::InterleaveUpper(d4, r2, r3));
+          hn::StoreU(hn::BitCast(d4, hn::InterleaveLower(d64, t0, t1)), d4, dst + k * width + p);
+          hn::StoreU(hn::BitCast(d4, hn::InterleaveUpper(d64, t0, t1)), d4,
+                     dst + (k + 1) * width + p);
+          hn::StoreU(hn::BitCast(d4, hn::InterleaveLower(d64, t2, t3)), d4,
+                     dst + (k + 2) * width + p);
+          hn::StoreU(hn::BitCast(d4, hn::InterleaveUpper(d64, t2, t3)), d4,
+                     dst + (k + 3) * width + p);
+        }
+        for (; k < kc; ++k) {
+          for (int64_t q = p; q < p + 4; ++q)
+            dst[k * width + q] = LoadScalar<Format>(src, q * sp + k);
+        }
+      }
+      for (; p < width; ++p) {
+        for (int64_t k = 0; k < kc; ++k) {
+          dst[k * width + p] = p < w ? LoadScalar<Format>(src, p * sp + k) : 0.0f;
+        }
+      }
+      return;
+    }
+  }
+#endif
   if (sp <= sk) {
     for (int64_t k = 0; k < kc; ++k) {
       float* row = dst + k * width;
