@@ -421,21 +421,15 @@ Status Gelu::forward(const Context&, std::span<Value* const> in, std::span<Value
   return gelu({.self = x.view(), .out = out[0]->data.view()});
 }
 
-Status Gelu::backward(const Context& ctx, std::span<Value* const> in, std::span<Value* const> out) {
+Status Gelu::backward(const Context&, std::span<Value* const> in, std::span<Value* const> out) {
+  // The operator rounds its result once to c (its promoted dtype): written in place.
   const Tensor& x = in[0]->data;
   Value& y = *out[0];
   if (!y.has_grad) y.grad.reset(x.dtype(), x.shape());
-  if (x.dtype() == DType::kFloat32) {
-    Tensor* dx = grad_target(*in[0], &scratch_, x.dtype(), x.shape());
-    TRAINER_TRY(
-        gelu_backward({.grad_output = y.grad.view(), .self = x.view(), .grad_input = dx->view()}));
-    give_grad_from(*in[0], dx);
-    return {};
-  }
-  dx32_.ensure(DType::kFloat32, x.shape());
+  Tensor* dx = grad_target(*in[0], &scratch_, x.dtype(), x.shape());
   TRAINER_TRY(
-      gelu_backward({.grad_output = y.grad.view(), .self = x.view(), .grad_input = dx32_.view()}));
-  give_rounded(*in[0], dx32_, x.dtype(), &scratch_, ctx.underflow);
+      gelu_backward({.grad_output = y.grad.view(), .self = x.view(), .grad_input = dx->view()}));
+  give_grad_from(*in[0], dx);
   return {};
 }
 

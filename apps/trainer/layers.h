@@ -116,8 +116,8 @@ class Attention final : public Layer {
   Tensor p32_own_, o_, dp_, ds_, dsc_, part32_, partc_, dy_;
 };
 
-// GELU, the tanh form (the library's Gelu and GeluBackward), c -> c; the gradient computed in
-// fp32 and rounded once to c.
+// GELU, the tanh form (the library's Gelu and GeluBackward), c -> c; the gradient rounded once to
+// c by the operator (its underflows are not counted: the operator rounds inside).
 class Gelu final : public Layer {
  public:
   explicit Gelu(std::string name) : Layer(std::move(name)) {}
@@ -129,7 +129,7 @@ class Gelu final : public Layer {
               std::span<Shadow* const> out) const override;
 
  private:
-  Tensor dx32_, scratch_;
+  Tensor scratch_;
 };
 
 // SwiGLU over the last dim (the library's SwiGlu and SwiGluGrad): c [rows, 2h] -> c [rows, h],
