@@ -157,6 +157,33 @@ TEST(GeluV2, BitExactOnEveryTargetAndThreadCount) {
   }
 }
 
+// Every fp16 and bf16 bit pattern (the kernels read 16-bit inputs' values from tables computed
+// by each target's own steps) in both forms, forward and backward, against golden32.
+TEST(GeluV2, EverySixteenBitPatternOnEveryTarget) {
+  for (DType d : {DType::kFloat16, DType::kBFloat16}) {
+    HostTensor x(d, {65536});
+    for (int64_t i = 0; i < 65536; ++i) x.set_bits(i, static_cast<uint32_t>(i));
+    HostTensor dy = filled(d, {65536}, 0.0, 2.0, 5);
+    for (GeluApproximate a : {GeluApproximate::kNone, GeluApproximate::kTanh}) {
+      SCOPED_TRACE(std::string(mantissa::dtype_name(d)) +
+                   (a == GeluApproximate::kTanh ? " tanh" : " none"));
+      const HostTensor ref = v2_golden32(x, a);
+      const HostTensor gref = backward_golden32(dy, x, a, d, {65536});
+      mt::for_each_target_and_thread_count([&](const std::string&, int) {
+        HostTensor y = sentinel(d, {65536});
+        ASSERT_TRUE(mantissa::gelu_v2({.x = view(x), .y = view(y)}, {.approximate = a}).ok());
+        expect_same_bits(y, ref, "y");
+        HostTensor g = sentinel(d, {65536});
+        ASSERT_TRUE(mantissa::gelu_backward_v2(
+                        {.grad_output = view(dy), .self = view(x), .grad_input = view(g)},
+                        {.approximate = a})
+                        .ok());
+        expect_same_bits(g, gref, "grad_input");
+      });
+    }
+  }
+}
+
 // approximate tanh is Gelu's function and bits; a value other than 0 and 1 means none (upstream).
 TEST(GeluV2, TanhIsGeluAndOtherValuesMeanNone) {
   for (DType d : kDtypes) {

@@ -53,6 +53,11 @@ struct GeluBackwardKernelArgs {
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 // clang-format on
 
+#include <cstddef>
+#include <numeric>
+#include <type_traits>
+#include <vector>
+
 #include "core/math-inl.h"
 #include "core/parallel.h"
 #include "core/simd-inl.h"
@@ -120,9 +125,75 @@ HWY_INLINE void GeluGradForm(D d, hn::Vec<D> (&x)[K]) {
   }
 }
 
+// g(x) of every value a 16-bit format holds (65536 fp64 values indexed by the bits), computed on
+// first use by this target's own steps and kept for the process (as gelu.cc's table of GELU):
+// dy * g then comes from one gather and one product, with the same bits. Key: Fp16 or Bf16.
+template <class Key, bool kErf>
+const double* GeluGradTable() {
+  static const std::vector<double> table = [] {
+    constexpr std::size_t kSize = std::size_t{1} << 16;
+    std::vector<uint16_t> bits(kSize);
+    std::iota(bits.begin(), bits.end(), uint16_t{0});
+    std::vector<double> t(kSize);
+    const hn::ScalableTag<double> dd;
+    const hn::Rebind<float, decltype(dd)> dh;
+    const std::size_t lanes = hn::Lanes(dd);
+    for (std::size_t i = 0; i < kSize; i += lanes) {
+      hn::Vec<decltype(dd)> v[1] = {hn::PromoteTo(dd, LoadF32<Key>(dh, bits.data() + i))};
+      GeluGradForm<kErf>(dd, v);
+      hn::StoreU(v[0], dd, t.data() + i);
+    }
+    return t;
+  }();
+  return table.data();
+}
+
+// The 16-bit patterns at p (lanes of dd, as int64): indices into a table of 65536 entries.
+template <class DD>
+HWY_INLINE hn::Vec<hn::RebindToSigned<DD>> GradBitsIndex(DD, const uint16_t* p) {
+  const hn::Rebind<uint16_t, DD> d16;
+  const hn::Rebind<uint32_t, DD> d32;
+  const hn::Rebind<uint64_t, DD> d64;
+  const hn::RebindToSigned<DD> di;
+  return hn::BitCast(di, hn::PromoteTo(d64, hn::PromoteTo(d32, hn::LoadU(d16, p))));
+}
+
 template <class Format, bool kErf>
 void GeluBackwardFormat(const detail::GeluBackwardKernelArgs& args) {
   using T = typename Format::Storage;
+  if constexpr (!std::is_same_v<Format, Fp32>) {
+    const double* table = GeluGradTable<std::conditional_t<kIsBf16<Format>, Bf16, Format>, kErf>();
+    auto chunk = [&args, table](int64_t begin, int64_t end) {
+      const T* const dy = static_cast<const T*>(args.dy);
+      const T* const x = static_cast<const T*>(args.x);
+      T* const out = static_cast<T*>(args.out);
+      const hn::ScalableTag<double> dd;
+      const hn::Rebind<float, decltype(dd)> dh;
+      constexpr size_t K = 4;
+      const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
+      int64_t i = begin;
+      for (; i + static_cast<int64_t>(K) * lanes <= end; i += static_cast<int64_t>(K) * lanes) {
+        // Every input of these elements is loaded before any store, so in place is safe.
+        hn::Vec<decltype(dd)> v[K];
+#pragma GCC unroll 8
+        for (size_t j = 0; j < K; ++j) {
+          const int64_t at = i + static_cast<int64_t>(j) * lanes;
+          v[j] = hn::Mul(hn::PromoteTo(dd, LoadF32<Format>(dh, dy + at)),
+                         hn::GatherIndex(dd, table, GradBitsIndex(dd, x + at)));
+        }
+        StoreResults<Format>(dd, v, out + i);
+      }
+      const hn::CappedTag<double, 1> d1;
+      const hn::Rebind<float, decltype(d1)> df1;
+      for (; i < end; ++i) {
+        const auto g = hn::PromoteTo(d1, LoadF32<Format>(df1, dy + i));
+        StoreResult<Format>(df1, DemoteF64ToF32(df1, d1, hn::Mul(g, hn::Set(d1, table[x[i]]))),
+                            out + i);
+      }
+    };
+    detail::parallel_for(args.n, detail::kDefaultGrain, chunk);
+    return;
+  }
   auto chunk = [&args](int64_t begin, int64_t end) {
     // Locals of the chunk: a vector store may alias anything the closure reaches.
     const T* const dy = static_cast<const T*>(args.dy);
