@@ -748,7 +748,7 @@ def main():
     gpt.add_argument("--steps", type=int, default=300)
     gpt.add_argument("--eval-every", type=int, default=50)
     gpt.add_argument("--eval-windows", type=int, default=128)
-    gpt.add_argument("--lr", type=float, default=3e-3)
+    gpt.add_argument("--lr", type=float, default=1e-3)
     gpt.add_argument("--weight-decay", type=float, default=0.1)
     gpt.add_argument("--clip", type=float, default=1.0)
     gpt.add_argument("--warmup", type=int, help="default steps / 20 (at least 1)")

@@ -31,7 +31,7 @@ struct GptTrainOptions {
   int64_t micro_batches = 0;
   int64_t eval_every = 50;     // and after the last step
   int64_t eval_windows = 128;  // validation windows (evenly spaced over the split)
-  float lr = 3e-3f;            // peak, after warmup
+  float lr = 1e-3f;            // peak, after warmup
   double min_lr_ratio = 0.1;   // the cosine ends at lr * this
   int64_t warmup = -1;         // steps of linear warmup; -1: steps / 20 (at least 1)
   float weight_decay = 0.1f;   // AdamW's, on matrices only

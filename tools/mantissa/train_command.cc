@@ -765,18 +765,23 @@ std::function<int()> add_train_command(CLI::App& app) {
                   "bf16-sr, fp16-noscale");
   cmd->add_flag("--compare", o->compare, "Every mode, then a side-by-side table");
   cmd->add_option("--epochs", o->epochs, "Epochs (default 30)")->check(CLI::Range(0, 100000));
-  cmd->add_option("--batch-size", o->batch_size, "Rows per step (default 64)")
+  cmd->add_option("--batch-size", o->batch_size,
+                  "Rows per step (default 64; --model gpt: sequences, 16)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
-  cmd->add_option("--lr", o->lr, "Learning rate (default 1e-3; SGD 0.05)")
+  cmd->add_option("--lr", o->lr,
+                  "Learning rate (default 1e-3; SGD 0.05; --model gpt: the peak, 1e-3)")
       ->check(tool::kFiniteFloat)
       ->check(CLI::PositiveNumber);
   cmd->add_option("--optimizer", o->optimizer, "adamw, adam or sgd (default adamw)")
       ->check(CLI::IsMember({"adamw", "adam", "sgd"}));
-  cmd->add_option("--weight-decay", o->weight_decay,
-                  "AdamW's decoupled decay, SGD's L2 term (default 0.01 for AdamW, else 0)")
+  cmd->add_option(
+         "--weight-decay", o->weight_decay,
+         "AdamW's decoupled decay, SGD's L2 term (default 0.01 for AdamW, else 0; --model gpt: "
+         "0.1, on matrices)")
       ->check(tool::kFinite)
       ->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--clip", o->clip, "Clip gradients to this global L2 norm (default: no)")
+  cmd->add_option("--clip", o->clip,
+                  "Clip gradients to this global L2 norm (default: no; --model gpt: 1.0)")
       ->check(tool::kFiniteFloat)
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--hidden", o->hidden, "Hidden widths, comma-separated (default 256,256)");

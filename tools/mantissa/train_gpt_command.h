@@ -20,7 +20,7 @@ struct GptCommandOptions {
   int64_t steps = 300, eval_every = 50, eval_windows = 128, warmup = -1;
   int64_t batch_size = 16;
   int64_t micro_batches = 0;  // 0: the trainer's default
-  double lr = 3e-3, weight_decay = 0.1, clip = 1.0;
+  double lr = 1e-3, weight_decay = 0.1, clip = 1.0;
   int64_t scale_growth_interval = 100;
   uint64_t seed = 0;
   int show_severity = 7;
