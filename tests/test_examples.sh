@@ -356,6 +356,32 @@ expect("classifier", [[2, 1, 0.1], [0.5, 2.5, 0.3], [-1, 0, 3]], np.eye(3))
 ' <<<"$sce_out" || fail "aclnn_softmax_cross_entropy_with_logits printed other values than numpy"
 fi
 
+# CANN's own SoftmaxCrossEntropyWithLogits sample, as written: its output buffers are sized from
+# int16 host vectors (32 and 128 bytes) for fp32 [16] and [16, 4] tensors, so the operator writes
+# 32 and 128 bytes past them. It must run to the end with the right losses (numpy: 8 ln 4 per
+# row), and MANTISSA_DEBUG_MEMORY=1 must report both overruns at aclrtFree.
+sce_up="$bin_dir/example_test_aclnn_softmax_cross_entropy_with_logits"
+if [[ ! -x "$sce_up" ]]; then
+  fail "$sce_up is not built"
+else
+  up_err="$(mktemp)"
+  up_out="$(MANTISSA_DEBUG_MEMORY=1 "$sce_up" 2>"$up_err")" ||
+    fail "test_aclnn_softmax_cross_entropy_with_logits exited with $?"
+  echo "$up_out"
+  cat "$up_err"
+  /usr/bin/python3 -c '
+import sys, numpy as np
+got = [float(line.split(":")[1]) for line in sys.stdin if line.startswith("loss[")]
+assert len(got) == 16, got
+assert np.allclose(got, -(2.0 * np.log(0.25)) * 4, rtol=0, atol=2e-6), got
+' <<<"$up_out" || fail "test_aclnn_softmax_cross_entropy_with_logits: expected 16 losses of 8 ln 4"
+  grep -q "of 32 bytes was written 32 bytes past its end" "$up_err" ||
+    fail "the loss buffer's overrun was not reported"
+  grep -q "of 128 bytes was written 128 bytes past its end" "$up_err" ||
+    fail "the backprop buffer's overrun was not reported"
+  rm -f "$up_err"
+fi
+
 # The SoftmaxGrad and LogSoftmaxGrad samples (CANN's published inputs: gradOutput [4, 2] = 0..7,
 # output = 1 1 1 2 2 2 3 3, dim 0). The reference is computed here, independently, with numpy in
 # float64; each printed value must be within 2 fp32 ulp of it (the softmax one is exact; the

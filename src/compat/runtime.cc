@@ -1,12 +1,15 @@
 // The host runtime of the CANN-compatible C API. There is one "device", the host CPU: device
-// memory is host memory aligned to 64 bytes, and work enqueued on a stream runs when it is
-// enqueued, so synchronising a stream has nothing left to wait for.
+// memory is host memory (page-aligned mappings, below), and work enqueued on a stream runs when it
+// is enqueued, so synchronising a stream has nothing left to wait for.
 //
 // Handles (streams, allocations) are kept in registries so that a stale or foreign pointer is
 // rejected with an error code instead of being dereferenced or freed.
 #include <fmt/format.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -22,7 +25,44 @@
 namespace mantissa::compat {
 namespace {
 
-constexpr size_t kDeviceAlignment = 64;
+// The bytes after a device buffer hold this pattern until something writes them.
+constexpr unsigned char kSlackPattern = 0xA5;
+
+// Device memory: each allocation is an anonymous mapping of its own, sized as CANN sizes device
+// buffers (the request rounded up to 32 bytes, plus 32) and rounded up to whole pages. A program
+// that writes past what it asked for (CANN's own samples do: they rely on that slack and on the
+// device memory pool) then writes into its mapping's spare bytes, never into the host heap; a
+// write past the whole mapping faults instead of corrupting anything. The spare bytes hold
+// kSlackPattern from allocation; aclrtFree checks them and, with MANTISSA_DEBUG_MEMORY=1 in the
+// environment, reports on stderr how far past its size the buffer was written.
+struct Allocation {
+  size_t size = 0;    // requested
+  size_t mapped = 0;  // the mapping's length
+};
+
+size_t page_size() {
+  static const size_t page = [] {
+    const long p = sysconf(_SC_PAGESIZE);
+    return p > 0 ? static_cast<size_t>(p) : size_t{4096};
+  }();
+  return page;
+}
+
+// The mapping's length for `size` bytes, or 0 when that overflows.
+size_t mapped_length(size_t size) {
+  const size_t page = page_size();
+  if (size > static_cast<size_t>(PTRDIFF_MAX) - 2 * page - 64) return 0;
+  const size_t padded = (size + 31) / 32 * 32 + 32;
+  return (padded + page - 1) / page * page;
+}
+
+bool debug_memory() {
+  static const bool on = [] {
+    const char* v = std::getenv("MANTISSA_DEBUG_MEMORY");
+    return v != nullptr && v[0] != '\0' && std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
 
 struct Stream {
   // Nothing is ever pending: operators run at enqueue time. The object exists so that a stream
@@ -34,7 +74,7 @@ struct RuntimeState {
   std::mutex mutex;
   bool initialized = false;
   std::unordered_set<const void*> streams;
-  std::unordered_map<const void*, size_t> allocations;  // pointer -> requested size
+  std::unordered_map<const void*, Allocation> allocations;
 };
 
 RuntimeState& state() {
@@ -58,8 +98,11 @@ bool stream_is_usable(const void* stream) {
 
 }  // namespace mantissa::compat
 
+using mantissa::compat::Allocation;
+using mantissa::compat::debug_memory;
 using mantissa::compat::fail;
-using mantissa::compat::kDeviceAlignment;
+using mantissa::compat::kSlackPattern;
+using mantissa::compat::mapped_length;
 using mantissa::compat::state;
 
 extern "C" {
@@ -155,22 +198,20 @@ aclError aclrtSynchronizeStream(aclrtStream stream) {
 aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy /*policy*/) {
   if (devPtr == nullptr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtMalloc: devPtr is null");
   if (size == 0) return fail(ACL_ERROR_INVALID_PARAM, "aclrtMalloc: size is 0");
-  // No object may exceed PTRDIFF_MAX bytes; std::aligned_alloc wants a multiple of the
-  // alignment.
-  if (size > static_cast<size_t>(PTRDIFF_MAX) - kDeviceAlignment) {
+  const size_t mapped = mapped_length(size);
+  void* p = mapped == 0
+                ? MAP_FAILED
+                : mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
     return fail(ACL_ERROR_BAD_ALLOC, fmt::format("aclrtMalloc: cannot allocate {} bytes", size));
   }
-  const size_t rounded = (size + kDeviceAlignment - 1) / kDeviceAlignment * kDeviceAlignment;
-  void* p = std::aligned_alloc(kDeviceAlignment, rounded);
-  if (p == nullptr) {
-    return fail(ACL_ERROR_BAD_ALLOC, fmt::format("aclrtMalloc: cannot allocate {} bytes", size));
-  }
+  std::memset(static_cast<unsigned char*>(p) + size, kSlackPattern, mapped - size);
   auto& s = state();
   try {
     std::lock_guard lock(s.mutex);
-    s.allocations.emplace(p, size);
+    s.allocations.emplace(p, Allocation{size, mapped});
   } catch (const std::bad_alloc&) {
-    std::free(p);
+    munmap(p, mapped);
     return fail(ACL_ERROR_BAD_ALLOC, fmt::format("aclrtMalloc: cannot allocate {} bytes", size));
   }
   *devPtr = p;
@@ -180,15 +221,32 @@ aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy /*policy*/
 aclError aclrtFree(void* devPtr) {
   if (devPtr == nullptr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtFree: devPtr is null");
   auto& s = state();
+  Allocation a;
   {
     std::lock_guard lock(s.mutex);
-    if (s.allocations.erase(devPtr) == 0) {
+    const auto it = s.allocations.find(devPtr);
+    if (it == s.allocations.end()) {
       return fail(
           ACL_ERROR_INVALID_PARAM,
           fmt::format("aclrtFree: {} was not returned by aclrtMalloc (or was freed)", devPtr));
     }
+    a = it->second;
+    s.allocations.erase(it);
   }
-  std::free(devPtr);
+  if (debug_memory()) {
+    // The last spare byte that no longer holds the pattern: how far past its size the buffer was
+    // written (a written byte equal to the pattern goes unseen).
+    const auto* bytes = static_cast<const unsigned char*>(devPtr);
+    size_t end = a.mapped;
+    while (end > a.size && bytes[end - 1] == kSlackPattern) --end;
+    if (end > a.size) {
+      std::fprintf(stderr,
+                   "mantissa: aclrtFree: the device buffer %p of %zu bytes was written %zu bytes "
+                   "past its end (MANTISSA_DEBUG_MEMORY)\n",
+                   devPtr, a.size, end - a.size);
+    }
+  }
+  munmap(devPtr, a.mapped);
   return ACL_SUCCESS;
 }
 
