@@ -238,6 +238,42 @@ TEST(Calibrate, ReportAndPerChannel) {
   EXPECT_DOUBLE_EQ(per_tensor.snr_db, 10 * std::log10(signal / noise));
 }
 
+// A tensor (or channel) with no finite value is refused, naming it; one of subnormal values only
+// gets a positive fp32 scale that maps its largest value to at most 127 (a scale below fp32's
+// smallest subnormal becomes that subnormal).
+TEST(Calibrate, AllNaNIsRefusedAndAllSubnormalGetsAUsableScale) {
+  std::vector<float> nan(64, std::numeric_limits<float>::quiet_NaN());
+  nan[3] = std::numeric_limits<float>::infinity();
+  const TensorView nv(nan.data(), DType::kFloat32, {4, 16});
+  calib::TensorReport r;
+  Status st = calib::calibrate_tensor("acts", {&nv, 1}, {}, &r);
+  EXPECT_EQ(st.code(), StatusCode::kParamInvalid);
+  EXPECT_NE(st.message().find("acts: all 64 values are NaN or infinite"), std::string::npos)
+      << st.message();
+  // Per channel: one channel of NaN among finite ones.
+  std::vector<float> mixed(64, 1.5f);
+  for (int i = 16; i < 32; ++i) mixed[i] = std::numeric_limits<float>::quiet_NaN();
+  const TensorView mv(mixed.data(), DType::kFloat32, {4, 16});
+  st = calib::calibrate_tensor("w", {&mv, 1}, {.per_channel_axis = 0}, &r);
+  EXPECT_NE(st.message().find("w channel 1: all 16 values are NaN or infinite"), std::string::npos)
+      << st.message();
+  for (float top : {1e-40f, 3e-43f, 1e-45f}) {
+    SCOPED_TRACE(top);
+    std::vector<float> tiny(64);
+    for (int i = 0; i < 64; ++i) tiny[i] = top * static_cast<float>(i % 8) / 7.0f;
+    const TensorView tv(tiny.data(), DType::kFloat32, {64});
+    ASSERT_TRUE(calib::calibrate_tensor("tiny", {&tv, 1}, {.method = calib::Method::kMax}, &r).ok())
+        << calib::calibrate_tensor("tiny", {&tv, 1}, {.method = calib::Method::kMax}, &r).message();
+    const float s = static_cast<float>(r.chosen.scale);
+    EXPECT_GT(s, 0.0f);
+    std::vector<int8_t> q(64);
+    ASSERT_TRUE(calib::quantize_int8(tv, {&s, 1}, TensorView(q.data(), DType::kInt8, {64})).ok());
+    EXPECT_LE(*std::max_element(q.begin(), q.end()), 127);
+    EXPECT_GT(*std::max_element(q.begin(), q.end()), 0);
+    EXPECT_TRUE(std::isfinite(r.snr_db) || r.mse == 0.0);
+  }
+}
+
 TEST(Calibrate, BiasCorrectionRestoresTheMeanOutput) {
   const int64_t out = 8, in = 16, n = 200;
   std::mt19937 rng(4);

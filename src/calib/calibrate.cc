@@ -353,11 +353,25 @@ Status calibrate_tensor(const std::string& name, std::span<const TensorView> bat
     }
     std::vector<float> scales(static_cast<std::size_t>(channels));
     for (int64_t c = 0; c < channels; ++c) {
+      // Nothing to calibrate on: every value NaN or infinite.
+      const Histogram& h = hist[static_cast<std::size_t>(c)];
+      if (h.total() == 0 && h.nonfinite() > 0) {
+        return fail(StatusCode::kParamInvalid, kCalibrate,
+                    "{}{}: all {} values are NaN or infinite; no scale can be chosen", name,
+                    channels > 1 ? fmt::format(" channel {}", c) : std::string(), h.nonfinite());
+      }
       Threshold t;
       MANTISSA_RETURN_IF_ERROR(choose_threshold(hist[static_cast<std::size_t>(c)], o.method,
                                                 o.percentile, &t, o.entropy_zero_bin_as_next));
-      // An all-zero channel keeps scale 1 (any scale quantizes zeros to zero).
-      scales[static_cast<std::size_t>(c)] = t.scale > 0.0 ? static_cast<float>(t.scale) : 1.0f;
+      // An all-zero channel keeps scale 1 (any scale quantizes zeros to zero). A scale below
+      // fp32's smallest subnormal (all values subnormal and tiny) becomes that subnormal: the
+      // largest value then still maps to at most 127.
+      float scale = t.scale > 0.0 ? static_cast<float>(t.scale) : 1.0f;
+      if (!(scale > 0.0f)) {
+        scale = std::numeric_limits<float>::denorm_min();
+        t.scale = scale;
+      }
+      scales[static_cast<std::size_t>(c)] = scale;
       if (channels > 1) r.channel_scales.push_back(scales[static_cast<std::size_t>(c)]);
       if (c == 0 || t.threshold > r.chosen.threshold) r.chosen = t;
       r.nonfinite += hist[static_cast<std::size_t>(c)].nonfinite();
