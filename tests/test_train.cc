@@ -361,6 +361,71 @@ TEST_F(TrainData, MalformedFilesAreRefusedWithLineAndColumn) {
   EXPECT_NE(few.message().find("too few rows"), std::string::npos) << few.message();
 }
 
+// The header rule, said out loud: a first line with a non-number (or pandas' names 0..n-1) is a
+// header under auto, and reported in Dataset::header; --header no reads it as data (a typo in a
+// first data row is then the error it is); --header yes drops a numeric first line.
+TEST_F(TrainData, HeaderRuleIsReportedAndCanBeOverridden) {
+  const std::string data = rows_csv(40, 2);
+  Dataset d;
+  ASSERT_TRUE(load_dataset({.spec = write("named.csv", "x,y,label\n" + data)}, &d).ok());
+  EXPECT_EQ(d.header, "x,y,label");
+  EXPECT_EQ(d.train_rows() + d.test_rows(), 40);
+  ASSERT_TRUE(load_dataset({.spec = write("pandas.csv", "0,1,2\n" + data)}, &d).ok());
+  EXPECT_EQ(d.header, "0,1,2");
+  EXPECT_EQ(d.train_rows() + d.test_rows(), 40);
+  EXPECT_EQ(d.classes, 2);  // the header's "2" did not become a class
+  ASSERT_TRUE(load_dataset({.spec = write("plain.csv", data)}, &d).ok());
+  EXPECT_TRUE(d.header.empty());
+  EXPECT_EQ(d.train_rows() + d.test_rows(), 40);
+  // A typo in the first data row: auto takes it for a header (and says so); no refuses it.
+  const std::string typo = write("typo.csv", "1.0,2.x,0\n" + data);
+  ASSERT_TRUE(load_dataset({.spec = typo}, &d).ok());
+  EXPECT_EQ(d.header, "1.0,2.x,0");
+  const Status st = load_dataset({.spec = typo, .header = HeaderRule::kNo}, &d);
+  EXPECT_NE(st.message().find(typo + ":1:2: not a finite number: '2.x'"), std::string::npos)
+      << st.message();
+  ASSERT_TRUE(
+      load_dataset({.spec = write("numeric.csv", "9,9,1\n" + data), .header = HeaderRule::kYes}, &d)
+          .ok());
+  EXPECT_EQ(d.header, "9,9,1");
+  EXPECT_EQ(d.train_rows() + d.test_rows(), 40);
+}
+
+// Finite values near fp64's largest: the standardisation scales such a column by a power of two
+// first, so its features are finite (they were NaN), and a column of ordinary values keeps the
+// bits it had.
+TEST_F(TrainData, HugeFiniteValuesStandardiseToFiniteFeatures) {
+  std::string text;
+  for (int r = 0; r < 40; ++r) {
+    text += std::to_string(r % 2 == 0 ? 9e307 : -8e307) + "," + std::to_string(0.25 * r) + "," +
+            std::to_string(r % 2) + "\n";
+  }
+  Dataset d;
+  ASSERT_TRUE(load_dataset({.spec = write("huge.csv", text)}, &d).ok());
+  for (float v : d.x_train) EXPECT_TRUE(std::isfinite(v)) << v;
+  // The huge column standardises to about +-1.
+  EXPECT_NEAR(std::fabs(d.x_train[0]), 1.0f, 0.2f);
+  EXPECT_TRUE(std::isfinite(d.column_mean[0]) && std::isfinite(d.column_scale[0]));
+}
+
+// The reader streams: a gzip file that inflates to a huge text is read line by line and stopped
+// at the value limit, and a line longer than the limit is refused, without holding the inflated
+// text.
+TEST_F(TrainData, OversizedInputsAreRefusedWhileStreaming) {
+  const std::string long_line = (dir_ / "long.csv.gz").string();
+  {
+    gzFile f = gzopen(long_line.c_str(), "wb9");
+    ASSERT_NE(f, nullptr);
+    std::string chunk(1 << 20, '1');
+    for (int i = 0; i < 70; ++i) gzwrite(f, chunk.data(), static_cast<unsigned>(chunk.size()));
+    gzclose(f);
+  }
+  Dataset d;
+  const Status st = load_dataset({.spec = long_line}, &d);
+  EXPECT_NE(st.message().find(long_line + ":1: a line longer than 64 MiB"), std::string::npos)
+      << st.message();
+}
+
 TEST_F(TrainData, HeaderGzipSplitAndScaling) {
   const std::string text = "a,b,label\n" + rows_csv(100, 3);
   const std::string plain = write("plain.csv", text);

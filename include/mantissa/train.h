@@ -23,6 +23,7 @@ namespace mantissa::train {
 // A classification set split into train and test rows; features row-major, standardised.
 struct Dataset {
   std::string source;  // the file read, or "synthetic:N"
+  std::string header;  // the first line, when it was read as a header (its first 200 bytes)
   int64_t features = 0;
   int64_t classes = 0;
   std::vector<float> x_train, x_test;  // [rows, features]
@@ -33,10 +34,16 @@ struct Dataset {
   int64_t test_rows() const { return static_cast<int64_t>(y_test.size()); }
 };
 
+// Whether a CSV's first line is a header: kAuto reads it as one when a field is not a number
+// (scikit-learn's files start "150,4,setosa,...") or when its fields are the column names 0, 1,
+// ..., n-1 that pandas writes; Dataset::header then holds it, so that the caller can say so.
+enum class HeaderRule : int32_t { kAuto = 0, kYes = 1, kNo = 2 };
+
 struct DataOptions {
   // "" (the digits set of Debian's python3-sklearn), a CSV file (gzip-compressed or not), or
   // "synthetic:N" (N rows of Gaussian clusters generated from the seed).
   std::string spec;
+  HeaderRule header = HeaderRule::kAuto;
   double test_fraction = 0.2;  // per class, rounded to nearest; in (0, 1)
   uint64_t seed = 0;
 };

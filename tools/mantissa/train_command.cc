@@ -37,7 +37,7 @@ namespace {
 namespace tr = mantissa::train;
 
 struct TrainCommandOptions {
-  std::string data, precision, optimizer = "adamw", activation = "relu";
+  std::string data, precision, optimizer = "adamw", activation = "relu", header = "auto";
   std::string hidden = "256,256", log_path, csv_path, plot_path, analyze_path, analyze_svg;
   bool compare = false;
   int epochs = 30;
@@ -504,11 +504,20 @@ int run_train(TrainCommandOptions o) {
 
   // ---- Data ---------------------------------------------------------------------------------
   tr::Dataset data;
+  const tr::HeaderRule header = o.header == "yes"  ? tr::HeaderRule::kYes
+                                : o.header == "no" ? tr::HeaderRule::kNo
+                                                   : tr::HeaderRule::kAuto;
   if (Status st = tr::load_dataset(
-          {.spec = o.data, .test_fraction = o.test_fraction, .seed = o.seed}, &data);
+          {.spec = o.data, .header = header, .test_fraction = o.test_fraction, .seed = o.seed},
+          &data);
       !st.ok()) {
     fmt::print(stderr, "mantissa train: {}\n", st.message());
     return 1;
+  }
+  if (!data.header.empty()) {
+    fmt::print("data {}: its first line is read as a header{}: '{}'\n", data.source,
+               header == tr::HeaderRule::kAuto ? " (--header no reads it as data)" : "",
+               data.header);
   }
   std::string widths = std::to_string(data.features);
   for (int64_t w : to.hidden) widths += "-" + std::to_string(w);
@@ -787,6 +796,10 @@ std::function<int()> add_train_command(CLI::App& app) {
   cmd->add_option("--hidden", o->hidden, "Hidden widths, comma-separated (default 256,256)");
   cmd->add_option("--activation", o->activation, "relu or gelu (default relu)")
       ->check(CLI::IsMember({"relu", "gelu"}));
+  cmd->add_option("--header", o->header,
+                  "auto (default: a first line with a non-number, or the names 0..n-1, is a "
+                  "header, and said so), yes or no")
+      ->check(CLI::IsMember({"auto", "yes", "no"}));
   cmd->add_option("--test-fraction", o->test_fraction, "Test rows per class (default 0.2)")
       ->check(tool::kFinite)
       ->check(CLI::Range(0.01, 0.99));
@@ -874,6 +887,7 @@ std::function<int()> add_train_command(CLI::App& app) {
                                      "--activation",
                                      "--optimizer",
                                      "--test-fraction",
+                                     "--header",
                                      "--csv",
                                      "--policy",
                                      "--sensitivity",
