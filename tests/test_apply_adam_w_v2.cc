@@ -401,6 +401,49 @@ TEST(ApplyAdamWV2, Int64AndFp32StepsAgree) {
   }
 }
 
+// A step whose t = step + 1 is not positive (or NaN) is refused and nothing is written; a
+// fractional fp32 step above -1 is computed with, as upstream does.
+TEST(ApplyAdamWV2, StepsWhoseCountIsNotPositiveAreRefused) {
+  const std::vector<std::pair<bool, double>> steps{
+      {false, -1.0}, {false, -1000.0}, {true, -1.0}, {true, -2.5}, {true, std::nan("")}};
+  for (const auto& [f32, step] : steps) {
+    SCOPED_TRACE(step);
+    Problem a({DType::kFloat32, DType::kFloat32}, 12);
+    a.fill(16);
+    const Problem before = a;
+    a.step_is_f32 = f32;
+    a.step_f32 = static_cast<float>(step);
+    a.step_i64 = static_cast<int64_t>(f32 ? 0 : step);
+    const Status st = apply_adam_w_v2(a.tensors(false), {});
+    EXPECT_EQ(st.code(), StatusCode::kParamInvalid);
+    EXPECT_NE(st.message().find("t = step + 1 must be positive"), std::string::npos)
+        << st.message();
+    EXPECT_EQ(compare(a, before), "");
+  }
+  Problem ok({DType::kFloat32, DType::kFloat32}, 12);
+  ok.fill(16);
+  ok.step_is_f32 = true;
+  ok.step_f32 = -0.5f;
+  EXPECT_TRUE(apply_adam_w_v2(ok.tensors(false), {}).ok());
+  // The fused list form takes an integer count of steps taken: negative is refused.
+  Problem l({DType::kFloat32, DType::kFloat32}, 12);
+  l.fill(16);
+  const auto t = l.tensors(false);
+  const AdamWParamTensors one{.var = t.var,
+                              .m = t.m,
+                              .v = t.v,
+                              .max_grad_norm = std::nullopt,
+                              .grad = t.grad,
+                              .working = std::nullopt,
+                              .compensation = std::nullopt};
+  MultiAdamWParams hp;
+  hp.step = -1;
+  const Status st = multi_tensor_adam_w({&one, 1}, hp);
+  EXPECT_NE(st.message().find("step is -1, but it counts the steps already taken"),
+            std::string::npos)
+      << st.message();
+}
+
 TEST(ApplyAdamWV2, StepOfAnyOneElementShape) {
   Problem a({DType::kFloat32, DType::kFloat32}, 10);
   a.fill(15);

@@ -149,8 +149,33 @@ class _FusedOptimizer(Optimizer):
         if found_inf is not None and found_inf.item() != 0.0:
             return loss
         with torch.no_grad():
-            for group in self.param_groups:
-                self._group_step(group, grad_scale, found_inf)
+            # All or nothing: every group's calls are built and validated (the library's own
+            # checks, nothing written) before the first one runs; a refusal anywhere undoes the
+            # optimizer state this step created and leaves every parameter as it was.
+            params = [p for group in self.param_groups for p in group["params"]]
+            before = {id(p): (set(self.state[p]) if p in self.state else None) for p in params}
+            rng_before = getattr(self, "_rng_step", None)
+            calls = []
+            try:
+                for group in self.param_groups:
+                    calls.extend(self._group_calls(group, grad_scale, found_inf))
+                for fn, kwargs, _ in calls:
+                    fn(**kwargs, validate_only=True)
+            except BaseException:
+                for p in params:
+                    keys = before[id(p)]
+                    if keys is None:
+                        self.state.pop(p, None)
+                    elif p in self.state:
+                        for k in [k for k in self.state[p] if k not in keys]:
+                            del self.state[p][k]
+                if rng_before is not None:
+                    self._rng_step = rng_before
+                raise
+            for fn, kwargs, after in calls:
+                fn(**kwargs)
+                if after is not None:
+                    after()
         return loss
 
 
@@ -193,7 +218,7 @@ class AdamW(_FusedOptimizer):
             group.setdefault("amsgrad", False)
             group.setdefault("maximize", False)
 
-    def _group_step(self, group, grad_scale, found_inf):
+    def _group_calls(self, group, grad_scale, found_inf):
         name = type(self).__name__
         beta1, beta2 = group["betas"]
         wd = group["weight_decay"]
@@ -207,6 +232,8 @@ class AdamW(_FusedOptimizer):
             grad = p.grad
             if grad is None:
                 continue
+            if grad.is_sparse:  # before any state is created
+                raise RuntimeError(f"{name} does not support sparse gradients")
             state = self.state[p]
             if "exp_avg" not in state:
                 self._init_state(group, p, state)
@@ -252,7 +279,7 @@ class AdamW(_FusedOptimizer):
                 step_t = state["step"] = torch.tensor(float(step_t))
             steps.append(step_t)
         if not var:
-            return
+            return []
         counts = torch.stack(steps).tolist() if len(steps) > 1 else [steps[0].item()]
         first = counts[0]
         if all(c == first for c in counts):
@@ -265,10 +292,11 @@ class AdamW(_FusedOptimizer):
         def pick(lst, idx):
             return lst if len(idx) == len(lst) else [lst[i] for i in idx]
 
+        calls = []
         for count, idx in batches.items():
             step = int(count)
-            _m.multi_tensor_adam_w(
-                pick(var, idx), pick(m, idx), pick(v, idx), pick(grads, idx),
+            kwargs = dict(
+                var=pick(var, idx), m=pick(m, idx), v=pick(v, idx), grad=pick(grads, idx),
                 max_grad_norm=pick(maxs, idx) if amsgrad else None,
                 working=pick(working, idx) if any_master else None,
                 compensation=pick(comps, idx) if kahan else None, step=step, lr=group["lr"],
@@ -276,7 +304,10 @@ class AdamW(_FusedOptimizer):
                 eps=group["eps"], amsgrad=amsgrad, maximize=maximize and not l2,
                 grad_scale=None if l2 else grad_scale, found_inf=found_inf,
                 rounding=group["rounding"], seed=group["seed"], rng_step=step)
-            torch._foreach_add_(pick(steps, idx), 1)
+            counters = pick(steps, idx)
+            calls.append((_m.multi_tensor_adam_w, kwargs,
+                          lambda c=counters: torch._foreach_add_(c, 1)))
+        return calls
 
     def _init_state(self, group, p, state):
         like = self._master(group, p) if self._uses_master(group, p) else p
@@ -365,7 +396,7 @@ class SGD(_FusedOptimizer):
         self._scratch[key] = (layout, out)
         return list(out)
 
-    def _group_step(self, group, grad_scale, found_inf):
+    def _group_calls(self, group, grad_scale, found_inf):
         momentum = group["momentum"]
         any_master = group["master_weights"]
         kahan = group["rounding"] == "kahan"
@@ -375,6 +406,8 @@ class SGD(_FusedOptimizer):
             grad = p.grad
             if grad is None:
                 continue
+            if grad.is_sparse:  # before any state is created
+                raise RuntimeError("SGD does not support sparse gradients")
             state = self.state[p]
             master = any_master and p.dtype in _LOW
             var = self._master(group, p) if master else p
@@ -400,7 +433,7 @@ class SGD(_FusedOptimizer):
             comp = self._compensation(group, p) if kahan else None
             comps.append(_flat(comp) if comp is not None else None)
         if not params:
-            return
+            return []
         stats = self._zeros(("stat", id(group)), params)
         if momentum == 0:
             # Momentum 0: CANN's SGD reads accum (accum * 0) but writes neither accum nor stat.
@@ -408,14 +441,16 @@ class SGD(_FusedOptimizer):
         else:
             for i in fresh:  # torch's first step: buffer = grad, CANN's stat = 1
                 stats[i] = torch.ones_like(params[i])
-        self._rng_step += 1
-        _m.multi_tensor_sgd(
-            params, grads, accums, stats, working=working if any_master else None,
-            compensation=comps if kahan else None, learning_rate=group["lr"],
-            momentum=momentum, dampening=group["dampening"],
+        self._rng_step += 1  # one stochastic-rounding step per group call (undone on refusal)
+        rng_step = self._rng_step
+        kwargs = dict(
+            parameters=params, gradient=grads, accum=accums, stat=stats,
+            working=working if any_master else None, compensation=comps if kahan else None,
+            learning_rate=group["lr"], momentum=momentum, dampening=group["dampening"],
             weight_decay=group["weight_decay"], nesterov=group["nesterov"],
             grad_scale=grad_scale, found_inf=found_inf, rounding=group["rounding"],
-            seed=group["seed"], rng_step=self._rng_step)
+            seed=group["seed"], rng_step=rng_step)
+        return [(_m.multi_tensor_sgd, kwargs, None)]
 
 
 class GradScaler:

@@ -697,7 +697,7 @@ void bind_optim(py::module_& m) {
          py::handle working, py::handle compensation, float learning_rate, float momentum,
          float dampening, float weight_decay, bool nesterov, py::handle grad_scale,
          py::handle found_inf, std::optional<float> clip_coef, const std::string& rounding,
-         uint64_t seed, uint64_t rng_step) {
+         uint64_t seed, uint64_t rng_step, bool validate_only) {
         Buffers b;
         using T = SgdParamTensors;
         const std::vector<T> list = parameter_list<T>(
@@ -715,7 +715,10 @@ void bind_optim(py::module_& m) {
                                 .nesterov = nesterov};
         const FusedStepOptions o =
             fused_options(grad_scale, found_inf, clip_coef, rounding, seed, rng_step, b);
-        run([&] { return multi_tensor_sgd(list, hp, o); });
+        run([&] {
+          return validate_only ? multi_tensor_sgd_validate(list, hp, o)
+                               : multi_tensor_sgd(list, hp, o);
+        });
       },
       py::arg("parameters"), py::arg("gradient"), py::arg("accum"), py::arg("stat"), py::kw_only(),
       py::arg("working") = py::none(), py::arg("compensation") = py::none(),
@@ -723,7 +726,8 @@ void bind_optim(py::module_& m) {
       py::arg("weight_decay") = 0.0f, py::arg("nesterov") = false,
       py::arg("grad_scale") = py::none(), py::arg("found_inf") = py::none(),
       py::arg("clip_coef") = py::none(), py::arg("rounding") = "nearest", py::arg("seed") = 0,
-      py::arg("rng_step") = 0, "Fused SGD over lists of tensors (one parallel region).");
+      py::arg("rng_step") = 0, py::arg("validate_only") = false,
+      "Fused SGD over lists of tensors (one parallel region).");
 
   m.def(
       "multi_tensor_apply_adam_d",
@@ -731,7 +735,7 @@ void bind_optim(py::module_& m) {
          py::handle compensation, float beta1_power, float beta2_power, float lr, float beta1,
          float beta2, float epsilon, bool use_nesterov, py::handle grad_scale, py::handle found_inf,
          std::optional<float> clip_coef, const std::string& rounding, uint64_t seed,
-         uint64_t rng_step) {
+         uint64_t rng_step, bool validate_only) {
         Buffers b;
         using T = AdamDParamTensors;
         const std::vector<T> list = parameter_list<T>(
@@ -751,7 +755,10 @@ void bind_optim(py::module_& m) {
                                   .use_nesterov = use_nesterov};
         const FusedStepOptions o =
             fused_options(grad_scale, found_inf, clip_coef, rounding, seed, rng_step, b);
-        run([&] { return multi_tensor_apply_adam_d(list, hp, o); });
+        run([&] {
+          return validate_only ? multi_tensor_apply_adam_d_validate(list, hp, o)
+                               : multi_tensor_apply_adam_d(list, hp, o);
+        });
       },
       py::arg("var"), py::arg("m"), py::arg("v"), py::arg("grad"), py::kw_only(),
       py::arg("working") = py::none(), py::arg("compensation") = py::none(), py::arg("beta1_power"),
@@ -759,7 +766,7 @@ void bind_optim(py::module_& m) {
       py::arg("use_nesterov") = false, py::arg("grad_scale") = py::none(),
       py::arg("found_inf") = py::none(), py::arg("clip_coef") = py::none(),
       py::arg("rounding") = "nearest", py::arg("seed") = 0, py::arg("rng_step") = 0,
-      "Fused ApplyAdamD over lists of tensors.");
+      py::arg("validate_only") = false, "Fused ApplyAdamD over lists of tensors.");
 
   m.def(
       "multi_tensor_adam_w",
@@ -767,7 +774,7 @@ void bind_optim(py::module_& m) {
          py::handle working, py::handle compensation, int64_t step, float lr, float beta1,
          float beta2, float weight_decay, float eps, bool amsgrad, bool maximize,
          py::handle grad_scale, py::handle found_inf, std::optional<float> clip_coef,
-         const std::string& rounding, uint64_t seed, uint64_t rng_step) {
+         const std::string& rounding, uint64_t seed, uint64_t rng_step, bool validate_only) {
         Buffers b;
         using T = AdamWParamTensors;
         const std::vector<T> list = parameter_list<T>(
@@ -789,7 +796,10 @@ void bind_optim(py::module_& m) {
                                   .step = step};
         const FusedStepOptions o =
             fused_options(grad_scale, found_inf, clip_coef, rounding, seed, rng_step, b);
-        run([&] { return multi_tensor_adam_w(list, hp, o); });
+        run([&] {
+          return validate_only ? multi_tensor_adam_w_validate(list, hp, o)
+                               : multi_tensor_adam_w(list, hp, o);
+        });
       },
       py::arg("var"), py::arg("m"), py::arg("v"), py::arg("grad"), py::kw_only(),
       py::arg("max_grad_norm") = py::none(), py::arg("working") = py::none(),
@@ -798,7 +808,7 @@ void bind_optim(py::module_& m) {
       py::arg("eps") = 1e-8f, py::arg("amsgrad") = false, py::arg("maximize") = false,
       py::arg("grad_scale") = py::none(), py::arg("found_inf") = py::none(),
       py::arg("clip_coef") = py::none(), py::arg("rounding") = "nearest", py::arg("seed") = 0,
-      py::arg("rng_step") = 0,
+      py::arg("rng_step") = 0, py::arg("validate_only") = false,
       "Fused AdamW (ApplyAdamWV2's math) over lists; step = steps already taken.");
 
   m.def(

@@ -129,7 +129,9 @@ def test_one_library_call_per_param_group(monkeypatch, cls, fn, kw):
     real = getattr(mantissa._mantissa, fn)
 
     def counting(*args, **kwargs):
-        calls.append(len(args[0]))
+        if not kwargs.get("validate_only"):  # each call is validated first, then run
+            first = args[0] if args else kwargs.get("var", kwargs.get("parameters"))
+            calls.append(len(first))
         return real(*args, **kwargs)
 
     monkeypatch.setattr(mt._m, fn, counting)
@@ -277,3 +279,44 @@ def test_errors():
         opt.step()
     assert e.value.code == 161002 and "params[1]" in str(e.value)
     assert p.eq(1).all() and ok.eq(1).all()  # nothing written, in any parameter
+
+
+@pytest.mark.parametrize("cls,kw", [(mt.AdamW, {}), (mt.Adam, dict(weight_decay=1e-2)),
+                                    (mt.SGD, dict(lr=0.1, momentum=0.9))])
+def test_step_is_all_or_nothing_across_groups(cls, kw):
+    # The first group is fine, the second refused (a dtype the kernel refuses): nothing is
+    # written in either, and the state the step would have created is gone.
+    a = torch.nn.Parameter(torch.ones(4))
+    b = torch.nn.Parameter(torch.ones(4, dtype=torch.float64))
+    opt = cls([{"params": [a]}, {"params": [b]}], **kw)
+    a.grad, b.grad = torch.full((4,), 0.5), torch.ones(4, dtype=torch.float64)
+    with pytest.raises(mantissa.Error) as e:
+        opt.step()
+    assert e.value.code == 161002
+    assert a.eq(1).all() and b.eq(1).all()
+    assert all(len(opt.state[p]) == 0 for p in (a, b) if p in opt.state)
+    # With the second group dropped, the step runs and creates its state.
+    opt.param_groups.pop()
+    opt.step()
+    assert not a.eq(1).all() and len(opt.state[a]) > 0
+
+
+@pytest.mark.parametrize("cls", [mt.AdamW, mt.SGD])
+def test_sparse_gradient_leaves_no_state(cls):
+    a = torch.nn.Parameter(torch.ones(4))
+    s = torch.nn.Parameter(torch.ones(4))
+    opt = cls([a, s], lr=0.1, **({"momentum": 0.9} if cls is mt.SGD else {}))
+    a.grad = torch.ones(4)
+    s.grad = torch.ones(4).to_sparse()
+    with pytest.raises(RuntimeError, match="sparse"):
+        opt.step()
+    assert a.eq(1).all() and all(len(opt.state[p]) == 0 for p in (a, s) if p in opt.state)
+
+
+def test_negative_step_is_refused():
+    var = torch.ones(4)
+    with pytest.raises(mantissa.Error) as e:
+        mantissa.multi_tensor_adam_w([var], [torch.zeros(4)], [torch.zeros(4)], [torch.ones(4)],
+                                     step=-1)
+    assert e.value.code == 161002 and "step is -1" in str(e.value)
+    assert var.eq(1).all()

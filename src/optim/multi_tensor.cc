@@ -721,6 +721,12 @@ Status multi_tensor_adam_w_validate(std::span<const AdamWParamTensors> params,
                                     const MultiAdamWParams& p, const FusedStepOptions& o) {
   using Op = detail::AdamWParamOp;
   constexpr std::string_view op = Op::kType;
+  if (p.step < 0) {
+    // t = step + 1 would be 0 or less: 1 - beta1^t divides by zero or turns the step around.
+    return detail::fail(StatusCode::kParamInvalid, op,
+                        "step is {}, but it counts the steps already taken and must be >= 0",
+                        p.step);
+  }
   if (p.hyper.amsgrad) {
     for (std::size_t i = 0; i < params.size(); ++i) {
       if (!params[i].max_grad_norm) {

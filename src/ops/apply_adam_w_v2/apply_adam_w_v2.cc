@@ -105,11 +105,28 @@ namespace detail {
 // v and max_grad_norm share one dtype, and every dtype is a training float, the declaration has
 // checked already.)
 Status ApplyAdamWV2Op::check_params(const Tensors& t, const Params&) {
-  if (t.grad.dtype == t.var.dtype || t.var.dtype == DType::kFloat32) return {};
-  return fail(StatusCode::kParamInvalid, kType,
-              "grad dtype {} differs from var dtype {} (a different grad dtype needs FLOAT "
-              "state: FLOAT16 or BFLOAT16 grad with FLOAT var, m, v)",
-              dtype_name(t.grad.dtype), dtype_name(t.var.dtype));
+  if (t.grad.dtype != t.var.dtype && t.var.dtype != DType::kFloat32) {
+    return fail(StatusCode::kParamInvalid, kType,
+                "grad dtype {} differs from var dtype {} (a different grad dtype needs FLOAT "
+                "state: FLOAT16 or BFLOAT16 grad with FLOAT var, m, v)",
+                dtype_name(t.grad.dtype), dtype_name(t.var.dtype));
+  }
+  // step counts the steps already taken: t = step + 1 must be positive (t = 0 divides by
+  // 1 - beta1^0 = 0, a negative t turns the step around); NaN is no count. (A fractional fp32
+  // step is accepted, as upstream computes with it.)
+  if (t.step.data != nullptr) {
+    const double step =
+        t.step.dtype == DType::kInt64
+            ? static_cast<double>(*static_cast<const int64_t*>(t.step.data))
+            : static_cast<double>(load_as_float(DType::kFloat32, t.step.data, 0));
+    if (!(step > -1.0)) {
+      return fail(StatusCode::kParamInvalid, kType,
+                  "step is {}, but t = step + 1 must be positive (step counts the steps already "
+                  "taken)",
+                  step);
+    }
+  }
+  return {};
 }
 
 }  // namespace detail
