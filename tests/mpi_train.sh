@@ -182,6 +182,31 @@ checkpoint)
   fi
   grep -q "rank-1.ckpt is corrupt: checksum mismatch" "$work/err.txt" || { cat "$work/err.txt"; fail "corrupt message"; }
   echo "ok: wrong rank count and corrupt file refused"
+  # A torn set: rank 1's file from epoch 2 next to rank 0's from epoch 3 (a rank killed between
+  # the writes). Every rank refuses it, naming both files.
+  mpi2 "${args[@]}" --epochs 3 --save-checkpoint "$work/ck3" > /dev/null
+  cp -r "$work/ck3" "$work/torn"
+  cp "$work/ck/rank-1.ckpt" "$work/torn/rank-1.ckpt"
+  if mpi2 "${args[@]}" --epochs 4 --resume "$work/torn" > /dev/null 2> "$work/err.txt"; then
+    fail "a torn checkpoint set was resumed"
+  fi
+  grep -q "is torn: .*rank-0.ckpt holds epoch 3 .*rank-1.ckpt epoch 2" "$work/err.txt" ||
+    { cat "$work/err.txt"; fail "torn set message"; }
+  # A resume with other options (here the learning rate): refused.
+  if mpi2 "${args[@]}" --epochs 4 --lr 0.002 --resume "$work/ck" > /dev/null 2> "$work/err.txt"; then
+    fail "a checkpoint was resumed with another learning rate"
+  fi
+  grep -q "was written with other options or data" "$work/err.txt" ||
+    { cat "$work/err.txt"; fail "resume options message"; }
+  # Ranks started with different options (mpirun's MPMD form): every rank stops at start-up.
+  if timeout 120 "$mpirun" "${transport[@]}" -np 1 "$tool" train --distributed --hidden 32,32 \
+    --epochs 1 --activation relu : -np 1 "$tool" train --distributed --hidden 32,32 --epochs 1 \
+    --activation gelu > /dev/null 2> "$work/err.txt"; then
+    fail "ranks with different options trained"
+  fi
+  grep -q "rank 1 was started with other options or data than rank 0" "$work/err.txt" ||
+    { cat "$work/err.txt"; fail "MPMD message"; }
+  echo "ok: torn set, other options on resume and MPMD options refused"
   ;;
 killed)
   # Rank 1 dies (SIGKILL) at step 3: mpirun ends non-zero well within the bound, with a message.

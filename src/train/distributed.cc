@@ -129,7 +129,7 @@ class Exchange {
 // ---- Checkpoints ---------------------------------------------------------------------------
 
 constexpr char kMagic[8] = {'M', 'N', 'T', 'S', 'C', 'K', 'P', 'T'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 
 struct CheckpointHeader {
   uint32_t ranks = 0, rank = 0;
@@ -137,6 +137,7 @@ struct CheckpointHeader {
   int32_t epoch = 0;  // completed
   int64_t optimizer_steps = 0, overflow_steps = 0, findings = 0, steps = 0;
   uint64_t seed = 0;
+  uint64_t config = 0;  // config_hash(): the options and the data the run trains with
 };
 
 uint64_t fnv1a(const std::string& bytes) {
@@ -195,6 +196,49 @@ class Reader {
   const std::string& s_;
   std::size_t at_ = 0;
 };
+
+void hash_bytes(uint64_t* h, const void* p, std::size_t n) {
+  const auto* b = static_cast<const unsigned char*>(p);
+  for (std::size_t i = 0; i < n; ++i) {
+    *h ^= b[i];
+    *h *= 0x100000001B3ull;
+  }
+}
+
+// FNV-1a 64 over everything that decides the run's arithmetic but the epoch count (a resumed run
+// may ask for more): the model, the optimizer and its hyper-parameters, the batch, the seed, the
+// mode, the distributed options, and the data's values after the split and scaling. Ranks
+// compare it at start-up and checkpoints carry it, so that neither ranks started with other
+// options (an MPMD launch) nor a resume with other options goes unnoticed.
+uint64_t config_hash(const TrainOptions& o, const Dataset& data, Mode mode,
+                     const DistributedOptions& d) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  auto add = [&](const auto& v) { hash_bytes(&h, &v, sizeof v); };
+  auto add_vec = [&](const auto& v) {
+    add(v.size());
+    if (!v.empty()) hash_bytes(&h, v.data(), v.size() * sizeof(v[0]));
+  };
+  add_vec(o.hidden);
+  add(o.activation);
+  add(o.optimizer);
+  add(o.batch_size);
+  add(o.lr.value_or(-1.0f));
+  add(o.weight_decay);
+  add(o.momentum);
+  add(o.clip);
+  add(o.seed);
+  add(mode);
+  add(d.zero_stage);
+  add(d.grad_comm);
+  add(d.bucket_bytes);
+  add(data.features);
+  add(data.classes);
+  add_vec(data.x_train);
+  add_vec(data.y_train);
+  add_vec(data.x_test);
+  add_vec(data.y_test);
+  return h;
+}
 
 std::string checkpoint_path(const std::string& dir, int rank) {
   return (std::filesystem::path(dir) / ("rank-" + std::to_string(rank) + ".ckpt")).string();
@@ -310,6 +354,13 @@ Status load_checkpoint(const std::string& dir, const CheckpointHeader& expect,
         "checkpoint " + path +
         " was written by another configuration (rank, precision mode, optimizer, "
         "--zero, --grad-comm or seed differ)");
+  }
+  if (h.config != expect.config) {
+    return distributed_invalid(
+        "checkpoint " + path +
+        " was written with other options or data (model, optimizer settings, batch size, "
+        "learning rate, bucket size, or the data after its split and scaling differ; only "
+        "--epochs may change on resume)");
   }
   // The counters, which the checksum cannot vouch for (FNV-1a detects damage, not a crafted
   // file): none negative, the overflow steps and findings within the steps taken.
@@ -504,19 +555,64 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
       compressed ? local_shards : 0, std::vector<float>(static_cast<std::size_t>(total), 0.0f));
 
   Exchange exchange(comm, local_shards);
-  // Every rank learns whether every rank's `ok` holds: a rank that fails a check makes all of
-  // them fail together instead of leaving the others waiting in a collective.
-  auto agree = [&](bool ok) -> Status {
-    std::vector<unsigned char> mine(local_shards, ok ? 1 : 0), all(ranks, 0);
-    MANTISSA_RETURN_IF_ERROR(exchange.gather(mine.data(), 1, all.data()));
-    for (unsigned char a : all) {
-      if (a == 0) return distributed_invalid("another rank failed (see its message)");
+  // Every rank learns whether every rank's status is ok, and the first failure's message: a
+  // rank that fails a check makes all of them fail together (instead of leaving the others
+  // waiting in a collective), and each of them can say why, rank 0 included (whose output is the
+  // one people read, and which may end the job before the failing rank has printed).
+  auto agree = [&](const Status& st) -> Status {
+    constexpr std::size_t kText = 480;
+    struct Vote {
+      unsigned char ok;
+      char text[kText];
+    };
+    Vote v{};
+    v.ok = st.ok() ? 1 : 0;
+    if (!st.ok()) std::strncpy(v.text, st.message().c_str(), kText - 1);
+    std::vector<Vote> mine(static_cast<std::size_t>(local_shards), v),
+        all(static_cast<std::size_t>(ranks));
+    MANTISSA_RETURN_IF_ERROR(exchange.gather(reinterpret_cast<const unsigned char*>(mine.data()),
+                                             sizeof(Vote),
+                                             reinterpret_cast<unsigned char*>(all.data())));
+    for (int q = 0; q < ranks; ++q) {
+      const Vote& a = all[static_cast<std::size_t>(q)];
+      if (a.ok == 0) {
+        return distributed_invalid("rank " + std::to_string(q) +
+                                   " failed: " + std::string(a.text, strnlen(a.text, kText)));
+      }
     }
     return {};
   };
 
+  // ---- Every rank the same run -------------------------------------------------------------
+  // One collective at start-up: each rank's hash of its options and data. Ranks launched with
+  // different options (mpirun's MPMD form) or different data all stop here, naming the ranks.
+  const uint64_t config = config_hash(o, data, mode, d);
+  {
+    std::vector<uint64_t> mine(static_cast<std::size_t>(local_shards), config),
+        all(static_cast<std::size_t>(ranks));
+    MANTISSA_RETURN_IF_ERROR(exchange.gather(reinterpret_cast<const unsigned char*>(mine.data()),
+                                             sizeof(uint64_t),
+                                             reinterpret_cast<unsigned char*>(all.data())));
+    std::string differ;
+    int count = 0;
+    for (int q = 1; q < ranks; ++q) {
+      if (all[static_cast<std::size_t>(q)] != all[0]) {
+        differ += (differ.empty() ? "" : ", ") + std::to_string(q);
+        ++count;
+      }
+    }
+    if (!differ.empty()) {
+      return distributed_invalid(
+          (count == 1 ? "rank " + differ + " was" : "ranks " + differ + " were") +
+          " started with other options or data than rank 0 (a hash of the model, optimizer, "
+          "batch, seed, mode and data differs); every rank must run the same command on the "
+          "same data");
+    }
+  }
+
   // ---- Resume -----------------------------------------------------------------------------
   CheckpointHeader expect;
+  expect.config = config;
   expect.ranks = static_cast<uint32_t>(ranks);
   expect.rank = static_cast<uint32_t>(rank);
   expect.mode = static_cast<int32_t>(mode);
@@ -531,9 +627,32 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
   if (!d.resume.empty()) {
     CheckpointHeader got;
     const Status st = load_checkpoint(d.resume, expect, &scaler, &model, &residuals, &got);
-    const Status everyone = agree(st.ok());  // collective: every rank calls it
+    const Status everyone = agree(st);  // collective: every rank calls it
     MANTISSA_RETURN_IF_ERROR(st);
     MANTISSA_RETURN_IF_ERROR(everyone);
+    // A torn set (a rank killed between two ranks' writes leaves files of different epochs):
+    // every rank compares every file's counters, and all refuse it together, naming the files.
+    struct Counters {
+      int64_t epoch, steps, optimizer_steps;
+    };
+    const Counters c{got.epoch, got.steps, got.optimizer_steps};
+    std::vector<Counters> mine(static_cast<std::size_t>(local_shards), c),
+        all(static_cast<std::size_t>(ranks));
+    MANTISSA_RETURN_IF_ERROR(exchange.gather(reinterpret_cast<const unsigned char*>(mine.data()),
+                                             sizeof(Counters),
+                                             reinterpret_cast<unsigned char*>(all.data())));
+    for (int q = 1; q < ranks; ++q) {
+      const Counters& a = all[0];
+      const Counters& b = all[static_cast<std::size_t>(q)];
+      if (a.epoch != b.epoch || a.steps != b.steps || a.optimizer_steps != b.optimizer_steps) {
+        return distributed_invalid(
+            "checkpoint set " + d.resume + " is torn: " + checkpoint_path(d.resume, 0) +
+            " holds epoch " + std::to_string(a.epoch) + " (step " + std::to_string(a.steps) +
+            "), " + checkpoint_path(d.resume, q) + " epoch " + std::to_string(b.epoch) + " (step " +
+            std::to_string(b.steps) +
+            "); a rank stopped between the writes: resume from a set written at one epoch");
+      }
+    }
     if (got.epoch > o.epochs) {
       return distributed_invalid("checkpoint holds " + std::to_string(got.epoch) +
                                  " epochs, more than the " + std::to_string(o.epochs) +
@@ -749,10 +868,10 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
       h.steps = global_step;
       const Status st = save_checkpoint(d.save_checkpoint, h, scaler, model, residuals);
       if (!st.ok()) {
-        (void)agree(false);
+        (void)agree(st);
         return st;
       }
-      MANTISSA_RETURN_IF_ERROR(agree(true));
+      MANTISSA_RETURN_IF_ERROR(agree(Status{}));
     }
   }
   if (r.epochs.empty()) {
