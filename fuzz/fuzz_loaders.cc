@@ -6,7 +6,7 @@
 
 #include "fuzz_input.h"
 #include "mantissa/calibrate.h"
-#include "mantissa/train.h"
+#include "trainer/train.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   if (size == 0) return 0;

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "mantissa/dtype.h"
-#include "mantissa/train.h"
-#include "train/analyze.h"
-#include "train/model.h"
+#include "trainer/mlp/analyze.h"
+#include "trainer/mlp/model.h"
+#include "trainer/train.h"
 
 namespace mantissa::train {
 namespace {

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "mantissa/convert.h"
-#include "mantissa/train.h"
-#include "mantissa/train_policy.h"
-#include "train/model.h"
-#include "train/policy.h"
+#include "trainer/mlp/model.h"
+#include "trainer/mlp/policy.h"
+#include "trainer/train.h"
+#include "trainer/train_policy.h"
 
 namespace mantissa::train {
 namespace {

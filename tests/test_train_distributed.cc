@@ -11,9 +11,9 @@
 #include <string>
 
 #include "mantissa/runtime.h"
-#include "mantissa/train.h"
-#include "mantissa/train_distributed.h"
 #include "target_support.h"
+#include "trainer/train.h"
+#include "trainer/train_distributed.h"
 
 namespace mantissa::train {
 namespace {

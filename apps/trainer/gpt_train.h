@@ -11,10 +11,10 @@
 
 #include "mantissa/amp/anomaly.h"
 #include "mantissa/amp/loss_scaler.h"
-#include "mantissa/train.h"
-#include "mantissa/train_distributed.h"
 #include "trainer/gpt.h"
 #include "trainer/text.h"
+#include "trainer/train.h"
+#include "trainer/train_distributed.h"
 
 namespace mantissa::trainer {
 

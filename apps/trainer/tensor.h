@@ -14,19 +14,9 @@
 #include "mantissa/dtype.h"
 #include "mantissa/status.h"
 #include "mantissa/tensor.h"
+#include "trainer/status.h"
 
 namespace mantissa::trainer {
-
-// Returns from the enclosing function when a call fails.
-#define TRAINER_TRY(expr)            \
-  do {                               \
-    ::mantissa::Status st_ = (expr); \
-    if (!st_.ok()) return st_;       \
-  } while (false)
-
-inline Status invalid(std::string message) {
-  return {StatusCode::kParamInvalid, std::move(message)};
-}
 
 // An owned, row-major buffer of fp32, fp16 or bf16 elements.
 class Tensor {

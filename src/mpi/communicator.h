@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "mantissa/train_distributed.h"
+#include "trainer/train_distributed.h"
 
 namespace mantissa::mpi {
 

@@ -25,11 +25,11 @@
 #include "mantissa/json_number.h"
 #include "mantissa/runtime.h"
 #include "mantissa/text_escape.h"
-#include "mantissa/train.h"
 #include "mantissa/train_distributed_cli.h"
 #include "mantissa/train_gpt_command.h"
-#include "mantissa/train_policy.h"
 #include "mantissa/train_policy_command.h"
+#include "trainer/train.h"
+#include "trainer/train_policy.h"
 
 namespace mantissa::tool {
 namespace {

@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "mantissa/train.h"
-#include "mantissa/train_distributed.h"
+#include "trainer/train.h"
+#include "trainer/train_distributed.h"
 
 namespace mantissa::tool {
 

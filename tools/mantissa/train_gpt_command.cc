@@ -16,9 +16,9 @@
 #include "mantissa/json_number.h"
 #include "mantissa/runtime.h"
 #include "mantissa/text_escape.h"
-#include "mantissa/train.h"
 #include "trainer/analyze.h"
 #include "trainer/gpt_train.h"
+#include "trainer/train.h"
 
 namespace mantissa::tool {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "mantissa/train_distributed.h"
+#include "trainer/train_distributed.h"
 
 namespace mantissa::tool {
 
@@ -26,7 +26,9 @@ struct GptCommandOptions {
   int show_severity = 7;
   std::string log_path, plot_path;
   std::string export_init;
-  std::string analyze_path, analyze_svg;  // --analyze: the precision analysis after training  // a directory: each parameter's initial fp32 weights as NAME.npy
+  std::string analyze_path,
+      analyze_svg;  // --analyze: the precision analysis after training  // a directory: each
+                    // parameter's initial fp32 weights as NAME.npy
 };
 
 // With a communicator (--distributed under mpirun) every rank trains; `quiet` ranks (all but 0)

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "mantissa/train.h"
-#include "mantissa/train_policy.h"
+#include "trainer/train.h"
+#include "trainer/train_policy.h"
 
 namespace mantissa::tool {
 

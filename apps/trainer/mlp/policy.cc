@@ -1,6 +1,6 @@
 // Per-layer precision policies (train_policy.h): the file format, the presets, and a training
 // run under a policy (the trainer with a per-layer detail::Precision).
-#include "train/policy.h"
+#include "trainer/mlp/policy.h"
 
 #include <algorithm>
 #include <fstream>
@@ -9,11 +9,10 @@
 #include <sstream>
 
 #include "core/json_depth.h"
-#include "core/validate.h"
-#include "mantissa/train_policy.h"
-#include "train/analyze.h"
-#include "train/common.h"
-#include "train/model.h"
+#include "trainer/mlp/analyze.h"
+#include "trainer/mlp/common.h"
+#include "trainer/mlp/model.h"
+#include "trainer/train_policy.h"
 
 namespace mantissa::train {
 
@@ -197,7 +196,7 @@ Status parse_policy(std::string_view text, std::span<const std::string> layers,
       }
     } else if (key == "default") {
       // "update" in the default applies to the layers that have parameters.
-      MANTISSA_RETURN_IF_ERROR(apply_fields(value, "default", true, &base, &base_stored));
+      TRAINER_TRY(apply_fields(value, "default", true, &base, &base_stored));
     } else if (key != "layers") {
       return invalid("policy: unknown key '" + key +
                      "' (known: name, default, layers, loss_scaling)");
@@ -226,12 +225,12 @@ Status parse_policy(std::string_view text, std::span<const std::string> layers,
           !it->second.contains("stored")) {
         stored_given = false;
       }
-      MANTISSA_RETURN_IF_ERROR(
+      TRAINER_TRY(
           apply_fields(it->second, "layers." + name, has_parameters(name), &lp, &stored_given));
     }
     if (!stored_given) lp.stored = lp.compute;
     if (!has_parameters(name)) lp.update = UpdateForm::kMaster;
-    MANTISSA_RETURN_IF_ERROR(check_layer(lp, it != given.end() ? "layers." + name : "default"));
+    TRAINER_TRY(check_layer(lp, it != given.end() ? "layers." + name : "default"));
     p.layers.push_back(std::move(lp));
   }
   *out = std::move(p);
@@ -307,13 +306,13 @@ Status detail::train_policy_prepared(const Dataset& data, const PrecisionPolicy&
       return invalid("train: policy '" + policy.name + "' layer " + std::to_string(i) + " is '" +
                      policy.layers[i].layer + "', the model's is '" + names[i] + "'");
     }
-    MANTISSA_RETURN_IF_ERROR(check_layer(policy.layers[i], "layers." + names[i]));
+    TRAINER_TRY(check_layer(policy.layers[i], "layers." + names[i]));
   }
   const detail::Precision precision = detail::resolve_policy(policy);
   PolicyResult r;
   r.policy = policy.name;
   int64_t activation_bytes = 0;
-  MANTISSA_RETURN_IF_ERROR(detail::train_precision_then(
+  TRAINER_TRY(detail::train_precision_then(
       data, precision, Mode::kFp32, options, callbacks, &r.run,
       [&](detail::Mlp& model, float) {
         activation_bytes = model.stored_activation_bytes(options.batch_size);

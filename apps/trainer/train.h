@@ -13,7 +13,6 @@
 
 #include "mantissa/amp/anomaly.h"
 #include "mantissa/dtype.h"
-#include "mantissa/export.h"
 #include "mantissa/status.h"
 
 namespace mantissa::train {
@@ -49,13 +48,13 @@ struct DataOptions {
 };
 
 // Where the digits set is looked for when DataOptions::spec is empty, in order.
-MANTISSA_API std::vector<std::string> digits_search_paths();
+std::vector<std::string> digits_search_paths();
 
 // Reads (or generates) the data, splits it per class (stratified, from the seed) and
 // standardises every column with the training split's mean and standard deviation (a column
 // with standard deviation 0 is only centred). A malformed file gives 161002 with a message
 // naming the file, the line and the column; *out is left unchanged on any error.
-MANTISSA_API Status load_dataset(const DataOptions& options, Dataset* out);
+Status load_dataset(const DataOptions& options, Dataset* out);
 
 // ---- Precision modes ----------------------------------------------------------------------
 
@@ -68,14 +67,14 @@ enum class Mode : int32_t {
   kBf16Sr = 5,
   kFp16NoScale = 6,
 };
-MANTISSA_API const char* mode_name(Mode mode) noexcept;
-MANTISSA_API std::optional<Mode> mode_from_name(std::string_view name) noexcept;
-MANTISSA_API std::span<const Mode> all_modes() noexcept;
+const char* mode_name(Mode mode) noexcept;
+std::optional<Mode> mode_from_name(std::string_view name) noexcept;
+std::span<const Mode> all_modes() noexcept;
 
 enum class Optimizer : int32_t { kAdamW = 0, kAdam = 1, kSgd = 2 };
 enum class Activation : int32_t { kRelu = 0, kGelu = 1 };
-MANTISSA_API const char* optimizer_name(Optimizer o) noexcept;
-MANTISSA_API const char* activation_name(Activation a) noexcept;
+const char* optimizer_name(Optimizer o) noexcept;
+const char* activation_name(Activation a) noexcept;
 
 // ---- One run ------------------------------------------------------------------------------
 
@@ -139,8 +138,8 @@ struct TrainCallbacks {
 // Trains the MLP (Linear -> LayerNorm -> activation per hidden width, then Linear and
 // SoftmaxCrossEntropyWithLogits) on `data` in `mode`. Same data, options and seed: the same
 // digest on every SIMD target and for every thread count.
-MANTISSA_API Status train_model(const Dataset& data, Mode mode, const TrainOptions& options,
-                                const TrainCallbacks& callbacks, ModeResult* result);
+Status train_model(const Dataset& data, Mode mode, const TrainOptions& options,
+                   const TrainCallbacks& callbacks, ModeResult* result);
 
 // ---- Precision analysis -------------------------------------------------------------------
 
@@ -198,7 +197,7 @@ struct AnalysisReport {
 // Trains as train_model (options.epochs epochs; 0 analyses the initial weights), then runs one
 // batch (the first options.batch_size training rows) forward and backward in `mode` and in an
 // fp64 shadow from the weights the mode's passes read (widened exactly) and the fp32 batch.
-MANTISSA_API Status analyze_precision(const Dataset& data, Mode mode, const TrainOptions& options,
-                                      AnalysisReport* report);
+Status analyze_precision(const Dataset& data, Mode mode, const TrainOptions& options,
+                         AnalysisReport* report);
 
 }  // namespace mantissa::train

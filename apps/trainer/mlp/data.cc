@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "mantissa/train.h"
-#include "train/common.h"
-#include "train/rng.h"
+#include "trainer/mlp/common.h"
+#include "trainer/mlp/rng.h"
+#include "trainer/train.h"
 
 namespace mantissa::train {
 namespace {

@@ -13,9 +13,8 @@
 #include <vector>
 
 #include "mantissa/dtype.h"
-#include "mantissa/export.h"
 #include "mantissa/status.h"
-#include "mantissa/train.h"
+#include "trainer/train.h"
 
 namespace mantissa::train {
 
@@ -41,34 +40,34 @@ struct PrecisionPolicy {
   LossScaling loss_scaling = LossScaling::kAuto;
 };
 
-MANTISSA_API const char* update_form_name(UpdateForm u) noexcept;
-MANTISSA_API const char* loss_scaling_name(LossScaling s) noexcept;
+const char* update_form_name(UpdateForm u) noexcept;
+const char* loss_scaling_name(LossScaling s) noexcept;
 // "fp32", "bf16", "fp16" for the three compute dtypes.
-MANTISSA_API const char* policy_dtype_name(DType d) noexcept;
+const char* policy_dtype_name(DType d) noexcept;
 
 // The layer names of the MLP that `options` describes (as Mlp and the analyzer name them).
-MANTISSA_API std::vector<std::string> layer_names(const TrainOptions& options);
+std::vector<std::string> layer_names(const TrainOptions& options);
 
 // Every layer alike.
-MANTISSA_API PrecisionPolicy uniform_policy(std::string name, std::span<const std::string> layers,
-                                            DType compute, DType stored, UpdateForm update);
+PrecisionPolicy uniform_policy(std::string name, std::span<const std::string> layers, DType compute,
+                               DType stored, UpdateForm update);
 // Built-in policies: "seed" (first and last Linear and every LayerNorm computing in fp32, the
 // rest in bf16, every layer's stored input in bf16, fp32 master weights), "fp32", "bf16-amp",
 // "fp16-amp" (the modes of those names, bit for bit). 161002 for any other name.
-MANTISSA_API Status preset_policy(std::string_view preset, std::span<const std::string> layers,
-                                  PrecisionPolicy* out);
+Status preset_policy(std::string_view preset, std::span<const std::string> layers,
+                     PrecisionPolicy* out);
 
 // Parses a policy file's text (docs/training.md) against the model's layer names. Strict:
 // unknown keys, unknown layer names, values of the wrong type or outside their set, an update
 // form the compute dtype cannot take, or an "update" on a layer without parameters give 161002
 // with a message naming the key and the value; *out unchanged on error.
-MANTISSA_API Status parse_policy(std::string_view text, std::span<const std::string> layers,
-                                 PrecisionPolicy* out);
+Status parse_policy(std::string_view text, std::span<const std::string> layers,
+                    PrecisionPolicy* out);
 // "preset:NAME" or a file path (read, then parse_policy; the message names the file).
-MANTISSA_API Status load_policy(const std::string& spec, std::span<const std::string> layers,
-                                PrecisionPolicy* out);
+Status load_policy(const std::string& spec, std::span<const std::string> layers,
+                   PrecisionPolicy* out);
 // The policy as a file parse_policy reads back to the same policy (every layer spelled out).
-MANTISSA_API std::string policy_json(const PrecisionPolicy& policy);
+std::string policy_json(const PrecisionPolicy& policy);
 
 // ---- Runs ---------------------------------------------------------------------------------
 
@@ -80,9 +79,8 @@ struct PolicyResult {
 };
 
 // Trains as train_model with every layer as the policy says.
-MANTISSA_API Status train_policy(const Dataset& data, const PrecisionPolicy& policy,
-                                 const TrainOptions& options, const TrainCallbacks& callbacks,
-                                 PolicyResult* result);
+Status train_policy(const Dataset& data, const PrecisionPolicy& policy, const TrainOptions& options,
+                    const TrainCallbacks& callbacks, PolicyResult* result);
 
 // One row of the sensitivity ranking: the model with `layer` alone in `format` ("bf16", "fp16":
 // trained so; "int8", "fp8-e4m3": the trained fp32 model with that layer's weights and input
@@ -110,15 +108,13 @@ using SensitivityProgress = std::function<void(int done, int total, const std::s
 // each layer alone with its weights (Linear per output channel, LayerNorm's scale per tensor)
 // and its input (per tensor, the largest magnitude over the training split) quantized to
 // symmetric INT8 (calib::quantize_int8) or to FP8 E4M3 (scaled to 448), and dequantized.
-MANTISSA_API Status sensitivity_runs(const Dataset& data, const TrainOptions& options,
-                                     const SensitivityProgress& progress,
-                                     SensitivityReport* report);
+Status sensitivity_runs(const Dataset& data, const TrainOptions& options,
+                        const SensitivityProgress& progress, SensitivityReport* report);
 
 // Layers whose run in `format` ("bf16" or "fp16") raised the test loss by more than
 // `threshold` times the baseline loss keep fp32; the rest compute in that format; every layer
 // stores its input in its compute dtype; fp32 master weights.
-MANTISSA_API PrecisionPolicy suggest_policy(const SensitivityReport& report,
-                                            std::span<const std::string> layers,
-                                            const std::string& format, double threshold);
+PrecisionPolicy suggest_policy(const SensitivityReport& report, std::span<const std::string> layers,
+                               const std::string& format, double threshold);
 
 }  // namespace mantissa::train

@@ -1,24 +1,22 @@
 // One training run of the MLP in one precision mode: batches, the loss scaler and anomaly
 // detector around each step, the fused multi-tensor optimizer, evaluation per epoch.
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <numeric>
 
-#include "core/parallel.h"
-#include "core/validate.h"
 #include "mantissa/amp/anomaly.h"
 #include "mantissa/amp/loss_scaler.h"
 #include "mantissa/optim.h"
-#include "mantissa/train.h"
-#include "train/analyze.h"
-#include "train/common.h"
-#include "train/model.h"
-#include "train/optimizer_step.h"
-#include "train/policy.h"
-#include "train/rng.h"
+#include "trainer/mlp/analyze.h"
+#include "trainer/mlp/common.h"
+#include "trainer/mlp/model.h"
+#include "trainer/mlp/optimizer_step.h"
+#include "trainer/mlp/policy.h"
+#include "trainer/mlp/rng.h"
+#include "trainer/tensor.h"
+#include "trainer/train.h"
 
 namespace mantissa::train {
 
@@ -26,33 +24,6 @@ namespace {
 
 constexpr Mode kModes[] = {Mode::kFp32,      Mode::kFp16Amp, Mode::kBf16Amp,    Mode::kBf16Pure,
                            Mode::kBf16Kahan, Mode::kBf16Sr,  Mode::kFp16NoScale};
-
-// How many of n elements of two buffers have the same bits.
-// Counts are integers, so the per-chunk partials may be added in any order.
-template <class T>
-int64_t count_equal(const void* a, const unsigned char* b, int64_t n) {
-  const T* now = static_cast<const T*>(a);
-  std::atomic<int64_t> total{0};
-  auto chunk = [&](int64_t begin, int64_t end) {
-    int64_t same = 0;
-    for (int64_t i = begin; i < end; ++i) {
-      T before;
-      std::memcpy(&before, b + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
-      same += static_cast<int64_t>(now[i] == before);
-    }
-    total += same;
-  };
-  mantissa::detail::parallel_for(n, 16384, chunk);
-  return total.load();
-}
-
-void parallel_copy(const void* src, unsigned char* dst, int64_t bytes) {
-  auto chunk = [&](int64_t begin, int64_t end) {
-    std::memcpy(dst + begin, static_cast<const unsigned char*>(src) + begin,
-                static_cast<std::size_t>(end - begin));
-  };
-  mantissa::detail::parallel_for(bytes, 65536, chunk);
-}
 
 }  // namespace
 
@@ -132,7 +103,7 @@ Status detail::train_precision_then(const Dataset& data, const Precision& precis
   amp::LossScalerOptions so;
   so.enabled = precision.loss_scaling;
   amp::DynamicLossScaler scaler;
-  MANTISSA_RETURN_IF_ERROR(amp::DynamicLossScaler::create(so, &scaler));
+  TRAINER_TRY(amp::DynamicLossScaler::create(so, &scaler));
   detail::StepGuard guard(precision, model.param_names());
 
   ModeResult r;
@@ -165,43 +136,40 @@ Status detail::train_precision_then(const Dataset& data, const Precision& precis
                     bx.data() + i * data.features);
         by[i] = data.y_train[src];
       }
-      MANTISSA_RETURN_IF_ERROR(model.forward(bx.data(), n));
+      TRAINER_TRY(model.forward(bx.data(), n));
       double loss = 0.0;
       int64_t correct = 0;
-      MANTISSA_RETURN_IF_ERROR(model.loss(by.data(), n, scaler.scale(), true, &loss, &correct));
-      MANTISSA_RETURN_IF_ERROR(model.backward());
+      TRAINER_TRY(model.loss(by.data(), n, scaler.scale(), true, &loss, &correct));
+      TRAINER_TRY(model.backward());
       loss_sum += loss * static_cast<double>(n);
       correct_sum += correct;
       seen += n;
 
       const std::vector<TensorView> grads = model.grad_views();
       std::optional<float> clip_coef;
-      MANTISSA_RETURN_IF_ERROR(
-          guard.inspect(grads, loss, scaler, o, cb, epoch, step + 1, &r, &clip_coef));
+      TRAINER_TRY(guard.inspect(grads, loss, scaler, o, cb, epoch, step + 1, &r, &clip_coef));
       // Snapshot of the weights the step updates, to count the ones it leaves unchanged.
       snapshot.resize(static_cast<std::size_t>(var_bytes));
       {
         std::size_t at = 0;
         for (const detail::Parameter& p : model.params()) {
-          parallel_copy(p.var.data(), snapshot.data() + at, p.var.bytes());
+          std::memcpy(snapshot.data() + at, p.var.data(), static_cast<std::size_t>(p.var.bytes()));
           at += static_cast<std::size_t>(p.var.bytes());
         }
       }
       const int64_t taken_before = optimizer.steps_taken();
-      MANTISSA_RETURN_IF_ERROR(scaler.step_fused(
+      TRAINER_TRY(scaler.step_fused(
           grads, [&](const amp::StepScaling& s) { return optimizer.run(s, clip_coef); }));
       if (optimizer.steps_taken() != taken_before) {
         std::size_t at = 0;
         for (const detail::Parameter& p : model.params()) {
-          epoch_stalled +=
-              p.var.dtype() == DType::kFloat32
-                  ? count_equal<uint32_t>(p.var.data(), snapshot.data() + at, p.var.numel())
-                  : count_equal<uint16_t>(p.var.data(), snapshot.data() + at, p.var.numel());
+          epoch_stalled += trainer::count_equal(p.var.data(), snapshot.data() + at, p.var.numel(),
+                                                dtype_size(p.var.dtype()));
           at += static_cast<std::size_t>(p.var.bytes());
           epoch_weights += p.var.numel();
         }
       }
-      MANTISSA_RETURN_IF_ERROR(scaler.update());
+      TRAINER_TRY(scaler.update());
       if (cb.on_step) {
         cb.on_step(
             {.epoch = epoch,
@@ -217,9 +185,9 @@ Status detail::train_precision_then(const Dataset& data, const Precision& precis
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     total_seconds += seconds;
     EpochRecord e;
-    MANTISSA_RETURN_IF_ERROR(detail::epoch_record(model, data, o, scaler, r, epoch,
-                                                  {loss_sum, correct_sum, seen},
-                                                  {values_before, underflows_before}, seconds, &e));
+    TRAINER_TRY(detail::epoch_record(model, data, o, scaler, r, epoch,
+                                     {loss_sum, correct_sum, seen},
+                                     {values_before, underflows_before}, seconds, &e));
     e.stalled_updates =
         epoch_weights > 0 ? static_cast<double>(epoch_stalled) / static_cast<double>(epoch_weights)
                           : 0.0;
@@ -229,8 +197,8 @@ Status detail::train_precision_then(const Dataset& data, const Precision& precis
     if (cb.on_epoch) cb.on_epoch(e);
   }
   if (o.epochs == 0) {
-    MANTISSA_RETURN_IF_ERROR(detail::evaluate(model, data.x_test, data.y_test, data.features,
-                                              o.batch_size, &r.test_loss, &r.test_accuracy));
+    TRAINER_TRY(detail::evaluate(model, data.x_test, data.y_test, data.features, o.batch_size,
+                                 &r.test_loss, &r.test_accuracy));
   } else {
     r.test_loss = r.epochs.back().test_loss;
     r.test_accuracy = r.epochs.back().test_accuracy;
@@ -245,7 +213,7 @@ Status detail::train_precision_then(const Dataset& data, const Precision& precis
   r.seconds_per_epoch = o.epochs > 0 ? total_seconds / o.epochs : 0.0;
   r.state_bytes = model.state_bytes();
   r.digest = detail::weights_digest(model);
-  if (after) MANTISSA_RETURN_IF_ERROR(after(model, scaler.scale()));
+  if (after) TRAINER_TRY(after(model, scaler.scale()));
   *result = std::move(r);
   return {};
 }

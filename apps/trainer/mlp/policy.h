@@ -1,9 +1,9 @@
 // A per-layer policy (mantissa/train_policy.h) as the model's Precision.
 #pragma once
 
-#include "mantissa/train_policy.h"
-#include "train/analyze.h"
-#include "train/model.h"
+#include "trainer/mlp/analyze.h"
+#include "trainer/mlp/model.h"
+#include "trainer/train_policy.h"
 
 namespace mantissa::train::detail {
 

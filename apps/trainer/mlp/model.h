@@ -17,7 +17,7 @@
 #include "mantissa/optim.h"
 #include "mantissa/status.h"
 #include "mantissa/tensor.h"
-#include "mantissa/train.h"
+#include "trainer/train.h"
 
 namespace mantissa::train::detail {
 
@@ -176,10 +176,10 @@ class Mlp {
   Buffer loss_grad_;
   std::vector<double> column_sums_;
   Buffer input_;
-  Buffer onehot_, logits32_, loss32_, backprop32_;       // the loss, in fp32
-  Buffer dy_, dx_;                                       // gradients flowing back, compute dtype
-  Buffer scratch32_, scratch32b_, bias32_;  // products and fp32 staging
-  Buffer restored_;                                      // a stored input, back in compute dtype
+  Buffer onehot_, logits32_, loss32_, backprop32_;  // the loss, in fp32
+  Buffer dy_, dx_;                                  // gradients flowing back, compute dtype
+  Buffer scratch32_, scratch32b_, bias32_;          // products and fp32 staging
+  Buffer restored_;                                 // a stored input, back in compute dtype
   std::vector<InputTransform> transforms_;
 };
 

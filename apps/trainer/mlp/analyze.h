@@ -6,8 +6,8 @@
 #include <functional>
 #include <vector>
 
-#include "mantissa/train.h"
-#include "train/model.h"
+#include "trainer/mlp/model.h"
+#include "trainer/train.h"
 
 namespace mantissa::train::detail {
 

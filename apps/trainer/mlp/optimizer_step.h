@@ -13,8 +13,8 @@
 
 #include "mantissa/amp/anomaly.h"
 #include "mantissa/amp/loss_scaler.h"
-#include "mantissa/train.h"
-#include "train/model.h"
+#include "trainer/mlp/model.h"
+#include "trainer/train.h"
 
 namespace mantissa::train::detail {
 

@@ -13,15 +13,15 @@
 #include <limits>
 #include <numeric>
 
-#include "core/validate.h"
 #include "mantissa/amp/anomaly.h"
 #include "mantissa/amp/loss_scaler.h"
 #include "mantissa/convert.h"
 #include "mantissa/optim.h"
-#include "mantissa/train_distributed.h"
-#include "train/model.h"
-#include "train/optimizer_step.h"
-#include "train/rng.h"
+#include "trainer/mlp/common.h"
+#include "trainer/mlp/model.h"
+#include "trainer/mlp/optimizer_step.h"
+#include "trainer/mlp/rng.h"
+#include "trainer/train_distributed.h"
 
 namespace mantissa::train {
 
@@ -487,7 +487,7 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
   amp::LossScalerOptions so;
   so.enabled = precision.loss_scaling;
   amp::DynamicLossScaler scaler;
-  MANTISSA_RETURN_IF_ERROR(amp::DynamicLossScaler::create(so, &scaler));
+  TRAINER_TRY(amp::DynamicLossScaler::create(so, &scaler));
   detail::StepGuard guard(precision, model.param_names());
 
   // ---- The flattened gradient, its buckets, ZeRO's owners -------------------------------
@@ -570,9 +570,8 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
     if (!st.ok()) std::strncpy(v.text, st.message().c_str(), kText - 1);
     std::vector<Vote> mine(static_cast<std::size_t>(local_shards), v),
         all(static_cast<std::size_t>(ranks));
-    MANTISSA_RETURN_IF_ERROR(exchange.gather(reinterpret_cast<const unsigned char*>(mine.data()),
-                                             sizeof(Vote),
-                                             reinterpret_cast<unsigned char*>(all.data())));
+    TRAINER_TRY(exchange.gather(reinterpret_cast<const unsigned char*>(mine.data()), sizeof(Vote),
+                                reinterpret_cast<unsigned char*>(all.data())));
     for (int q = 0; q < ranks; ++q) {
       const Vote& a = all[static_cast<std::size_t>(q)];
       if (a.ok == 0) {
@@ -590,9 +589,8 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
   {
     std::vector<uint64_t> mine(static_cast<std::size_t>(local_shards), config),
         all(static_cast<std::size_t>(ranks));
-    MANTISSA_RETURN_IF_ERROR(exchange.gather(reinterpret_cast<const unsigned char*>(mine.data()),
-                                             sizeof(uint64_t),
-                                             reinterpret_cast<unsigned char*>(all.data())));
+    TRAINER_TRY(exchange.gather(reinterpret_cast<const unsigned char*>(mine.data()),
+                                sizeof(uint64_t), reinterpret_cast<unsigned char*>(all.data())));
     std::string differ;
     int count = 0;
     for (int q = 1; q < ranks; ++q) {
@@ -628,8 +626,8 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
     CheckpointHeader got;
     const Status st = load_checkpoint(d.resume, expect, &scaler, &model, &residuals, &got);
     const Status everyone = agree(st);  // collective: every rank calls it
-    MANTISSA_RETURN_IF_ERROR(st);
-    MANTISSA_RETURN_IF_ERROR(everyone);
+    TRAINER_TRY(st);
+    TRAINER_TRY(everyone);
     // A torn set (a rank killed between two ranks' writes leaves files of different epochs):
     // every rank compares every file's counters, and all refuse it together, naming the files.
     struct Counters {
@@ -638,9 +636,8 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
     const Counters c{got.epoch, got.steps, got.optimizer_steps};
     std::vector<Counters> mine(static_cast<std::size_t>(local_shards), c),
         all(static_cast<std::size_t>(ranks));
-    MANTISSA_RETURN_IF_ERROR(exchange.gather(reinterpret_cast<const unsigned char*>(mine.data()),
-                                             sizeof(Counters),
-                                             reinterpret_cast<unsigned char*>(all.data())));
+    TRAINER_TRY(exchange.gather(reinterpret_cast<const unsigned char*>(mine.data()),
+                                sizeof(Counters), reinterpret_cast<unsigned char*>(all.data())));
     for (int q = 1; q < ranks; ++q) {
       const Counters& a = all[0];
       const Counters& b = all[static_cast<std::size_t>(q)];
@@ -712,12 +709,11 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
         std::fill(partial.begin(), partial.end(), 0.0f);
         if (hi > lo) {
           model.set_grad_rows(n);
-          MANTISSA_RETURN_IF_ERROR(model.forward(bx.data() + lo * data.features, hi - lo));
+          TRAINER_TRY(model.forward(bx.data() + lo * data.features, hi - lo));
           double loss = 0.0;
           int64_t correct = 0;
-          MANTISSA_RETURN_IF_ERROR(
-              model.loss(by.data() + lo, hi - lo, scaler.scale(), true, &loss, &correct));
-          MANTISSA_RETURN_IF_ERROR(model.backward());
+          TRAINER_TRY(model.loss(by.data() + lo, hi - lo, scaler.scale(), true, &loss, &correct));
+          TRAINER_TRY(model.backward());
           model.set_grad_rows(0);
           step_stats[3 * ls] = loss * static_cast<double>(hi - lo);
           step_stats[3 * ls + 1] = static_cast<double>(correct);
@@ -746,9 +742,9 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
       // The step's statistics (loss sum, correct rows, found_inf) from every shard, in rank
       // order: found_inf is their maximum, so every rank skips the same steps.
       std::vector<double> all_stats(3 * static_cast<std::size_t>(ranks));
-      MANTISSA_RETURN_IF_ERROR(exchange.gather(reinterpret_cast<unsigned char*>(step_stats.data()),
-                                               static_cast<int64_t>(3 * sizeof(double)),
-                                               reinterpret_cast<unsigned char*>(all_stats.data())));
+      TRAINER_TRY(exchange.gather(reinterpret_cast<unsigned char*>(step_stats.data()),
+                                  static_cast<int64_t>(3 * sizeof(double)),
+                                  reinterpret_cast<unsigned char*>(all_stats.data())));
       double loss_total = 0.0, found_inf = 0.0;
       int64_t correct = 0;
       for (int k = 0; k < ranks; ++k) {
@@ -774,7 +770,7 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
                         send.data() + ls * shard_payload + bucket_payload_at[b],
                         static_cast<std::size_t>(bytes));
           }
-          MANTISSA_RETURN_IF_ERROR(exchange.gather(local.data(), bytes, recv.data()));
+          TRAINER_TRY(exchange.gather(local.data(), bytes, recv.data()));
           for (int k = 0; k < ranks; ++k) {
             decode(d.grad_comm, recv.data() + k * bytes, len, decoded.data());
             float* out = summed.data() + at;
@@ -807,10 +803,9 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
       // and the optimizer decide alike everywhere.
       const std::vector<TensorView> grads = model.grad_views();
       std::optional<float> clip_coef;
-      MANTISSA_RETURN_IF_ERROR(
-          guard.inspect(grads, loss, scaler, o, cb, epoch, step + 1, &r, &clip_coef));
+      TRAINER_TRY(guard.inspect(grads, loss, scaler, o, cb, epoch, step + 1, &r, &clip_coef));
       const int64_t taken_before = optimizer.steps_taken();
-      MANTISSA_RETURN_IF_ERROR(scaler.step_fused(
+      TRAINER_TRY(scaler.step_fused(
           grads, [&](const amp::StepScaling& sc) { return optimizer.run(sc, clip_coef, owned); }));
       if (d.zero_stage == 1 && optimizer.steps_taken() != taken_before) {
         // Every owner's new parameters (var, then the working copy), to every rank.
@@ -823,8 +818,7 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
             at += static_cast<std::size_t>(b->bytes());
           }
         }
-        MANTISSA_RETURN_IF_ERROR(
-            exchange.gather(param_send.data(), param_payload, param_recv.data()));
+        TRAINER_TRY(exchange.gather(param_send.data(), param_payload, param_recv.data()));
         std::vector<std::size_t> read(ranks, 0);
         for (std::size_t i = 0; i < params.size(); ++i) {
           const int k = owner[i];
@@ -838,7 +832,7 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
           }
         }
       }
-      MANTISSA_RETURN_IF_ERROR(scaler.update());
+      TRAINER_TRY(scaler.update());
       if (cb.on_step) {
         cb.on_step(
             {.epoch = epoch,
@@ -854,9 +848,9 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     total_seconds += seconds;
     EpochRecord e;
-    MANTISSA_RETURN_IF_ERROR(detail::epoch_record(model, data, o, scaler, r, epoch,
-                                                  {loss_sum, correct_sum, seen},
-                                                  {values_before, underflows_before}, seconds, &e));
+    TRAINER_TRY(detail::epoch_record(model, data, o, scaler, r, epoch,
+                                     {loss_sum, correct_sum, seen},
+                                     {values_before, underflows_before}, seconds, &e));
     r.epochs.push_back(e);
     if (cb.on_epoch) cb.on_epoch(e);
     if (!d.save_checkpoint.empty()) {
@@ -871,12 +865,12 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
         (void)agree(st);
         return st;
       }
-      MANTISSA_RETURN_IF_ERROR(agree(Status{}));
+      TRAINER_TRY(agree(Status{}));
     }
   }
   if (r.epochs.empty()) {
-    MANTISSA_RETURN_IF_ERROR(detail::evaluate(model, data.x_test, data.y_test, data.features,
-                                              o.batch_size, &r.test_loss, &r.test_accuracy));
+    TRAINER_TRY(detail::evaluate(model, data.x_test, data.y_test, data.features, o.batch_size,
+                                 &r.test_loss, &r.test_accuracy));
   } else {
     r.test_loss = r.epochs.back().test_loss;
     r.test_accuracy = r.epochs.back().test_accuracy;
@@ -901,9 +895,8 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
     mine.skipped = r.skipped_steps;
     mine.scale = scaler.scale();
     std::vector<Summary> all(static_cast<std::size_t>(ranks));
-    MANTISSA_RETURN_IF_ERROR(exchange.gather(reinterpret_cast<const unsigned char*>(&mine),
-                                             sizeof(Summary),
-                                             reinterpret_cast<unsigned char*>(all.data())));
+    TRAINER_TRY(exchange.gather(reinterpret_cast<const unsigned char*>(&mine), sizeof(Summary),
+                                reinterpret_cast<unsigned char*>(all.data())));
     first = all[0];
     for (int k = 1; k < ranks; ++k) {
       if (std::memcmp(all[k].digest, first.digest, 16) != 0 || all[k].skipped != first.skipped ||

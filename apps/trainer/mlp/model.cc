@@ -1,22 +1,22 @@
 // The MLP's forward pass, loss and backward pass (see model.h). Products (the bias added by
 // Addmm), LayerNorm and the loss go through the library's operators; ReLU and the bias gradient's
 // column sums are small loops here.
-#include "train/model.h"
+#include "trainer/mlp/model.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
-#include "core/parallel.h"
-#include "core/validate.h"
 #include "mantissa/convert.h"
+#include "mantissa/ops/gelu.h"
 #include "mantissa/ops/layer_norm.h"
 #include "mantissa/ops/layer_norm_grad.h"
 #include "mantissa/ops/matmul.h"
 #include "mantissa/ops/softmax_cross_entropy_with_logits.h"
-#include "train/kernels.h"
-#include "train/rng.h"
+#include "trainer/mlp/common.h"
+#include "trainer/mlp/rng.h"
+#include "trainer/tensor.h"
 
 namespace mantissa::train::detail {
 
@@ -294,10 +294,10 @@ Status Mlp::forward(const float* x, int64_t rows) {
         // dtype.
         bias32_.ensure(DType::kFloat32, {L.out});
         widen(b.weights(), bias32_.f32());
-        MANTISSA_RETURN_IF_ERROR(addmm({.self = bias32_.view(),
-                                        .mat1 = in.view(),
-                                        .mat2 = w.weights().view(),
-                                        .out = scratch32_.view()}));
+        TRAINER_TRY(addmm({.self = bias32_.view(),
+                           .mat1 = in.view(),
+                           .mat2 = w.weights().view(),
+                           .out = scratch32_.view()}));
         narrow(scratch32_.f32(), &L.output);
         break;
       }
@@ -305,24 +305,22 @@ Status Mlp::forward(const float* x, int64_t rows) {
         L.mean.ensure(DType::kFloat32, {rows, 1});
         L.rstd.ensure(DType::kFloat32, {rows, 1});
         // Statistics in fp64, output rounded once; mean and rstd kept (FLOAT) for backward.
-        MANTISSA_RETURN_IF_ERROR(layer_norm({.input = in.view(),
-                                             .weight = params_[L.weight].weights().view(),
-                                             .bias = params_[L.bias].weights().view(),
-                                             .out = L.output.view(),
-                                             .mean = L.mean.view(),
-                                             .rstd = L.rstd.view()},
-                                            {.normalized_shape = Dims{L.out}, .eps = 1e-5}));
+        TRAINER_TRY(layer_norm({.input = in.view(),
+                                .weight = params_[L.weight].weights().view(),
+                                .bias = params_[L.bias].weights().view(),
+                                .out = L.output.view(),
+                                .mean = L.mean.view(),
+                                .rstd = L.rstd.view()},
+                               {.normalized_shape = Dims{L.out}, .eps = 1e-5}));
         break;
       }
       case LayerKind::kActivation: {
         if (L.activation == Activation::kRelu) {
           relu_forward(in, &L.output);
         } else {
-          scratch32_.ensure(DType::kFloat32, {rows, L.out});
-          scratch32b_.ensure(DType::kFloat32, {rows, L.out});
-          widen(in, scratch32_.f32());
-          gelu_forward(scratch32_.f32(), scratch32b_.f32(), in.numel());
-          narrow(scratch32b_.f32(), &L.output);
+          // The library's Gelu (tanh form): fp64 from the widened input, rounded once to fp32
+          // and from there to the compute dtype.
+          TRAINER_TRY(gelu({.self = in.view(), .out = L.output.view()}));
         }
         break;
       }
@@ -343,10 +341,10 @@ Status Mlp::loss(const int32_t* labels, int64_t rows, float loss_scale, bool wan
   widen(logits, logits32_.f32());
   std::fill(onehot_.f32(), onehot_.f32() + rows * c, 0.0f);
   for (int64_t r = 0; r < rows; ++r) onehot_.f32()[r * c + labels[r]] = 1.0f;
-  MANTISSA_RETURN_IF_ERROR(softmax_cross_entropy_with_logits({.features = logits32_.view(),
-                                                              .labels = onehot_.view(),
-                                                              .loss = loss32_.view(),
-                                                              .backprop = backprop32_.view()}));
+  TRAINER_TRY(softmax_cross_entropy_with_logits({.features = logits32_.view(),
+                                                 .labels = onehot_.view(),
+                                                 .loss = loss32_.view(),
+                                                 .backprop = backprop32_.view()}));
   double sum = 0.0;
   int64_t right = 0;
   for (int64_t r = 0; r < rows; ++r) {
@@ -392,7 +390,7 @@ Status Mlp::backward() {
         Parameter& b = params_[L.bias];
         // dW [in, out] = X^T [in, rows] * dY [rows, out].
         scratch32_.ensure(DType::kFloat32, {L.in, L.out});
-        MANTISSA_RETURN_IF_ERROR(matmul(
+        TRAINER_TRY(matmul(
             {.self = transposed(in, rows, L.in), .mat2 = dy_.view(), .out = scratch32_.view()}));
         narrow_grad(scratch32_.f32(), &w.grad);
         // db = column sums of dY, fp64 in row order, rounded once.
@@ -411,9 +409,9 @@ Status Mlp::backward() {
         if (li == 0) break;  // no gradient for the data
         // dX [rows, in] = dY [rows, out] * W^T [out, in].
         scratch32_.ensure(DType::kFloat32, {rows, L.in});
-        MANTISSA_RETURN_IF_ERROR(matmul({.self = dy_.view(),
-                                         .mat2 = transposed(w.weights(), L.in, L.out),
-                                         .out = scratch32_.view()}));
+        TRAINER_TRY(matmul({.self = dy_.view(),
+                            .mat2 = transposed(w.weights(), L.in, L.out),
+                            .out = scratch32_.view()}));
         dx_.ensure(cd, {rows, L.in});
         narrow_grad(scratch32_.f32(), &dx_);
         if (keep_trace_) L.grad_input = dx_;
@@ -422,16 +420,16 @@ Status Mlp::backward() {
       }
       case LayerKind::kLayerNorm: {
         dx_.ensure(cd, {rows, L.in});
-        MANTISSA_RETURN_IF_ERROR(layer_norm_grad({.dy = dy_.view(),
-                                                  .input = in.view(),
-                                                  .mean = L.mean.view(),
-                                                  .rstd = L.rstd.view(),
-                                                  .weight = params_[L.weight].weights().view(),
-                                                  .bias = std::nullopt,
-                                                  .dx = dx_.view(),
-                                                  .dweight = params_[L.weight].grad.view(),
-                                                  .dbias = params_[L.bias].grad.view()},
-                                                 {.normalized_shape = Dims{L.in}}));
+        TRAINER_TRY(layer_norm_grad({.dy = dy_.view(),
+                                     .input = in.view(),
+                                     .mean = L.mean.view(),
+                                     .rstd = L.rstd.view(),
+                                     .weight = params_[L.weight].weights().view(),
+                                     .bias = std::nullopt,
+                                     .dx = dx_.view(),
+                                     .dweight = params_[L.weight].grad.view(),
+                                     .dbias = params_[L.bias].grad.view()},
+                                    {.normalized_shape = Dims{L.in}}));
         if (keep_trace_) L.grad_input = dx_;
         std::swap(dx_, dy_);
         break;
@@ -441,11 +439,10 @@ Status Mlp::backward() {
         if (L.activation == Activation::kRelu) {
           relu_backward(in, dy_, &dx_);
         } else {
-          scratch32_.ensure(DType::kFloat32, {rows, L.in});
+          // GeluBackward into fp32, then one rounding to the compute dtype (counted).
           scratch32b_.ensure(DType::kFloat32, {rows, L.in});
-          widen(in, scratch32_.f32());
-          widen(dy_, scratch32b_.f32());
-          gelu_backward(scratch32_.f32(), scratch32b_.f32(), scratch32b_.f32(), dy_.numel());
+          TRAINER_TRY(gelu_backward(
+              {.grad_output = dy_.view(), .self = in.view(), .grad_input = scratch32b_.view()}));
           narrow_grad(scratch32b_.f32(), &dx_);
         }
         if (keep_trace_) L.grad_input = dx_;
@@ -458,12 +455,11 @@ Status Mlp::backward() {
 }
 
 void Mlp::narrow_grad(const float* src, Buffer* dst) {
-  narrow(src, dst);
-  const int64_t n = dst->numel();
-  grad_values_ += n;
-  if (dst->dtype() == DType::kFloat32) return;
-  // A nonzero fp32 gradient whose 16-bit rounding is +-0 (both formats: magnitude bits 0).
-  grad_underflows_ += count_underflow(src, static_cast<const uint16_t*>(dst->data()), n);
+  // A nonzero fp32 gradient whose 16-bit rounding is +-0 counts as an underflow.
+  trainer::UnderflowCount count;
+  trainer::narrow(src, dst->dtype(), dst->data(), dst->numel(), &count);
+  grad_values_ += dst->numel();
+  grad_underflows_ += count.underflows;
 }
 
 std::vector<TensorView> Mlp::grad_views() const {

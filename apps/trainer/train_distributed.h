@@ -13,16 +13,15 @@
 #include <string_view>
 #include <vector>
 
-#include "mantissa/export.h"
 #include "mantissa/status.h"
-#include "mantissa/train.h"
+#include "trainer/train.h"
 
 namespace mantissa::train {
 
 // The collective the trainer needs. Every rank calls it with the same byte count, in the same
 // order; recv receives size() * bytes bytes, rank 0's first. Failures (a rank gone) come back
 // as a Status, never as a hang the caller cannot bound.
-class MANTISSA_API Communicator {
+class Communicator {
  public:
   virtual ~Communicator() = default;
   virtual int rank() const = 0;
@@ -34,8 +33,8 @@ class MANTISSA_API Communicator {
 // fp16, or int8 with one symmetric scale per bucket (max |value| / 127). The rounding error of
 // the compressed kinds stays on the rank and is added to its next step's gradient.
 enum class GradComm : int32_t { kFp32 = 0, kBf16 = 1, kFp16 = 2, kInt8 = 3 };
-MANTISSA_API const char* grad_comm_name(GradComm g) noexcept;
-MANTISSA_API std::optional<GradComm> grad_comm_from_name(std::string_view name) noexcept;
+const char* grad_comm_name(GradComm g) noexcept;
+std::optional<GradComm> grad_comm_from_name(std::string_view name) noexcept;
 
 struct DistributedOptions {
   Communicator* comm = nullptr;  // null: one process runs `shards` shards in turn
@@ -73,9 +72,8 @@ struct DistributedStats {
 // (shard s: rows [s * n / ranks, (s + 1) * n / ranks)), the loss and gradients normalised by the
 // global batch size. With comm, every rank must call this with the same arguments; every rank
 // returns the same result (digest).
-MANTISSA_API Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& options,
-                                      const DistributedOptions& distributed,
-                                      const TrainCallbacks& callbacks, ModeResult* result,
-                                      DistributedStats* stats);
+Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& options,
+                         const DistributedOptions& distributed, const TrainCallbacks& callbacks,
+                         ModeResult* result, DistributedStats* stats);
 
 }  // namespace mantissa::train

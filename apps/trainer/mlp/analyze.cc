@@ -1,15 +1,15 @@
 // The precision analysis (analyze.h): the mode's passes with their trace kept, an fp64 shadow of
 // every layer written here as plain double loops (nothing shared with the 16-bit path but the
 // weights, widened exactly), and the error statistics of docs/training.md.
-#include "train/analyze.h"
+#include "trainer/mlp/analyze.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numbers>
 
-#include "core/validate.h"
 #include "mantissa/dtype.h"
+#include "trainer/mlp/common.h"
 
 namespace mantissa::train {
 namespace detail {
@@ -353,11 +353,11 @@ std::vector<LayerSensitivity> sensitivity(const Mlp& model, const float* x, cons
 Status analyze_model(Mlp& model, const float* x, const int32_t* labels, int64_t rows,
                      float loss_scale, AnalysisReport* report, ShadowTrace* trace) {
   model.keep_trace(true);
-  MANTISSA_RETURN_IF_ERROR(model.forward(x, rows));
+  TRAINER_TRY(model.forward(x, rows));
   double mode_loss = 0.0;
   int64_t correct = 0;
-  MANTISSA_RETURN_IF_ERROR(model.loss(labels, rows, loss_scale, true, &mode_loss, &correct));
-  MANTISSA_RETURN_IF_ERROR(model.backward());
+  TRAINER_TRY(model.loss(labels, rows, loss_scale, true, &mode_loss, &correct));
+  TRAINER_TRY(model.backward());
 
   const DType dt = model.precision().compute;
   const std::vector<Layer>& layers = model.layers();
@@ -508,7 +508,7 @@ Status analyze_precision(const Dataset& data, Mode mode, const TrainOptions& opt
     return detail::analyze_model(model, data.x_train.data(), data.y_train.data(), rows, loss_scale,
                                  &r);
   };
-  MANTISSA_RETURN_IF_ERROR(detail::train_model_then(data, mode, options, {}, &trained, after));
+  TRAINER_TRY(detail::train_model_then(data, mode, options, {}, &trained, after));
   r.mode = mode;
   r.epochs = options.epochs;
   *report = std::move(r);

@@ -1,13 +1,13 @@
 // The optimizer step and the evaluation shared by the trainers (optimizer_step.h).
-#include "train/optimizer_step.h"
+#include "trainer/mlp/optimizer_step.h"
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
 
-#include "core/validate.h"
 #include "mantissa/optim.h"
-#include "train/rng.h"
+#include "trainer/mlp/common.h"
+#include "trainer/mlp/rng.h"
 
 namespace mantissa::train::detail {
 
@@ -27,13 +27,13 @@ Status StepGuard::inspect(const std::vector<TensorView>& grads, double loss,
     detector_scale_ = scaler.scale();
     thresholds_.explosion_norm = base_explosion_ * detector_scale_;
     thresholds_.vanishing_norm = base_vanishing_ * detector_scale_;
-    MANTISSA_RETURN_IF_ERROR(amp::AnomalyDetector::create(thresholds_, &detector_));
+    TRAINER_TRY(amp::AnomalyDetector::create(thresholds_, &detector_));
   }
   amp::AnomalyReport report;
   amp::InspectContext ctx;
   ctx.loss = loss;
   ctx.scaler = &scaler;
-  MANTISSA_RETURN_IF_ERROR(detector_.inspect(grads, names_, ctx, &report));
+  TRAINER_TRY(detector_.inspect(grads, names_, ctx, &report));
   if (report.found_inf) ++r->overflow_steps;
   if (!report.healthy()) {
     r->findings += static_cast<int64_t>(report.findings.size());
@@ -45,7 +45,7 @@ Status StepGuard::inspect(const std::vector<TensorView>& grads, double loss,
     GradNormOptions no;
     float scale_value = scaler.scale();
     if (scaler.enabled()) no.grad_scale = TensorView(&scale_value, DType::kFloat32, {1});
-    MANTISSA_RETURN_IF_ERROR(grad_norm(grads, &norm, no));
+    TRAINER_TRY(grad_norm(grads, &norm, no));
     *clip_coef = clip_coefficient(norm, o.clip);
   }
   return {};
@@ -68,7 +68,7 @@ Status OptimizerStep::run(const amp::StepScaling& s, std::optional<float> clip_c
       const bool master = p.var.dtype() == DType::kFloat32;
       if ((master ? WeightRounding::kNearest : p.rounding) == rounding) group.push_back(p);
     }
-    if (!group.empty()) MANTISSA_RETURN_IF_ERROR(run_group(group, rounding, s, clip_coef));
+    if (!group.empty()) TRAINER_TRY(run_group(group, rounding, s, clip_coef));
   }
   // A rank whose shard holds no parameter still counts the step.
   ++steps_;
@@ -163,10 +163,10 @@ Status evaluate(Mlp& model, const std::vector<float>& x, const std::vector<int32
   int64_t correct = 0;
   for (int64_t b = 0; b < rows; b += batch) {
     const int64_t n = std::min(batch, rows - b);
-    MANTISSA_RETURN_IF_ERROR(model.forward(x.data() + b * features, n));
+    TRAINER_TRY(model.forward(x.data() + b * features, n));
     double l = 0.0;
     int64_t c = 0;
-    MANTISSA_RETURN_IF_ERROR(model.loss(y.data() + b, n, 1.0f, false, &l, &c));
+    TRAINER_TRY(model.loss(y.data() + b, n, 1.0f, false, &l, &c));
     loss_sum += l * static_cast<double>(n);
     correct += c;
   }
@@ -182,8 +182,8 @@ Status epoch_record(Mlp& model, const Dataset& data, const TrainOptions& o,
   e->epoch = epoch;
   e->train_loss = sums.loss_sum / static_cast<double>(sums.seen);
   e->train_accuracy = static_cast<double>(sums.correct) / static_cast<double>(sums.seen);
-  MANTISSA_RETURN_IF_ERROR(evaluate(model, data.x_test, data.y_test, data.features, o.batch_size,
-                                    &e->test_loss, &e->test_accuracy));
+  TRAINER_TRY(evaluate(model, data.x_test, data.y_test, data.features, o.batch_size, &e->test_loss,
+                       &e->test_accuracy));
   e->loss_scale = scaler.scale();
   e->skipped_steps = scaler.stats().skipped_steps;
   e->overflow_steps = r.overflow_steps;

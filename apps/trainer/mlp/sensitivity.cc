@@ -4,15 +4,14 @@
 #include <cmath>
 #include <optional>
 
-#include "core/validate.h"
 #include "mantissa/calibrate.h"
 #include "mantissa/lowp.h"
-#include "mantissa/train_policy.h"
-#include "train/analyze.h"
-#include "train/common.h"
-#include "train/model.h"
-#include "train/optimizer_step.h"
-#include "train/policy.h"
+#include "trainer/mlp/analyze.h"
+#include "trainer/mlp/common.h"
+#include "trainer/mlp/model.h"
+#include "trainer/mlp/optimizer_step.h"
+#include "trainer/mlp/policy.h"
+#include "trainer/train_policy.h"
 
 namespace mantissa::train {
 
@@ -39,7 +38,7 @@ Status fake_quantize(const std::string& format, float* x, int64_t rows, int64_t 
     std::vector<int8_t> q(static_cast<std::size_t>(rows * cols));
     const TensorView xv(x, DType::kFloat32, shape), qv(q.data(), DType::kInt8, shape);
     const calib::Int8Options io{.axis = per_column ? 1 : -1};
-    MANTISSA_RETURN_IF_ERROR(calib::quantize_int8(xv, scales, qv, io));
+    TRAINER_TRY(calib::quantize_int8(xv, scales, qv, io));
     return calib::dequantize_int8(qv, scales, xv, io);
   }
   std::vector<float> scaled(static_cast<std::size_t>(rows * cols));
@@ -82,7 +81,7 @@ Status detail::sensitivity_runs(const Dataset& data, const TrainOptions& options
   step("fp32 baseline");
   std::optional<detail::Mlp> trained;
   ModeResult base;
-  MANTISSA_RETURN_IF_ERROR(detail::train_precision_then(
+  TRAINER_TRY(detail::train_precision_then(
       data,
       detail::resolve_policy(
           uniform_policy("fp32", names, DType::kFloat32, DType::kFloat32, UpdateForm::kMaster)),
@@ -101,7 +100,7 @@ Status detail::sensitivity_runs(const Dataset& data, const TrainOptions& options
       const PrecisionPolicy p = one_layer(names, static_cast<std::size_t>(i), dtype);
       step("train " + p.name);
       PolicyResult pr;
-      MANTISSA_RETURN_IF_ERROR(train_policy_prepared(data, p, options, {}, prepare, &pr));
+      TRAINER_TRY(train_policy_prepared(data, p, options, {}, prepare, &pr));
       r.training.push_back({.layer = names[i],
                             .format = policy_dtype_name(dtype),
                             .depth = i,
@@ -125,8 +124,8 @@ Status detail::sensitivity_runs(const Dataset& data, const TrainOptions& options
                             });
     }
     double loss = 0, accuracy = 0;
-    MANTISSA_RETURN_IF_ERROR(detail::evaluate(m, data.x_train, data.y_train, data.features,
-                                              options.batch_size, &loss, &accuracy));
+    TRAINER_TRY(detail::evaluate(m, data.x_train, data.y_train, data.features, options.batch_size,
+                                 &loss, &accuracy));
   }
   for (int i = 0; i < n; ++i) {
     for (const std::string format : {"int8", "fp8-e4m3"}) {
@@ -137,8 +136,7 @@ Status detail::sensitivity_runs(const Dataset& data, const TrainOptions& options
         detail::Buffer& w = m.params()[static_cast<std::size_t>(L.weight)].var;
         // Linear: [in, out], one scale per output channel; LayerNorm's scale: per tensor.
         const bool linear = L.kind == detail::LayerKind::kLinear;
-        MANTISSA_RETURN_IF_ERROR(
-            fake_quantize(format, w.f32(), linear ? L.in : 1, L.out, linear, -1));
+        TRAINER_TRY(fake_quantize(format, w.f32(), linear ? L.in : 1, L.out, linear, -1));
       }
       Status quant_status;
       m.set_input_transform(static_cast<std::size_t>(i),
@@ -147,9 +145,9 @@ Status detail::sensitivity_runs(const Dataset& data, const TrainOptions& options
                               if (!st.ok() && quant_status.ok()) quant_status = st;
                             });
       double loss = 0, accuracy = 0;
-      MANTISSA_RETURN_IF_ERROR(detail::evaluate(m, data.x_test, data.y_test, data.features,
-                                                options.batch_size, &loss, &accuracy));
-      MANTISSA_RETURN_IF_ERROR(quant_status);
+      TRAINER_TRY(detail::evaluate(m, data.x_test, data.y_test, data.features, options.batch_size,
+                                   &loss, &accuracy));
+      TRAINER_TRY(quant_status);
       r.inference.push_back({.layer = names[i],
                              .format = format,
                              .depth = i,
