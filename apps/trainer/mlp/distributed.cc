@@ -17,6 +17,7 @@
 #include "mantissa/amp/loss_scaler.h"
 #include "mantissa/convert.h"
 #include "mantissa/optim.h"
+#include "trainer/mlp/checkpoint.h"
 #include "trainer/mlp/common.h"
 #include "trainer/mlp/model.h"
 #include "trainer/mlp/optimizer_step.h"
@@ -126,77 +127,6 @@ class Exchange {
   double seconds_ = 0.0;
 };
 
-// ---- Checkpoints ---------------------------------------------------------------------------
-
-constexpr char kMagic[8] = {'M', 'N', 'T', 'S', 'C', 'K', 'P', 'T'};
-constexpr uint32_t kVersion = 2;
-
-struct CheckpointHeader {
-  uint32_t ranks = 0, rank = 0;
-  int32_t mode = 0, optimizer = 0, zero = 0, grad_comm = 0;
-  int32_t epoch = 0;  // completed
-  int64_t optimizer_steps = 0, overflow_steps = 0, findings = 0, steps = 0;
-  uint64_t seed = 0;
-  uint64_t config = 0;  // config_hash(): the options and the data the run trains with
-};
-
-uint64_t fnv1a(const std::string& bytes) {
-  uint64_t h = 0xCBF29CE484222325ull;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 0x100000001B3ull;
-  }
-  return h;
-}
-
-class Writer {
- public:
-  template <class T>
-  void put(const T& v) {
-    out_.append(reinterpret_cast<const char*>(&v), sizeof(T));
-  }
-  void bytes(const void* p, int64_t n) {
-    put(n);
-    if (n > 0) out_.append(static_cast<const char*>(p), static_cast<std::size_t>(n));
-  }
-  std::string& str() { return out_; }
-
- private:
-  std::string out_;
-};
-
-class Reader {
- public:
-  explicit Reader(const std::string& s) : s_(s) {}
-  template <class T>
-  bool get(T* v) {
-    if (at_ + sizeof(T) > s_.size()) return false;
-    std::memcpy(v, s_.data() + at_, sizeof(T));
-    at_ += sizeof(T);
-    return true;
-  }
-  // A block of exactly `expected` bytes into dst.
-  bool bytes(void* dst, int64_t expected) {
-    int64_t n = 0;
-    if (!get(&n) || n != expected || at_ + static_cast<std::size_t>(n) > s_.size()) return false;
-    if (n > 0) std::memcpy(dst, s_.data() + at_, static_cast<std::size_t>(n));
-    at_ += static_cast<std::size_t>(n);
-    return true;
-  }
-  std::string text() {
-    int64_t n = 0;
-    if (!get(&n) || n < 0 || at_ + static_cast<std::size_t>(n) > s_.size()) return {};
-    std::string t = s_.substr(at_, static_cast<std::size_t>(n));
-    at_ += static_cast<std::size_t>(n);
-    return t;
-  }
-  bool at_end() const { return at_ == s_.size(); }
-
- private:
-  const std::string& s_;
-  std::size_t at_ = 0;
-};
-
 void hash_bytes(uint64_t* h, const void* p, std::size_t n) {
   const auto* b = static_cast<const unsigned char*>(p);
   for (std::size_t i = 0; i < n; ++i) {
@@ -238,173 +168,6 @@ uint64_t config_hash(const TrainOptions& o, const Dataset& data, Mode mode,
   add_vec(data.x_test);
   add_vec(data.y_test);
   return h;
-}
-
-std::string checkpoint_path(const std::string& dir, int rank) {
-  return (std::filesystem::path(dir) / ("rank-" + std::to_string(rank) + ".ckpt")).string();
-}
-
-detail::Buffer* buffers_of(detail::Parameter& p, int which) {
-  switch (which) {
-    case 0: return &p.var;
-    case 1: return &p.working;
-    case 2: return &p.m;
-    case 3: return &p.v;
-    default: return &p.compensation;
-  }
-}
-
-Status save_checkpoint(const std::string& dir, const CheckpointHeader& h,
-                       const amp::DynamicLossScaler& scaler, detail::Mlp& model,
-                       const std::vector<std::vector<float>>& residuals) {
-  Writer w;
-  w.str().append(kMagic, sizeof(kMagic));
-  w.put(kVersion);
-  w.put(h);
-  const std::string scaler_state = scaler.state();
-  w.bytes(scaler_state.data(), static_cast<int64_t>(scaler_state.size()));
-  w.put(static_cast<int64_t>(model.params().size()));
-  for (detail::Parameter& p : model.params()) {
-    for (int b = 0; b < 5; ++b) {
-      detail::Buffer* buf = buffers_of(p, b);
-      w.bytes(buf->data(), buf->bytes());
-    }
-  }
-  w.put(static_cast<int64_t>(residuals.size()));
-  for (const auto& r : residuals) w.bytes(r.data(), static_cast<int64_t>(r.size() * 4));
-  w.put(fnv1a(w.str()));
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  const std::string path = checkpoint_path(dir, static_cast<int>(h.rank));
-  const std::string tmp = path + ".tmp";
-  // Written whole to `tmp`, then renamed over `path`: a failure leaves the previous checkpoint as
-  // it was, and removes the partial `tmp` this call created (never a file it could not open).
-  bool opened = false, written = false;
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    opened = f.is_open();
-    f.write(w.str().data(), static_cast<std::streamsize>(w.str().size()));
-    f.close();
-    written = opened && !f.fail();
-  }
-  if (!written) {
-    std::error_code ignored;
-    if (opened) std::filesystem::remove(tmp, ignored);
-    return {StatusCode::kRuntimeError, "train (distributed): cannot write checkpoint " + tmp};
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
-    return {StatusCode::kRuntimeError,
-            "train (distributed): cannot write checkpoint " + path + " (" + ec.message() + ")"};
-  }
-  return {};
-}
-
-// Reads and checks this rank's file against the run (`expect`: ranks, rank, mode, optimizer,
-// zero, grad_comm, seed); restores the model, scaler and residuals only when all of it is valid.
-Status load_checkpoint(const std::string& dir, const CheckpointHeader& expect,
-                       amp::DynamicLossScaler* scaler, detail::Mlp* model,
-                       std::vector<std::vector<float>>* residuals, CheckpointHeader* got) {
-  const std::string path = checkpoint_path(dir, static_cast<int>(expect.rank));
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    // Say why when rank 0's file tells: another rank count.
-    std::ifstream first(checkpoint_path(dir, 0), std::ios::binary);
-    char head[sizeof(kMagic) + 4 + sizeof(uint32_t)] = {};
-    uint32_t ranks = 0;
-    if (first.read(head, sizeof(head)) && std::memcmp(head, kMagic, sizeof(kMagic)) == 0) {
-      std::memcpy(&ranks, head + sizeof(kMagic) + 4, sizeof(ranks));
-    }
-    if (ranks != 0 && ranks != expect.ranks) {
-      return distributed_invalid("checkpoint " + dir + " was written by " + std::to_string(ranks) +
-                                 " ranks, this run has " + std::to_string(expect.ranks) + " (no " +
-                                 path + ")");
-    }
-    return distributed_invalid("checkpoint " + path + " cannot be read");
-  }
-  const std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  auto corrupt = [&](const std::string& what) {
-    return distributed_invalid("checkpoint " + path + " is corrupt: " + what);
-  };
-  if (s.size() < sizeof(kMagic) + 12 || std::memcmp(s.data(), kMagic, sizeof(kMagic)) != 0) {
-    return corrupt("not a mantissa checkpoint");
-  }
-  uint64_t sum = 0;
-  std::memcpy(&sum, s.data() + s.size() - 8, 8);
-  const std::string body = s.substr(0, s.size() - 8);
-  if (fnv1a(body) != sum) return corrupt("checksum mismatch");
-  Reader r(body);
-  char magic[8];
-  uint32_t version = 0;
-  CheckpointHeader h;
-  for (char& c : magic) r.get(&c);
-  if (!r.get(&version) || version != kVersion) {
-    return corrupt("version " + std::to_string(version) + ", expected " + std::to_string(kVersion));
-  }
-  if (!r.get(&h)) return corrupt("truncated header");
-  if (h.ranks != expect.ranks) {
-    return distributed_invalid("checkpoint " + path + " was written by " + std::to_string(h.ranks) +
-                               " ranks, this run has " + std::to_string(expect.ranks));
-  }
-  if (h.rank != expect.rank || h.mode != expect.mode || h.optimizer != expect.optimizer ||
-      h.zero != expect.zero || h.grad_comm != expect.grad_comm || h.seed != expect.seed) {
-    return distributed_invalid(
-        "checkpoint " + path +
-        " was written by another configuration (rank, precision mode, optimizer, "
-        "--zero, --grad-comm or seed differ)");
-  }
-  if (h.config != expect.config) {
-    return distributed_invalid(
-        "checkpoint " + path +
-        " was written with other options or data (model, optimizer settings, batch size, "
-        "learning rate, bucket size, or the data after its split and scaling differ; only "
-        "--epochs may change on resume)");
-  }
-  // The counters, which the checksum cannot vouch for (FNV-1a detects damage, not a crafted
-  // file): none negative, the overflow steps and findings within the steps taken.
-  if (h.epoch < 0 || h.optimizer_steps < 0 || h.steps < 0 || h.overflow_steps < 0 ||
-      h.findings < 0 || h.optimizer_steps > h.steps || h.overflow_steps > h.steps) {
-    return corrupt("counters out of range (epoch " + std::to_string(h.epoch) + ", steps " +
-                   std::to_string(h.steps) + ", optimizer steps " +
-                   std::to_string(h.optimizer_steps) + ", overflow steps " +
-                   std::to_string(h.overflow_steps) + ", findings " + std::to_string(h.findings) +
-                   ")");
-  }
-  const std::string scaler_state = r.text();
-  amp::DynamicLossScaler restored = *scaler;
-  if (Status st = restored.load_state(scaler_state); !st.ok()) {
-    return corrupt("loss scaler state: " + st.message());
-  }
-  int64_t params = 0;
-  if (!r.get(&params) || params != static_cast<int64_t>(model->params().size())) {
-    return corrupt("parameter count differs from the model (other --hidden?)");
-  }
-  // Into copies first: the model is left unchanged on any error.
-  std::vector<detail::Parameter> copies = model->params();
-  for (detail::Parameter& p : copies) {
-    for (int b = 0; b < 5; ++b) {
-      detail::Buffer* buf = buffers_of(p, b);
-      if (!r.bytes(buf->data(), buf->bytes())) {
-        return corrupt("parameter " + p.name + " does not match the model's shapes");
-      }
-    }
-  }
-  int64_t count = 0;
-  if (!r.get(&count) || count != static_cast<int64_t>(residuals->size())) {
-    return corrupt("error-feedback shard count differs");
-  }
-  std::vector<std::vector<float>> res = *residuals;
-  for (auto& v : res) {
-    if (!r.bytes(v.data(), static_cast<int64_t>(v.size() * 4))) return corrupt("error feedback");
-  }
-  if (!r.at_end()) return corrupt("trailing bytes");
-  model->params() = std::move(copies);
-  *scaler = std::move(restored);
-  *residuals = std::move(res);
-  *got = h;
-  return {};
 }
 
 }  // namespace
@@ -609,7 +372,7 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
   }
 
   // ---- Resume -----------------------------------------------------------------------------
-  CheckpointHeader expect;
+  detail::CheckpointHeader expect;
   expect.config = config;
   expect.ranks = static_cast<uint32_t>(ranks);
   expect.rank = static_cast<uint32_t>(rank);
@@ -623,8 +386,8 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
   int first_epoch = 1;
   int64_t global_step = 0;
   if (!d.resume.empty()) {
-    CheckpointHeader got;
-    const Status st = load_checkpoint(d.resume, expect, &scaler, &model, &residuals, &got);
+    detail::CheckpointHeader got;
+    const Status st = detail::load_checkpoint(d.resume, expect, &scaler, &model, &residuals, &got);
     const Status everyone = agree(st);  // collective: every rank calls it
     TRAINER_TRY(st);
     TRAINER_TRY(everyone);
@@ -643,10 +406,10 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
       const Counters& b = all[static_cast<std::size_t>(q)];
       if (a.epoch != b.epoch || a.steps != b.steps || a.optimizer_steps != b.optimizer_steps) {
         return distributed_invalid(
-            "checkpoint set " + d.resume + " is torn: " + checkpoint_path(d.resume, 0) +
+            "checkpoint set " + d.resume + " is torn: " + detail::checkpoint_path(d.resume, 0) +
             " holds epoch " + std::to_string(a.epoch) + " (step " + std::to_string(a.steps) +
-            "), " + checkpoint_path(d.resume, q) + " epoch " + std::to_string(b.epoch) + " (step " +
-            std::to_string(b.steps) +
+            "), " + detail::checkpoint_path(d.resume, q) + " epoch " + std::to_string(b.epoch) +
+            " (step " + std::to_string(b.steps) +
             "); a rank stopped between the writes: resume from a set written at one epoch");
       }
     }
@@ -854,13 +617,13 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
     r.epochs.push_back(e);
     if (cb.on_epoch) cb.on_epoch(e);
     if (!d.save_checkpoint.empty()) {
-      CheckpointHeader h = expect;
+      detail::CheckpointHeader h = expect;
       h.epoch = epoch;
       h.optimizer_steps = optimizer.steps_taken();
       h.overflow_steps = r.overflow_steps;
       h.findings = r.findings;
       h.steps = global_step;
-      const Status st = save_checkpoint(d.save_checkpoint, h, scaler, model, residuals);
+      const Status st = detail::save_checkpoint(d.save_checkpoint, h, scaler, model, residuals);
       if (!st.ok()) {
         (void)agree(st);
         return st;
