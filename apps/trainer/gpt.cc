@@ -2,6 +2,7 @@
 #include "trainer/gpt.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "trainer/layers.h"
@@ -33,8 +34,39 @@ Status GptConfig::validate() const {
   return {};
 }
 
+std::vector<std::string> unit_names(const GptConfig& config) {
+  std::vector<std::string> names{"embeddings"};
+  for (int64_t l = 0; l < config.layers; ++l) names.push_back("block" + std::to_string(l));
+  return names;
+}
+
+std::size_t unit_of(const std::string& name) {
+  if (!name.starts_with("block")) return 0;
+  return 1 + static_cast<std::size_t>(std::atoll(name.c_str() + 5));
+}
+
+GptPrecision GptPrecision::uniform(const Precision& p, int64_t layers) {
+  GptPrecision g;
+  g.units.assign(static_cast<std::size_t>(layers + 1), p);
+  g.loss_scaling = p.loss_scaling;
+  return g;
+}
+
+bool GptPrecision::any_compute(DType d) const {
+  for (const Precision& p : units) {
+    if (p.compute == d) return true;
+  }
+  return false;
+}
+
 Gpt::Gpt(const GptConfig& config, const Precision& precision, uint64_t seed)
+    : Gpt(config, GptPrecision::uniform(precision, config.layers), seed) {}
+
+Gpt::Gpt(const GptConfig& config, const GptPrecision& precision, uint64_t seed)
     : config_(config), precision_(precision) {
+  // The caller sized the units from unit_names(); one too few would index out of bounds.
+  precision_.units.resize(static_cast<std::size_t>(config.layers + 1),
+                          precision_.units.empty() ? Precision{} : precision_.units.back());
   const int64_t V = config.vocab, T = config.context, d = config.d_model, L = config.layers;
   const double s = 0.02, sr = 0.02 / std::sqrt(2.0 * static_cast<double>(L));
   uint64_t tag = 0;
@@ -72,7 +104,8 @@ Parameter* Gpt::add_param(std::string name, std::vector<int64_t> shape, bool dec
   auto p = std::make_unique<Parameter>();
   p->name = std::move(name);
   p->decay = decay;
-  const DType c = precision_.compute, vd = precision_.var_dtype();
+  const Precision& u = unit(p->name);
+  const DType c = u.compute, vd = u.var_dtype();
   p->var.reset(vd, shape);
   int64_t n = p->var.numel();
   std::vector<float> init(static_cast<std::size_t>(n));
@@ -81,12 +114,12 @@ Parameter* Gpt::add_param(std::string name, std::vector<int64_t> shape, bool dec
     x = static_cast<float>(std_dev > 0.0 ? std_dev * rng.normal() : constant);
   }
   narrow(init.data(), vd, p->var.data(), n);
-  if (precision_.master && c != DType::kFloat32) p->working.reset(c, shape);
+  if (u.master && c != DType::kFloat32) p->working.reset(c, shape);
   p->grad.reset(c, shape);
   p->m.reset(vd, shape);
   p->v.reset(vd, shape);
-  if (!precision_.master && vd == DType::kBFloat16) {
-    p->rounding = precision_.rounding;
+  if (!u.master && vd == DType::kBFloat16) {
+    p->rounding = u.rounding;
     if (p->rounding == WeightRounding::kKahan) p->compensation.reset(DType::kBFloat16, shape);
   }
   params_.push_back(std::move(p));
@@ -102,7 +135,9 @@ void Gpt::refresh_working() {
 
 void Gpt::build() {
   refresh_working();
-  const DType c = precision_.compute, f32 = DType::kFloat32;
+  const DType f32 = DType::kFloat32;
+  // The compute dtype of the unit a layer belongs to.
+  auto cd = [&](const std::string& layer) { return unit(layer).compute; };
   auto param = [&](const std::string& name) -> Parameter* {
     for (auto& p : params_) {
       if (p->name == name) return p.get();
@@ -121,15 +156,15 @@ void Gpt::build() {
         *stream =
             g.add(std::make_unique<Add>(name + ".add"), {*stream, branch}, {name + ".residual"})[0];
       }
-      return g.add(
-          std::make_unique<LayerNormLayer>(name, param(name + ".weight"), param(name + ".bias"), c),
-          {*stream}, {name + ".out"})[0];
-    }
-    if (branch < 0) {
-      return g.add(std::make_unique<RmsNormLayer>(name, param(name + ".weight"), c, false),
+      return g.add(std::make_unique<LayerNormLayer>(name, param(name + ".weight"),
+                                                    param(name + ".bias"), cd(name)),
                    {*stream}, {name + ".out"})[0];
     }
-    auto ids = g.add(std::make_unique<RmsNormLayer>(name, param(name + ".weight"), c, true),
+    if (branch < 0) {
+      return g.add(std::make_unique<RmsNormLayer>(name, param(name + ".weight"), cd(name), false),
+                   {*stream}, {name + ".out"})[0];
+    }
+    auto ids = g.add(std::make_unique<RmsNormLayer>(name, param(name + ".weight"), cd(name), true),
                      {*stream, branch}, {name + ".residual", name + ".out"});
     *stream = ids[0];
     return ids[1];
@@ -137,6 +172,7 @@ void Gpt::build() {
   int branch = -1;
   for (int64_t l = 0; l < config_.layers; ++l) {
     const std::string b = "block" + std::to_string(l) + ".";
+    const DType c = cd(b);
     int n1 = norm(b + "norm1", &x, branch);
     int qkv = g.add(std::make_unique<Linear>(b + "attn.qkv", param(b + "attn.qkv"), c), {n1},
                     {b + "attn.qkv"})[0];

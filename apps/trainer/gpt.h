@@ -35,16 +35,36 @@ struct GptConfig {
   Status validate() const;
 };
 
+// The units a precision policy sets (docs/training_gpt.md, "Per-unit precision"):
+// "embeddings" (the token and position embeddings, the final norm and the output head, which a
+// tied head shares with the token embedding), then "block0" .. "block{L-1}". A unit's layers
+// compute in its dtype and its parameters take its update form; units meet only on the fp32
+// residual stream, so no value crosses from one compute dtype to another.
+std::vector<std::string> unit_names(const GptConfig& config);
+// The unit a parameter or layer name belongs to: 1 + l for "block{l}.*", else 0.
+std::size_t unit_of(const std::string& name);
+
+// Every unit's precision, and whether the loss is scaled.
+struct GptPrecision {
+  std::vector<Precision> units;  // one per unit_names(), in that order
+  bool loss_scaling = false;
+  // Every unit alike (a precision mode).
+  static GptPrecision uniform(const Precision& p, int64_t layers);
+  bool any_compute(DType d) const;
+};
+
 class Gpt {
  public:
   // Initial weights: normal(0, 0.02) for the embeddings and matrices, 0.02 / sqrt(2 layers) for
   // the two that write the residual stream (GPT-2's), norms' weights 1 and biases 0; each drawn
   // in fp64 from the seed (Irwin-Hall: the sum of 12 uniforms - 6, no libm), rounded once to
   // fp32, then to the var's dtype. Optimizer state zero.
+  Gpt(const GptConfig& config, const GptPrecision& precision, uint64_t seed);
+  // Every unit in `precision`.
   Gpt(const GptConfig& config, const Precision& precision, uint64_t seed);
 
   const GptConfig& config() const { return config_; }
-  const Precision& precision() const { return precision_; }
+  const GptPrecision& precision() const { return precision_; }
   std::vector<std::unique_ptr<Parameter>>& params() { return params_; }
   const std::vector<std::unique_ptr<Parameter>>& params() const { return params_; }
   int64_t param_count() const;
@@ -75,9 +95,10 @@ class Gpt {
   Parameter* add_param(std::string name, std::vector<int64_t> shape, bool decay, double std_dev,
                        double constant, uint64_t seed);
   void build();
+  const Precision& unit(const std::string& name) const { return precision_.units[unit_of(name)]; }
 
   GptConfig config_;
-  Precision precision_;
+  GptPrecision precision_;
   std::vector<std::unique_ptr<Parameter>> params_;
   Graph graph_;
   int loss_id_ = -1;

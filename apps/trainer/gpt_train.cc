@@ -28,6 +28,55 @@ Precision precision_of(train::Mode mode) {
   return p;
 }
 
+GptPrecision gpt_precision_of(train::Mode mode, const GptConfig& config) {
+  return GptPrecision::uniform(precision_of(mode), config.layers);
+}
+
+Status gpt_precision_from_policy(const train::PrecisionPolicy& policy, const GptConfig& config,
+                                 GptPrecision* out) {
+  const std::vector<std::string> units = unit_names(config);
+  std::string expected;
+  for (const std::string& u : units) expected += (expected.empty() ? "" : ", ") + u;
+  if (policy.layers.size() != units.size()) {
+    return invalid("policy " + policy.name + ": " + std::to_string(policy.layers.size()) +
+                   " layers, the GPT has " + std::to_string(units.size()) + " units (" + expected +
+                   ")");
+  }
+  GptPrecision g;
+  for (std::size_t i = 0; i < units.size(); ++i) {
+    const train::LayerPolicy& lp = policy.layers[i];
+    if (lp.layer != units[i]) {
+      return invalid("policy " + policy.name + ": layer " + std::to_string(i) + " is '" + lp.layer +
+                     "', the GPT's is '" + units[i] + "' (units: " + expected + ")");
+    }
+    if (lp.stored != lp.compute) {
+      return invalid("policy " + policy.name + ": layers." + lp.layer +
+                     ".stored: the GPT keeps a " + "unit's activations in its compute dtype ('" +
+                     train::policy_dtype_name(lp.compute) + "'), got '" +
+                     train::policy_dtype_name(lp.stored) + "'");
+    }
+    Precision p;
+    p.compute = lp.compute;
+    if (lp.compute != DType::kFloat32) {
+      switch (lp.update) {
+        case train::UpdateForm::kMaster: p.master = true; break;
+        case train::UpdateForm::kPlain: p.rounding = WeightRounding::kNearest; break;
+        case train::UpdateForm::kKahan: p.rounding = WeightRounding::kKahan; break;
+        case train::UpdateForm::kStochastic: p.rounding = WeightRounding::kStochastic; break;
+      }
+    }
+    g.units.push_back(p);
+  }
+  switch (policy.loss_scaling) {
+    case train::LossScaling::kAuto: g.loss_scaling = g.any_compute(DType::kFloat16); break;
+    case train::LossScaling::kNone: g.loss_scaling = false; break;
+    case train::LossScaling::kDynamic: g.loss_scaling = true; break;
+  }
+  for (Precision& p : g.units) p.loss_scaling = g.loss_scaling;
+  *out = std::move(g);
+  return {};
+}
+
 Status GptTrainOptions::validate() const {
   TRAINER_TRY(model.validate());
   auto bad = [](const std::string& what) { return invalid("train --model gpt: " + what); };
@@ -80,8 +129,8 @@ namespace {
 // are (scaled under fp16-amp, so its norm thresholds follow the scale) and the clip coefficient.
 class Guard {
  public:
-  explicit Guard(const Precision& p, std::vector<std::string> names) : names_(std::move(names)) {
-    thresholds_.working_dtype = p.compute == DType::kFloat16 ? DType::kFloat16 : DType::kBFloat16;
+  explicit Guard(const GptPrecision& p, std::vector<std::string> names) : names_(std::move(names)) {
+    thresholds_.working_dtype = p.any_compute(DType::kFloat16) ? DType::kFloat16 : DType::kBFloat16;
     base_explosion_ = thresholds_.explosion_norm;
     base_vanishing_ = thresholds_.vanishing_norm;
   }
@@ -170,46 +219,61 @@ class PairwiseSum {
   std::vector<std::vector<float>> spare_;
 };
 
-// AdamW over the parameters: one fused call per (rounding, decay) group, each with its own
-// stochastic-rounding stream.
+// AdamW over the parameters: one fused call per (rounding, decay, storage) group, each with its
+// own stochastic-rounding stream. The storage (var's dtype, the working copy's) is one per
+// (rounding, decay) pair in a precision mode; a policy may mix them.
 Status adamw_step(Gpt& model, const GptTrainOptions& o, const amp::StepScaling& s,
                   std::optional<float> clip_coef, float lr, int64_t steps_taken) {
   int group = 0;
+  auto storage = [](const Parameter& p) {
+    return static_cast<int>(p.var.dtype()) * 64 +
+           (p.working.empty() ? 63 : static_cast<int>(p.working.dtype()));
+  };
   for (WeightRounding rounding :
        {WeightRounding::kNearest, WeightRounding::kKahan, WeightRounding::kStochastic}) {
     for (bool decay : {true, false}) {
-      std::vector<AdamWParamTensors> list;
-      for (auto& p : model.params()) {
-        const WeightRounding r =
-            p->var.dtype() == DType::kFloat32 ? WeightRounding::kNearest : p->rounding;
-        if (r != rounding || p->decay != decay) continue;
-        list.push_back(
-            {.var = p->var.view(),
-             .m = p->m.view(),
-             .v = p->v.view(),
-             .max_grad_norm = std::nullopt,
-             .grad = p->grad.view(),
-             .working = p->working.empty() ? std::optional<TensorView>() : p->working.view(),
-             .compensation =
-                 p->compensation.empty() ? std::optional<TensorView>() : p->compensation.view()});
-      }
       ++group;
-      if (list.empty()) continue;
-      FusedStepOptions fo;
-      fo.grad_scale = s.grad_scale;
-      fo.found_inf = s.found_inf;
-      fo.clip_coef = clip_coef;
-      fo.rounding = rounding;
-      fo.seed = stream_seed(o.seed, 50 + static_cast<uint64_t>(group));
-      fo.rng_step = static_cast<uint64_t>(steps_taken);
-      MultiAdamWParams hp;
-      hp.hyper.lr = lr;
-      hp.hyper.beta1 = o.beta1;
-      hp.hyper.beta2 = o.beta2;
-      hp.hyper.eps = o.eps;
-      hp.hyper.weight_decay = decay ? o.weight_decay : 0.0f;
-      hp.step = steps_taken;
-      TRAINER_TRY(multi_tensor_adam_w(list, hp, fo));
+      auto member = [&](const Parameter& p) {
+        const WeightRounding r =
+            p.var.dtype() == DType::kFloat32 ? WeightRounding::kNearest : p.rounding;
+        return r == rounding && p.decay == decay;
+      };
+      // The storages of this group in the order their first parameter appears.
+      std::vector<int> kinds;
+      for (auto& p : model.params()) {
+        if (member(*p) && std::find(kinds.begin(), kinds.end(), storage(*p)) == kinds.end())
+          kinds.push_back(storage(*p));
+      }
+      for (std::size_t k = 0; k < kinds.size(); ++k) {
+        std::vector<AdamWParamTensors> list;
+        for (auto& p : model.params()) {
+          if (!member(*p) || storage(*p) != kinds[k]) continue;
+          list.push_back(
+              {.var = p->var.view(),
+               .m = p->m.view(),
+               .v = p->v.view(),
+               .max_grad_norm = std::nullopt,
+               .grad = p->grad.view(),
+               .working = p->working.empty() ? std::optional<TensorView>() : p->working.view(),
+               .compensation =
+                   p->compensation.empty() ? std::optional<TensorView>() : p->compensation.view()});
+        }
+        FusedStepOptions fo;
+        fo.grad_scale = s.grad_scale;
+        fo.found_inf = s.found_inf;
+        fo.clip_coef = clip_coef;
+        fo.rounding = rounding;
+        fo.seed = stream_seed(o.seed, 50 + static_cast<uint64_t>(group) + 1000 * k);
+        fo.rng_step = static_cast<uint64_t>(steps_taken);
+        MultiAdamWParams hp;
+        hp.hyper.lr = lr;
+        hp.hyper.beta1 = o.beta1;
+        hp.hyper.beta2 = o.beta2;
+        hp.hyper.eps = o.eps;
+        hp.hyper.weight_decay = decay ? o.weight_decay : 0.0f;
+        hp.step = steps_taken;
+        TRAINER_TRY(multi_tensor_adam_w(list, hp, fo));
+      }
     }
   }
   return {};
@@ -235,7 +299,18 @@ Status evaluate_gpt(Gpt& model, const TextCorpus& corpus, const GptTrainOptions&
 
 Status train_gpt(const TextCorpus& corpus, train::Mode mode, const GptTrainOptions& o,
                  const GptCallbacks& cb, GptResult* result, train::Communicator* comm) {
+  return train_gpt(corpus, gpt_precision_of(mode, o.model), train::mode_name(mode), o, cb, result,
+                   comm);
+}
+
+Status train_gpt(const TextCorpus& corpus, const GptPrecision& precision, const std::string& name,
+                 const GptTrainOptions& o, const GptCallbacks& cb, GptResult* result,
+                 train::Communicator* comm) {
   TRAINER_TRY(o.validate());
+  if (precision.units.size() != static_cast<std::size_t>(o.model.layers + 1)) {
+    return invalid("train --model gpt: " + std::to_string(precision.units.size()) +
+                   " unit precisions for " + std::to_string(o.model.layers + 1) + " units");
+  }
   const int ranks = comm != nullptr ? comm->size() : 1;
   const int rank = comm != nullptr ? comm->rank() : 0;
   const int64_t micro = o.micro_batch_count();
@@ -253,7 +328,6 @@ Status train_gpt(const TextCorpus& corpus, train::Mode mode, const GptTrainOptio
                    std::to_string(corpus.validation.size()) +
                    " bytes) must each hold context + 1 = " + std::to_string(T + 1) + " bytes");
   }
-  const Precision precision = precision_of(mode);
   Gpt model(o.model, precision, o.seed);
 
   amp::LossScalerOptions so;
@@ -265,7 +339,7 @@ Status train_gpt(const TextCorpus& corpus, train::Mode mode, const GptTrainOptio
 
   if (cb.on_start) TRAINER_TRY(cb.on_start(model));
   GptResult r;
-  r.mode = train::mode_name(mode);
+  r.mode = name;
   r.params = model.param_count();
   std::vector<int32_t> tokens, targets;
   std::vector<double> step_seconds;

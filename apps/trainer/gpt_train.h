@@ -15,11 +15,21 @@
 #include "trainer/text.h"
 #include "trainer/train.h"
 #include "trainer/train_distributed.h"
+#include "trainer/train_policy.h"
 
 namespace mantissa::trainer {
 
 // A precision mode's storage (docs/training_gpt.md, "Precision modes").
 Precision precision_of(train::Mode mode);
+// The mode in every unit.
+GptPrecision gpt_precision_of(train::Mode mode, const GptConfig& config);
+// A per-layer policy (train_policy.h's file format, with unit_names() as its layers): each unit
+// computes in its "compute" dtype and keeps its activations in it ("stored" must be the same);
+// "update" master gives fp32 master weights with a working copy in the compute dtype, plain,
+// kahan and sr bf16 weights; loss_scaling auto scales when some unit computes in fp16. 161002
+// naming the unit and the value for a policy of another model or a stored dtype the GPT lacks.
+Status gpt_precision_from_policy(const train::PrecisionPolicy& policy, const GptConfig& config,
+                                 GptPrecision* out);
 
 struct GptTrainOptions {
   GptConfig model;
@@ -90,6 +100,10 @@ struct GptCallbacks {
 // finishes the same tree: the same weights on every rank, and the same digest for any R.
 Status train_gpt(const TextCorpus& corpus, train::Mode mode, const GptTrainOptions& options,
                  const GptCallbacks& callbacks, GptResult* result,
+                 train::Communicator* comm = nullptr);
+// The same under a precision per unit; `name` labels the result (a mode's or a policy's name).
+Status train_gpt(const TextCorpus& corpus, const GptPrecision& precision, const std::string& name,
+                 const GptTrainOptions& options, const GptCallbacks& callbacks, GptResult* result,
                  train::Communicator* comm = nullptr);
 
 // The mean validation loss (nats per byte) of a model over the options' validation windows.

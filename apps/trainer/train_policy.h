@@ -27,7 +27,8 @@ enum class UpdateForm : int32_t { kMaster = 0, kPlain = 1, kKahan = 2, kStochast
 enum class LossScaling : int32_t { kAuto = 0, kNone = 1, kDynamic = 2 };
 
 struct LayerPolicy {
-  std::string layer;  // the analyzer's names: "linear0", "layernorm0", "relu0", ...
+  std::string layer;  // the MLP's layers ("linear0", "layernorm0", "relu0", ...) or the GPT's
+                      // units ("embeddings", "block0", ...)
   DType compute = DType::kFloat32;
   DType stored = DType::kFloat32;  // what the layer keeps of its input for backward
   UpdateForm update = UpdateForm::kMaster;
@@ -52,8 +53,10 @@ std::vector<std::string> layer_names(const TrainOptions& options);
 PrecisionPolicy uniform_policy(std::string name, std::span<const std::string> layers, DType compute,
                                DType stored, UpdateForm update);
 // Built-in policies: "seed" (first and last Linear and every LayerNorm computing in fp32, the
-// rest in bf16, every layer's stored input in bf16, fp32 master weights), "fp32", "bf16-amp",
-// "fp16-amp" (the modes of those names, bit for bit). 161002 for any other name.
+// rest in bf16, every layer's stored input in bf16, fp32 master weights; for the GPT's units,
+// `layers` starting with "embeddings": the first and last unit in fp32, each unit storing in its
+// compute dtype), "fp32", "bf16-amp", "fp16-amp" (the modes of those names, bit for bit). 161002
+// for any other name.
 Status preset_policy(std::string_view preset, std::span<const std::string> layers,
                      PrecisionPolicy* out);
 

@@ -372,8 +372,11 @@ int check_output_paths(const TrainCommandOptions& o) {
   add("--tradeoff", t.tradeoff_path);
   if (!t.tradeoff_path.empty()) add("--tradeoff (its SVG)", svg_next_to(t.tradeoff_path));
   std::vector<Named> inputs;
-  if (!o.data.empty() && o.data.find(':') == std::string::npos)
+  if (o.data.rfind("text:", 0) == 0 && o.data.size() > 5) {
+    inputs.push_back({"--data", o.data.substr(5)});
+  } else if (!o.data.empty() && o.data.find(':') == std::string::npos) {
     inputs.push_back({"--data", o.data});
+  }
   for (const std::string& p : o.policies) {
     if (p.rfind("preset:", 0) != 0) inputs.push_back({"--policy", p});
   }
@@ -534,9 +537,19 @@ int run_train(TrainCommandOptions o) {
   if (policy_tools) {
     PolicyToolOptions po = o.policy_tools;
     po.policies = policies;
+    PolicyModel pm;
+    pm.layers = tr::layer_names(to);
+    pm.budget_key = "epochs";
+    pm.budget = to.epochs;
+    pm.batch_size = to.batch_size;
+    pm.sensitivity = [&](const tr::SensitivityProgress& progress, tr::SensitivityReport* rep) {
+      return tr::sensitivity_runs(data, to, progress, rep);
+    };
+    pm.train = [&](const tr::PrecisionPolicy& p, tr::PolicyResult* r) {
+      return tr::train_policy(data, p, to, {}, r);
+    };
     return run_policy_tools(
-        po, data, to,
-        fmt::format("{} {}, {} epochs, seed {}", data.source, widths, to.epochs, to.seed));
+        po, pm, fmt::format("{} {}, {} epochs, seed {}", data.source, widths, to.epochs, to.seed));
   }
   if (!o.analyze_path.empty()) {
     if (modes.size() != 1) {
@@ -882,29 +895,12 @@ std::function<int()> add_train_command(CLI::App& app) {
   return [cmd, o] {
     if (!cmd->parsed()) return -1;
     const bool gpt = o->model == "gpt";
-    static const char* kMlpOnly[] = {"--epochs",
-                                     "--hidden",
-                                     "--activation",
-                                     "--optimizer",
-                                     "--test-fraction",
-                                     "--header",
-                                     "--csv",
-                                     "--policy",
-                                     "--sensitivity",
-                                     "--tradeoff",
-                                     "--suggest",
-                                     "--suggest-threshold",
-                                     "--suggest-format",
-                                     "--shards",
-                                     "--zero",
-                                     "--grad-comm",
-                                     "--bucket-mib",
-                                     "--save-checkpoint",
-                                     "--resume",
-                                     "--abort-rank",
-                                     "--abort-step",
-                                     "--inject-inf-rank",
-                                     "--inject-inf-step"};
+    static const char* kMlpOnly[] = {
+        "--epochs",         "--hidden",     "--activation", "--optimizer",
+        "--test-fraction",  "--header",     "--csv",        "--shards",
+        "--zero",           "--grad-comm",  "--bucket-mib", "--save-checkpoint",
+        "--resume",         "--abort-rank", "--abort-step", "--inject-inf-rank",
+        "--inject-inf-step"};
     static const char* kGptOnly[] = {"--layers",
                                      "--d-model",
                                      "--heads",
@@ -942,6 +938,9 @@ std::function<int()> add_train_command(CLI::App& app) {
     run.plot_path = o->plot_path;
     run.analyze_path = o->analyze_path;
     run.analyze_svg = o->analyze_svg;
+    run.policies = o->policies;
+    run.policy_tools = o->policy_tools;
+    if (const int rc = check_output_paths(*o); rc != 0) return rc;
     DistributedSession session;
     DistributedCli dc;
     dc.distributed = o->distributed.distributed;

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "mantissa/runtime.h"
 #include "mantissa/text_escape.h"
 #include "trainer/analyze.h"
+#include "trainer/gpt_policy.h"
 #include "trainer/gpt_train.h"
 #include "trainer/train.h"
 
@@ -221,7 +223,7 @@ int run_train_gpt(const GptCommandOptions& o_in, train::Communicator* comm, bool
   std::vector<tr::Mode> modes;
   if (o.compare) {
     modes.assign(tr::all_modes().begin(), tr::all_modes().end());
-  } else {
+  } else if (!o.precision.empty() || o.policies.empty()) {
     std::stringstream ss(o.precision.empty() ? std::string("fp32") : o.precision);
     for (std::string name; std::getline(ss, name, ',');) {
       const auto m = tr::mode_from_name(name);
@@ -260,6 +262,45 @@ int run_train_gpt(const GptCommandOptions& o_in, train::Communicator* comm, bool
     fmt::print(stderr, "mantissa {}\n", st.message());
     return 2;
   }
+  // ---- Policies over the units (validated before anything is read or written) ------------------
+  const std::vector<std::string> units = tn::unit_names(to.model);
+  struct Run {
+    std::string name;
+    tn::GptPrecision precision;
+    std::optional<tr::PrecisionPolicy> policy;
+  };
+  std::vector<Run> runs;
+  for (tr::Mode m : modes)
+    runs.push_back({tr::mode_name(m), tn::gpt_precision_of(m, to.model), {}});
+  std::vector<tr::PrecisionPolicy> policies;
+  for (const std::string& spec : o.policies) {
+    tr::PrecisionPolicy p;
+    tn::GptPrecision g;
+    Status st = tr::load_policy(spec, units, &p);
+    if (st.ok()) st = tn::gpt_precision_from_policy(p, to.model, &g);
+    if (!st.ok()) {
+      fmt::print(stderr, "mantissa train: --policy {}: {}\n", spec, st.message());
+      return 2;
+    }
+    runs.push_back({p.name, g, p});
+    policies.push_back(std::move(p));
+  }
+  const bool policy_tools =
+      !o.policy_tools.sensitivity_path.empty() || !o.policy_tools.tradeoff_path.empty();
+  if (policy_tools && (o.compare || !o.analyze_path.empty() || !o.precision.empty())) {
+    fmt::print(stderr,
+               "mantissa train: --sensitivity and --tradeoff run their own policies; they do not "
+               "combine with --compare, --analyze or --precision\n");
+    return 2;
+  }
+  if (!policy_tools && !o.policy_tools.suggest_path.empty()) {
+    fmt::print(stderr, "mantissa train: --suggest needs --sensitivity or --tradeoff\n");
+    return 2;
+  }
+  if (policy_tools && comm != nullptr) {
+    fmt::print(stderr, "mantissa train: --sensitivity and --tradeoff run in one process\n");
+    return 2;
+  }
   std::string path;
   if (!o.data.empty()) {
     if (o.data.rfind("text:", 0) != 0) {
@@ -277,8 +318,8 @@ int run_train_gpt(const GptCommandOptions& o_in, train::Communicator* comm, bool
     fmt::print(stderr, "mantissa {}\n", st.message());
     return 1;
   }
-  if (!o.analyze_path.empty() && modes.size() != 1) {
-    fmt::print(stderr, "mantissa train: --analyze takes one --precision mode\n");
+  if (!o.analyze_path.empty() && runs.size() != 1) {
+    fmt::print(stderr, "mantissa train: --analyze takes one --precision mode or one --policy\n");
     return 2;
   }
   std::ofstream log;
@@ -302,37 +343,55 @@ int run_train_gpt(const GptCommandOptions& o_in, train::Communicator* comm, bool
       to.weight_decay, to.clip, to.batch_size, to.model.context, to.steps, to.micro_batch_count(),
       ranks > 1 ? fmt::format(" over {} ranks", ranks) : std::string(), to.seed, num_threads(),
       simd_target());
+  if (policy_tools) {
+    PolicyToolOptions po = o.policy_tools;
+    po.policies = policies;
+    PolicyModel pm;
+    pm.layers = units;
+    pm.gpt = true;
+    pm.budget_key = "steps";
+    pm.budget = to.steps;
+    pm.batch_size = to.batch_size;
+    pm.sensitivity = [&](const tr::SensitivityProgress& progress, tr::SensitivityReport* rep) {
+      return tn::gpt_sensitivity_runs(corpus, to, progress, rep);
+    };
+    pm.train = [&](const tr::PrecisionPolicy& p, tr::PolicyResult* r) {
+      return tn::gpt_train_policy(corpus, p, to, r);
+    };
+    return run_policy_tools(
+        po, pm, fmt::format("{}, {}, {} steps, seed {}", corpus.source, shape, to.steps, to.seed));
+  }
   const bool tty = isatty(STDERR_FILENO) != 0 && !quiet;
   std::vector<tn::GptResult> results;
-  for (tr::Mode mode : modes) {
-    const std::string name = tr::mode_name(mode);
+  for (const Run& run : runs) {
+    const std::string& name = run.name;
     if (log.is_open()) {
-      log << nlohmann::json{{"event", "start"},
-                            {"mode", name},
-                            {"model", "gpt"},
-                            {"data", corpus.source},
-                            {"train_bytes", corpus.train.size()},
-                            {"validation_bytes", corpus.validation.size()},
-                            {"layers", to.model.layers},
-                            {"d_model", to.model.d_model},
-                            {"heads", to.model.heads},
-                            {"context", to.model.context},
-                            {"vocab", to.model.vocab},
-                            {"mlp", tn::mlp_name(to.model.mlp)},
-                            {"norm", tn::norm_name(to.model.norm)},
-                            {"tied", to.model.tied},
-                            {"steps", to.steps},
-                            {"batch_size", to.batch_size},
-                            {"lr", to.lr},
-                            {"weight_decay", to.weight_decay},
-                            {"clip", to.clip},
-                            {"seed", to.seed},
-                            {"micro_batches", to.micro_batch_count()},
-                            {"ranks", ranks},
-                            {"threads", num_threads()},
-                            {"simd_target", simd_target()}}
-                 .dump()
-          << "\n";
+      nlohmann::json start{{"event", "start"},
+                           {"mode", name},
+                           {"model", "gpt"},
+                           {"data", corpus.source},
+                           {"train_bytes", corpus.train.size()},
+                           {"validation_bytes", corpus.validation.size()},
+                           {"layers", to.model.layers},
+                           {"d_model", to.model.d_model},
+                           {"heads", to.model.heads},
+                           {"context", to.model.context},
+                           {"vocab", to.model.vocab},
+                           {"mlp", tn::mlp_name(to.model.mlp)},
+                           {"norm", tn::norm_name(to.model.norm)},
+                           {"tied", to.model.tied},
+                           {"steps", to.steps},
+                           {"batch_size", to.batch_size},
+                           {"lr", to.lr},
+                           {"weight_decay", to.weight_decay},
+                           {"clip", to.clip},
+                           {"seed", to.seed},
+                           {"micro_batches", to.micro_batch_count()},
+                           {"ranks", ranks},
+                           {"threads", num_threads()},
+                           {"simd_target", simd_target()}};
+      if (run.policy) start["policy"] = nlohmann::json::parse(tr::policy_json(*run.policy));
+      log << start.dump() << "\n";
     }
     if (!tty) fmt::print("== {}\n", name);
     std::map<std::string, int64_t> shown;
@@ -413,7 +472,7 @@ int run_train_gpt(const GptCommandOptions& o_in, train::Communicator* comm, bool
       };
     }
     tn::GptResult r;
-    if (Status st = tn::train_gpt(corpus, mode, to, cb, &r, comm); !st.ok()) {
+    if (Status st = tn::train_gpt(corpus, run.precision, name, to, cb, &r, comm); !st.ok()) {
       if (tty) fmt::print(stderr, "\r\033[K");
       fmt::print(stderr, "mantissa train: {}: {}\n", name, st.message());
       return 1;
@@ -509,14 +568,19 @@ int run_train_gpt(const GptCommandOptions& o_in, train::Communicator* comm, bool
     for (const auto& r : results) {
       if (r.mode == "fp32") fp32 = r.val_loss;
     }
-    fmt::print("\n{:<13} {:>9} {:>9} {:>8} {:>10} {:>8} {:>10} {:>8} {:>9} {:>11}  {}\n", "mode",
-               "val loss", "bits/B", "vs fp32", "train loss", "skipped", "underflow", "stalled",
-               "ms/step", "state", "digest");
+    // Policies alone: against the first run.
+    const bool no_fp32 = std::isnan(fp32);
+    if (no_fp32) fp32 = results.front().val_loss;
+    std::size_t width = 13;
+    for (const auto& r : results) width = std::max(width, r.mode.size());
+    fmt::print("\n{:<{}} {:>9} {:>9} {:>8} {:>10} {:>8} {:>10} {:>8} {:>9} {:>11}  {}\n", "mode",
+               width, "val loss", "bits/B", no_fp32 ? "vs 1st" : "vs fp32", "train loss", "skipped",
+               "underflow", "stalled", "ms/step", "state", "digest");
     for (const auto& r : results) {
       fmt::print(
-          "{:<13} {:>9.4f} {:>9.4f} {:>7.2f}% {:>10.4f} {:>8} {:>9.3f}% {:>7.2f}% {:>9.1f} "
+          "{:<{}} {:>9.4f} {:>9.4f} {:>7.2f}% {:>10.4f} {:>8} {:>9.3f}% {:>7.2f}% {:>9.1f} "
           "{:>11}  {}\n",
-          r.mode, r.val_loss, r.val_bpb, 100 * (r.val_loss / fp32 - 1), r.train_loss,
+          r.mode, width, r.val_loss, r.val_bpb, 100 * (r.val_loss / fp32 - 1), r.train_loss,
           r.skipped_steps, 100 * r.grad_underflow, 100 * r.stalled_updates, 1e3 * r.step_time_s,
           bytes_text(r.state_bytes), r.digest);
     }

@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "mantissa/train_policy_command.h"
 #include "trainer/train_distributed.h"
 
 namespace mantissa::tool {
@@ -25,10 +27,10 @@ struct GptCommandOptions {
   uint64_t seed = 0;
   int show_severity = 7;
   std::string log_path, plot_path;
-  std::string export_init;
-  std::string analyze_path,
-      analyze_svg;  // --analyze: the precision analysis after training  // a directory: each
-                    // parameter's initial fp32 weights as NAME.npy
+  std::string export_init;  // a directory: each parameter's initial fp32 weights as NAME.npy
+  std::string analyze_path, analyze_svg;  // --analyze: the precision analysis after training
+  std::vector<std::string> policies;      // --policy FILE.json or preset:NAME, over the units
+  PolicyToolOptions policy_tools;         // --sensitivity, --tradeoff, --suggest*
 };
 
 // With a communicator (--distributed under mpirun) every rank trains; `quiet` ranks (all but 0)

@@ -122,18 +122,22 @@ std::vector<tr::SensitivityRow> ranked(std::vector<tr::SensitivityRow> rows) {
 }
 
 void print_ranking(const std::string& what, const std::vector<tr::SensitivityRow>& rows,
-                   double base_loss) {
-  fmt::print("\n{}\n{:<4} {:<12} {:<9} {:>10} {:>12} {:>10} {:>10} {:>8}\n", what, "rank", "layer",
-             "format", "test loss", "loss change", "rel", "test acc", "acc chg");
+                   double base_loss, bool gpt) {
+  fmt::print("\n{}\n{:<4} {:<12} {:<9} {:>10} {:>12} {:>10}", what, "rank", gpt ? "unit" : "layer",
+             "format", gpt ? "val loss" : "test loss", "loss change", "rel");
+  fmt::print("{}\n", gpt ? fmt::format(" {:>8}", "skipped")
+                         : fmt::format(" {:>10} {:>8}", "test acc", "acc chg"));
   int rank = 1;
   for (const auto& r : ranked(rows)) {
-    fmt::print("{:<4} {:<12} {:<9} {:>10.4f} {:>+12.5f} {:>+9.2f}% {:>9.2f}% {:>+7.2f}\n", rank++,
-               r.layer, r.format, r.test_loss, r.loss_change, 100 * r.loss_change / base_loss,
-               100 * r.test_accuracy, 100 * r.accuracy_change);
+    fmt::print("{:<4} {:<12} {:<9} {:>10.4f} {:>+12.5f} {:>+9.2f}%", rank++, r.layer, r.format,
+               r.test_loss, r.loss_change, 100 * r.loss_change / base_loss);
+    fmt::print("{}\n", gpt ? fmt::format(" {:>8}", r.skipped_steps)
+                           : fmt::format(" {:>9.2f}% {:>+7.2f}", 100 * r.test_accuracy,
+                                         100 * r.accuracy_change));
   }
 }
 
-std::string sensitivity_svg(const tr::SensitivityReport& rep, const std::string& title) {
+std::string sensitivity_svg(const tr::SensitivityReport& rep, const std::string& title, bool gpt) {
   std::vector<std::string> layers;
   for (const auto& r : rep.training) {
     if (std::find(layers.begin(), layers.end(), r.layer) == layers.end()) layers.push_back(r.layer);
@@ -147,12 +151,16 @@ std::string sensitivity_svg(const tr::SensitivityReport& rep, const std::string&
     return v;
   };
   double y = 28;
-  std::string body =
-      bar_panel(fmt::format("Training: test loss change, layer alone in 16 bits (fp32 loss {:.4f})",
-                            rep.baseline_loss),
-                layers, {"bf16", "fp16"}, panel(rep.training, "bf16"), &y);
-  body += bar_panel("Inference: test loss change, layer alone quantized", layers,
-                    {"int8", "fp8-e4m3"}, panel(rep.inference, "int8"), &y);
+  std::string body = bar_panel(
+      gpt ? fmt::format("Validation loss change, unit alone in 16 bits (fp32 loss {:.4f})",
+                        rep.baseline_loss)
+          : fmt::format("Training: test loss change, layer alone in 16 bits (fp32 loss {:.4f})",
+                        rep.baseline_loss),
+      layers, {"bf16", "fp16"}, panel(rep.training, "bf16"), &y);
+  if (!rep.inference.empty()) {
+    body += bar_panel("Inference: test loss change, layer alone quantized", layers,
+                      {"int8", "fp8-e4m3"}, panel(rep.inference, "int8"), &y);
+  }
   return svg_document(title, body, y + 10);
 }
 
@@ -164,9 +172,9 @@ std::string suggested_policy_path(const std::string& sensitivity_json) {
   return with_suffix(sensitivity_json, "-suggested.json");
 }
 
-int run_policy_tools(const PolicyToolOptions& o, const tr::Dataset& data,
-                     const tr::TrainOptions& to, const std::string& title) {
-  const std::vector<std::string> names = tr::layer_names(to);
+int run_policy_tools(const PolicyToolOptions& o, const PolicyModel& m, const std::string& title) {
+  const std::vector<std::string>& names = m.layers;
+  const char* loss_name = m.gpt ? "val loss" : "test loss";
   const bool tty = isatty(STDERR_FILENO) != 0;
   auto progress = [&](int done, int total, const std::string& what) {
     if (tty) {
@@ -179,18 +187,27 @@ int run_policy_tools(const PolicyToolOptions& o, const tr::Dataset& data,
 
   // ---- Sensitivity ----------------------------------------------------------------------------
   tr::SensitivityReport rep;
-  if (Status st = tr::sensitivity_runs(data, to, progress, &rep); !st.ok()) {
+  if (Status st = m.sensitivity(progress, &rep); !st.ok()) {
     fmt::print(stderr, "mantissa train: sensitivity: {}\n", st.message());
     return 1;
   }
-  fmt::print("fp32 baseline: test loss {:.4f}, test acc {:.2f}%, digest {}\n", rep.baseline_loss,
-             100 * rep.baseline_accuracy, rep.baseline_digest);
-  print_ranking(
-      "Training sensitivity (layer alone in bf16 / fp16, trained; ranked by test loss "
-      "increase):",
-      rep.training, rep.baseline_loss);
-  print_ranking("Inference sensitivity (layer alone quantized on the trained fp32 model):",
-                rep.inference, rep.baseline_loss);
+  if (m.gpt) {
+    fmt::print("fp32 baseline: val loss {:.4f}, digest {}\n", rep.baseline_loss,
+               rep.baseline_digest);
+    print_ranking(
+        "Training sensitivity (unit alone in bf16 / fp16, trained; ranked by validation loss "
+        "increase):",
+        rep.training, rep.baseline_loss, true);
+  } else {
+    fmt::print("fp32 baseline: test loss {:.4f}, test acc {:.2f}%, digest {}\n", rep.baseline_loss,
+               100 * rep.baseline_accuracy, rep.baseline_digest);
+    print_ranking(
+        "Training sensitivity (layer alone in bf16 / fp16, trained; ranked by test loss "
+        "increase):",
+        rep.training, rep.baseline_loss, false);
+    print_ranking("Inference sensitivity (layer alone quantized on the trained fp32 model):",
+                  rep.inference, rep.baseline_loss, false);
+  }
   const tr::PrecisionPolicy suggested =
       tr::suggest_policy(rep, names, o.suggest_format, o.suggest_threshold);
   std::string kept;
@@ -198,16 +215,17 @@ int run_policy_tools(const PolicyToolOptions& o, const tr::Dataset& data,
     if (l.compute == DType::kFloat32) kept += (kept.empty() ? "" : ", ") + l.layer;
   }
   fmt::print(
-      "\nsuggested policy ({} where the {} run raised the test loss by more than {:g}% of "
+      "\nsuggested policy ({} where the {} run raised the {} by more than {:g}% of "
       "fp32's): fp32 for {}\n",
-      o.suggest_format, o.suggest_format, 100 * o.suggest_threshold,
-      kept.empty() ? "no layer" : kept);
+      o.suggest_format, o.suggest_format, loss_name, 100 * o.suggest_threshold,
+      kept.empty() ? (m.gpt ? "no unit" : "no layer") : kept);
   if (!o.sensitivity_path.empty()) {
-    const nlohmann::json j{{"baseline",
+    const nlohmann::json j{{"model", m.gpt ? "gpt" : "mlp"},
+                           {"baseline",
                             {{"test_loss", number(rep.baseline_loss)},
                              {"test_accuracy", rep.baseline_accuracy},
                              {"digest", rep.baseline_digest}}},
-                           {"epochs", to.epochs},
+                           {m.budget_key, m.budget},
                            {"training", rows_json(rep.training)},
                            {"inference", rows_json(rep.inference)},
                            {"training_ranking", rows_json(ranked(rep.training))},
@@ -218,7 +236,7 @@ int run_policy_tools(const PolicyToolOptions& o, const tr::Dataset& data,
     const std::string pol =
         o.suggest_path.empty() ? suggested_policy_path(o.sensitivity_path) : o.suggest_path;
     if (!write_file(o.sensitivity_path, j.dump(1) + "\n") ||
-        !write_file(svg, sensitivity_svg(rep, "mantissa train --sensitivity: " + title)) ||
+        !write_file(svg, sensitivity_svg(rep, "mantissa train --sensitivity: " + title, m.gpt)) ||
         !write_file(pol, tr::policy_json(suggested))) {
       return 1;
     }
@@ -241,7 +259,7 @@ int run_policy_tools(const PolicyToolOptions& o, const tr::Dataset& data,
   for (std::size_t i = 0; i < policies.size(); ++i) {
     progress(static_cast<int>(i), static_cast<int>(policies.size()), "train " + policies[i].name);
     tr::PolicyResult r;
-    if (Status st = tr::train_policy(data, policies[i], to, {}, &r); !st.ok()) {
+    if (Status st = m.train(policies[i], &r); !st.ok()) {
       fmt::print(stderr, "mantissa train: {}: {}\n", policies[i].name, st.message());
       return 1;
     }
@@ -250,16 +268,32 @@ int run_policy_tools(const PolicyToolOptions& o, const tr::Dataset& data,
   progress(static_cast<int>(policies.size()), static_cast<int>(policies.size()), "done");
   std::size_t width = 16;
   for (const auto& p : policies) width = std::max(width, p.name.size());
-  fmt::print(
-      "\nTrade-off ({} epochs, batch {}, {} threads):\n{:<{}} {:>9} {:>10} {:>9} {:>9} "
-      "{:>12} {:>12}  {}\n",
-      to.epochs, to.batch_size, num_threads(), "policy", width, "test acc", "test loss", "s/epoch",
-      "best s/ep", "activations", "state", "digest");
   nlohmann::json rows = nlohmann::json::array();
+  if (m.gpt) {
+    fmt::print(
+        "\nTrade-off ({} steps, batch {}, {} threads):\n{:<{}} {:>10} {:>8} {:>9} {:>8} {:>9} "
+        "{:>12}  {}\n",
+        m.budget, m.batch_size, num_threads(), "policy", width, "val loss", "vs fp32", "underflow",
+        "skipped", "ms/step", "state", "digest");
+  } else {
+    fmt::print(
+        "\nTrade-off ({} epochs, batch {}, {} threads):\n{:<{}} {:>9} {:>10} {:>9} {:>9} "
+        "{:>12} {:>12}  {}\n",
+        m.budget, m.batch_size, num_threads(), "policy", width, "test acc", "test loss", "s/epoch",
+        "best s/ep", "activations", "state", "digest");
+  }
+  const double fp32_loss = results.empty() ? NAN : results[0].run.test_loss;
   for (const auto& r : results) {
-    fmt::print("{:<{}} {:>8.2f}% {:>10.4f} {:>9.4f} {:>9.4f} {:>12} {:>12}  {}\n", r.policy, width,
-               100 * r.run.test_accuracy, r.run.test_loss, r.run.seconds_per_epoch,
-               r.best_epoch_seconds, r.activation_bytes, r.run.state_bytes, r.run.digest);
+    if (m.gpt) {
+      fmt::print("{:<{}} {:>10.4f} {:>+7.2f}% {:>8.3f}% {:>8} {:>9.1f} {:>12}  {}\n", r.policy,
+                 width, r.run.test_loss, 100 * (r.run.test_loss / fp32_loss - 1),
+                 100 * r.run.grad_underflow, r.run.skipped_steps, 1e3 * r.run.seconds_per_epoch,
+                 r.run.state_bytes, r.run.digest);
+    } else {
+      fmt::print("{:<{}} {:>8.2f}% {:>10.4f} {:>9.4f} {:>9.4f} {:>12} {:>12}  {}\n", r.policy,
+                 width, 100 * r.run.test_accuracy, r.run.test_loss, r.run.seconds_per_epoch,
+                 r.best_epoch_seconds, r.activation_bytes, r.run.state_bytes, r.run.digest);
+    }
     rows.push_back({{"policy", r.policy},
                     {"test_accuracy", r.run.test_accuracy},
                     {"test_loss", number(r.run.test_loss)},
@@ -270,30 +304,38 @@ int run_policy_tools(const PolicyToolOptions& o, const tr::Dataset& data,
                     {"skipped_steps", r.run.skipped_steps},
                     {"digest", r.run.digest}});
   }
-  fmt::print(
-      "activations: bytes every layer keeps for backward per batch of {} rows; state: "
-      "weights, master and working copies, optimizer state (bytes)\n",
-      to.batch_size);
+  if (m.gpt) {
+    fmt::print(
+        "vs fp32: relative change of the validation loss; underflow: gradient values nonzero in "
+        "fp32 and zero in 16 bits; state: weights, master and working copies, optimizer state "
+        "(bytes)\n");
+  } else {
+    fmt::print(
+        "activations: bytes every layer keeps for backward per batch of {} rows; state: "
+        "weights, master and working copies, optimizer state (bytes)\n",
+        m.batch_size);
+  }
   nlohmann::json pj = nlohmann::json::array();
   for (const auto& p : policies) pj.push_back(nlohmann::json::parse(tr::policy_json(p)));
-  const nlohmann::json j{{"epochs", to.epochs},
-                         {"batch_size", to.batch_size},
-                         {"threads", num_threads()},
-                         {"rows", rows},
-                         {"policies", pj}};
+  const nlohmann::json j{
+      {"model", m.gpt ? "gpt" : "mlp"}, {m.budget_key, m.budget}, {"batch_size", m.batch_size},
+      {"threads", num_threads()},       {"rows", rows},           {"policies", pj}};
   std::vector<std::string> cats;
   std::vector<std::vector<double>> acc(1), sec(1), act(1), state(1);
   for (const auto& r : results) {
     cats.push_back(r.policy);
-    acc[0].push_back(100 * r.run.test_accuracy);
+    acc[0].push_back(m.gpt ? r.run.test_loss : 100 * r.run.test_accuracy);
     sec[0].push_back(1000 * r.best_epoch_seconds);
     act[0].push_back(r.activation_bytes / 1024.0);
     state[0].push_back(r.run.state_bytes / 1024.0);
   }
   double y = 28;
-  std::string body = bar_panel("Test accuracy (%)", cats, {"accuracy"}, acc, &y);
-  body += bar_panel("Best epoch (ms)", cats, {"time"}, sec, &y);
-  body += bar_panel("Stored activations per batch (KiB)", cats, {"activations"}, act, &y);
+  std::string body = m.gpt ? bar_panel("Validation loss (nats per byte)", cats, {"loss"}, acc, &y)
+                           : bar_panel("Test accuracy (%)", cats, {"accuracy"}, acc, &y);
+  body += bar_panel(m.gpt ? "Median step (ms)" : "Best epoch (ms)", cats, {"time"}, sec, &y);
+  if (!m.gpt) {
+    body += bar_panel("Stored activations per batch (KiB)", cats, {"activations"}, act, &y);
+  }
   body += bar_panel("Weights and optimizer state (KiB)", cats, {"state"}, state, &y);
   const std::string svg = svg_next_to(o.tradeoff_path);
   if (!write_file(o.tradeoff_path, j.dump(1) + "\n") ||

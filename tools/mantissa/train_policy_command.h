@@ -2,6 +2,8 @@
 // suggested policy, and the trade-off table of precision policies (see docs/training.md).
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,10 +21,21 @@ struct PolicyToolOptions {
   std::vector<train::PrecisionPolicy> policies;  // --policy, added to the trade-off table
 };
 
+// What the policy tools train: the MLP (per layer, epochs, test loss and accuracy, inference
+// rows) or the GPT (per unit, steps, validation loss; no accuracy, no inference rows).
+struct PolicyModel {
+  std::vector<std::string> layers;  // the policy's layer (or unit) names
+  bool gpt = false;
+  std::string budget_key;  // "epochs" or "steps" (the JSON's key)
+  int64_t budget = 0;
+  int64_t batch_size = 0;
+  std::function<Status(const train::SensitivityProgress&, train::SensitivityReport*)> sensitivity;
+  std::function<Status(const train::PrecisionPolicy&, train::PolicyResult*)> train;
+};
+
 // Runs the sensitivity (when asked, or for the trade-off's suggested policy) and the trade-off
 // table; prints the tables, writes the files. 0 on success, 1 on a failed run or write.
-int run_policy_tools(const PolicyToolOptions& o, const train::Dataset& data,
-                     const train::TrainOptions& to, const std::string& title);
+int run_policy_tools(const PolicyToolOptions& o, const PolicyModel& m, const std::string& title);
 
 // The SVG file next to a JSON path: a.json -> a.svg, else path + ".svg".
 std::string svg_next_to(const std::string& json_path);

@@ -18,8 +18,10 @@ namespace mantissa::train {
 
 namespace {
 
+// The MLP's Linear and LayerNorm layers; every unit of the GPT ("embeddings", "block0", ...).
 bool has_parameters(std::string_view layer) {
-  return layer.starts_with("linear") || layer.starts_with("layernorm");
+  return layer.starts_with("linear") || layer.starts_with("layernorm") ||
+         layer.starts_with("block") || layer == "embeddings";
 }
 
 std::string joined(std::span<const std::string> names) {
@@ -148,6 +150,8 @@ Status preset_policy(std::string_view preset, std::span<const std::string> layer
       LayerPolicy& l = p.layers[i];
       if (i == 0 || i + 1 == p.layers.size() || l.layer.starts_with("layernorm"))
         l.compute = DType::kFloat32;
+      // The GPT's units keep their activations in their compute dtype.
+      if (layers[0] == "embeddings") l.stored = l.compute;
     }
   } else {
     return invalid("policy: unknown preset '" + std::string(preset) +
