@@ -1,7 +1,8 @@
 // The GPT of `mantissa train --model gpt`: its loss against an independent fp64 forward pass,
 // its gradients against finite differences (every parameter tensor, both MLPs and both norms),
-// the same digest on every SIMD target and thread count in every precision mode, and the
-// corpus checks.
+// the same digest on every SIMD target and thread count in every precision mode, precision per
+// unit under a policy (presets equal to their modes, mixed storage, refusals, sensitivity), and
+// the corpus checks.
 #include <gtest/gtest.h>
 
 #include <barrier>
@@ -18,6 +19,7 @@
 #include "target_support.h"
 #include "trainer/analyze.h"
 #include "trainer/gpt.h"
+#include "trainer/gpt_policy.h"
 #include "trainer/gpt_train.h"
 #include "trainer/rng.h"
 #include "trainer/text.h"
@@ -436,6 +438,144 @@ TEST(GptRun, LearnsTheCorpus) {
   // log(256) = 5.55 nats at the start; the lexicon's text is far more predictable.
   EXPECT_LT(r.val_loss, 2.5);
   EXPECT_EQ(r.skipped_steps, 0);
+}
+
+// ---- Precision per unit (policies) ---------------------------------------------------------
+
+TEST(GptPolicy, PresetsGiveTheirModesBitForBit) {
+  const trainer::TextCorpus corpus = synthetic_corpus();
+  const trainer::GptTrainOptions o = small_run(MlpKind::kSwiGlu, NormKind::kRmsNorm);
+  const std::vector<std::string> units = trainer::unit_names(o.model);
+  ASSERT_EQ(units, (std::vector<std::string>{"embeddings", "block0", "block1"}));
+  for (const char* preset : {"fp32", "bf16-amp", "fp16-amp"}) {
+    SCOPED_TRACE(preset);
+    train::PrecisionPolicy p;
+    ASSERT_TRUE(train::preset_policy(preset, units, &p).ok());
+    train::PolicyResult pr;
+    ASSERT_TRUE(trainer::gpt_train_policy(corpus, p, o, &pr).ok());
+    trainer::GptResult mr;
+    ASSERT_TRUE(trainer::train_gpt(corpus, *train::mode_from_name(preset), o, {}, &mr).ok());
+    EXPECT_EQ(pr.run.digest, mr.digest);
+    EXPECT_EQ(pr.run.test_loss, mr.val_loss);
+  }
+}
+
+TEST(GptPolicy, EachUnitStoresAndUpdatesAsItsPolicySays) {
+  const trainer::TextCorpus corpus = synthetic_corpus();
+  const trainer::GptTrainOptions o = small_run(MlpKind::kGelu, NormKind::kLayerNorm);
+  train::PrecisionPolicy p;
+  ASSERT_TRUE(train::parse_policy(R"({"name": "mixed",
+      "default": {"compute": "bf16", "update": "master"},
+      "layers": {"embeddings": {"compute": "fp32"},
+                 "block1": {"compute": "bf16", "update": "kahan"}}})",
+                                  trainer::unit_names(o.model), &p)
+                  .ok());
+  trainer::GptPrecision g;
+  ASSERT_TRUE(trainer::gpt_precision_from_policy(p, o.model, &g).ok());
+  EXPECT_FALSE(g.loss_scaling);
+  Gpt model(o.model, g, 1);
+  for (const auto& param : model.params()) {
+    SCOPED_TRACE(param->name);
+    const std::size_t u = trainer::unit_of(param->name);
+    if (u == 0) {  // fp32: no working copy
+      EXPECT_EQ(param->var.dtype(), DType::kFloat32);
+      EXPECT_TRUE(param->working.empty());
+      EXPECT_EQ(param->grad.dtype(), DType::kFloat32);
+    } else if (u == 1) {  // bf16 with fp32 master weights
+      EXPECT_EQ(param->var.dtype(), DType::kFloat32);
+      EXPECT_EQ(param->working.dtype(), DType::kBFloat16);
+      EXPECT_EQ(param->grad.dtype(), DType::kBFloat16);
+    } else {  // bf16 weights, Kahan-compensated
+      EXPECT_EQ(param->var.dtype(), DType::kBFloat16);
+      EXPECT_EQ(param->compensation.dtype(), DType::kBFloat16);
+      EXPECT_EQ(param->rounding, WeightRounding::kKahan);
+    }
+  }
+  // Values between units are the fp32 residual stream; inside a block its compute dtype.
+  trainer::Graph& graph = model.graph();
+  std::vector<int32_t> tokens, targets;
+  random_tokens(2 * o.model.context, 5, &tokens, &targets);
+  double loss = 0.0;
+  ASSERT_TRUE(model.forward(tokens.data(), targets.data(), 2, &loss).ok());
+  EXPECT_EQ(graph.value(graph.find("block0.attn.qkv")).data.dtype(), DType::kBFloat16);
+  EXPECT_EQ(graph.value(graph.find("norm_f.out")).data.dtype(), DType::kFloat32);
+  EXPECT_EQ(graph.value(graph.find("block1.attn.proj")).data.dtype(), DType::kFloat32);
+  // It trains, and the digest is the same at another thread count.
+  train::PolicyResult first, again;
+  ASSERT_TRUE(trainer::gpt_train_policy(corpus, p, o, &first).ok());
+  EXPECT_TRUE(std::isfinite(first.run.test_loss));
+  ThreadCountGuard guard;
+  ASSERT_TRUE(set_num_threads(3).ok());
+  ASSERT_TRUE(trainer::gpt_train_policy(corpus, p, o, &again).ok());
+  EXPECT_EQ(first.run.digest, again.run.digest);
+  // fp16 anywhere turns the loss scaler on under "auto".
+  ASSERT_TRUE(train::parse_policy(R"({"layers": {"block0": {"compute": "fp16"}}})",
+                                  trainer::unit_names(o.model), &p)
+                  .ok());
+  ASSERT_TRUE(trainer::gpt_precision_from_policy(p, o.model, &g).ok());
+  EXPECT_TRUE(g.loss_scaling);
+}
+
+TEST(GptPolicy, PoliciesOfAnotherModelOrStorageAreRefused) {
+  const GptConfig c = tiny(MlpKind::kGelu, NormKind::kLayerNorm, true);
+  const std::vector<std::string> units = trainer::unit_names(c);
+  train::PrecisionPolicy p;
+  trainer::GptPrecision g;
+  // The MLP's layer names.
+  EXPECT_FALSE(
+      train::parse_policy(R"({"layers": {"linear0": {"compute": "bf16"}}})", units, &p).ok());
+  // A stored dtype other than the unit's compute dtype.
+  ASSERT_TRUE(train::parse_policy(
+                  R"({"layers": {"block0": {"compute": "fp32", "stored": "bf16"}}})", units, &p)
+                  .ok());
+  const Status st = trainer::gpt_precision_from_policy(p, c, &g);
+  EXPECT_EQ(st.code(), StatusCode::kParamInvalid);
+  EXPECT_NE(st.message().find("layers.block0.stored"), std::string::npos) << st.message();
+  // A policy written for a deeper model.
+  GptConfig deeper = c;
+  deeper.layers = 3;
+  ASSERT_TRUE(train::preset_policy("bf16-amp", trainer::unit_names(deeper), &p).ok());
+  EXPECT_FALSE(trainer::gpt_precision_from_policy(p, c, &g).ok());
+  // The seed preset: first and last unit in fp32, each storing in its compute dtype.
+  ASSERT_TRUE(train::preset_policy("seed", units, &p).ok());
+  ASSERT_TRUE(trainer::gpt_precision_from_policy(p, c, &g).ok());
+  EXPECT_EQ(g.units.front().compute, DType::kFloat32);
+  EXPECT_EQ(g.units.back().compute, DType::kFloat32);
+}
+
+TEST(GptPolicy, SensitivityTrainsEachUnitAloneInBothFormats) {
+  const trainer::TextCorpus corpus = synthetic_corpus();
+  const trainer::GptTrainOptions o = small_run(MlpKind::kGelu, NormKind::kLayerNorm);
+  train::SensitivityReport rep;
+  int calls = 0;
+  ASSERT_TRUE(trainer::gpt_sensitivity_runs(
+                  corpus, o,
+                  [&](int, int total, const std::string&) {
+                    ++calls;
+                    EXPECT_EQ(total, 7);
+                  },
+                  &rep)
+                  .ok());
+  EXPECT_EQ(calls, 8);
+  trainer::GptResult fp32;
+  ASSERT_TRUE(trainer::train_gpt(corpus, train::Mode::kFp32, o, {}, &fp32).ok());
+  EXPECT_EQ(rep.baseline_digest, fp32.digest);
+  EXPECT_EQ(rep.baseline_loss, fp32.val_loss);
+  ASSERT_EQ(rep.training.size(), 6u);
+  EXPECT_TRUE(rep.inference.empty());
+  for (const auto& row : rep.training) {
+    EXPECT_TRUE(std::isfinite(row.test_loss)) << row.layer << " " << row.format;
+    EXPECT_DOUBLE_EQ(row.loss_change, row.test_loss - fp32.val_loss);
+  }
+  EXPECT_EQ(rep.training[0].layer, "embeddings");
+  EXPECT_EQ(rep.training[1].format, "fp16");
+  // The suggested policy reads back as a policy of this model.
+  const train::PrecisionPolicy s =
+      train::suggest_policy(rep, trainer::unit_names(o.model), "bf16", 0.02);
+  train::PrecisionPolicy back;
+  ASSERT_TRUE(train::parse_policy(train::policy_json(s), trainer::unit_names(o.model), &back).ok());
+  trainer::GptPrecision g;
+  EXPECT_TRUE(trainer::gpt_precision_from_policy(back, o.model, &g).ok());
 }
 
 TEST(GptCorpus, MissingEmptyAndShortFilesAreRefusedNamingTheFile) {

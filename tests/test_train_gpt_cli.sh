@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # mantissa train --model gpt end to end: bad corpora and options refused naming the problem, the
-# JSONL records and keys scripts rely on, the SVG, the initial weights as .npy, and the same
-# digest for 1 and 2 threads.
+# JSONL records and keys scripts rely on, the SVG, the initial weights as .npy, the same digest
+# for 1 and 2 threads, and precision per unit (--policy, --sensitivity, --suggest, --tradeoff).
 set -euo pipefail
 tool="${MANTISSA_BINARY_DIR:?MANTISSA_BINARY_DIR must name the build directory}/mantissa"
 work="$(mktemp -d)"
@@ -71,4 +71,42 @@ run 1 "$work/b.jsonl" --precision fp32,bf16-amp,fp16-amp > /dev/null
 digests() { grep '"event":"final"' "$1" | sed 's/.*"digest":"\([0-9a-f]*\)".*/\1/'; }
 [ "$(digests "$work/a.jsonl")" = "$(digests "$work/b.jsonl")" ] ||
   fail "digests differ between 1 and 2 threads"
+
+# Precision per unit. A policy of the MLP's layers, or one storing wider than it computes, is
+# refused before anything trains; the presets give their modes' digests.
+echo '{"layers": {"linear0": {"compute": "bf16"}}}' > "$work/mlp-policy.json"
+refused 2 "layers.linear0: no such layer (the model's: embeddings, block0)" "${tiny[@]}" \
+  --data "text:$work/text.txt" --policy "$work/mlp-policy.json"
+echo '{"layers": {"block0": {"compute": "fp32", "stored": "bf16"}}}' > "$work/wide.json"
+refused 2 "layers.block0.stored" "${tiny[@]}" --data "text:$work/text.txt" --policy "$work/wide.json"
+refused 2 "--sensitivity and --tradeoff run their own policies" "${tiny[@]}" --compare \
+  --sensitivity "$work/s.json"
+refused 2 "--sensitivity $work/wide.json is the --policy file: it would be overwritten" "${tiny[@]}" \
+  --policy "$work/wide.json" --sensitivity "$work/wide.json"
+run 2 "$work/p.jsonl" --policy preset:fp32 --policy preset:bf16-amp > "$work/p.txt"
+[ "$(digests "$work/p.jsonl")" = "$(digests "$work/a.jsonl" | head -2)" ] ||
+  fail "the fp32 and bf16-amp presets' digests differ from their modes'"
+grep -q '"policy":{' "$work/p.jsonl" || fail "no policy in the start records"
+MANTISSA_NUM_THREADS=2 "$tool" train "${tiny[@]}" --data "text:$work/text.txt" --steps 4 \
+  --eval-every 4 --sensitivity "$work/sens.json" --tradeoff "$work/trade.json" > "$work/s.txt" \
+  2> /dev/null
+grep -q "^1 .* \(bf16\|fp16\) " "$work/s.txt" || { cat "$work/s.txt"; fail "no sensitivity ranking"; }
+/usr/bin/env python3 - "$work" <<'PY'
+import json, sys
+w = sys.argv[1]
+s = json.load(open(w + "/sens.json"))
+assert s["model"] == "gpt" and s["steps"] == 4, s
+assert [(r["layer"], r["format"]) for r in s["training"]] == [
+    ("embeddings", "bf16"), ("embeddings", "fp16"), ("block0", "bf16"), ("block0", "fp16")], s
+assert s["inference"] == [], s
+suggested = json.load(open(w + "/sens-suggested.json"))
+assert list(suggested["layers"]) == ["embeddings", "block0"], suggested
+t = json.load(open(w + "/trade.json"))
+assert [r["policy"] for r in t["rows"]] == ["fp32", "bf16-amp", "fp16-amp", "seed",
+                                            "suggested-bf16"], t
+for name in ("sens.svg", "trade.svg"):
+    assert "<svg" in open(w + "/" + name).read(), name
+PY
+# The suggested policy trains as a policy of this model.
+run 1 "$work/q.jsonl" --policy "$work/sens-suggested.json" > /dev/null
 echo "test_train_gpt_cli: ok"
