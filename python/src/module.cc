@@ -65,9 +65,13 @@ void run(Kernel&& kernel) {
 // Whether the tensor is written by the call: written tensors must be writable buffers.
 enum class Access { kRead, kWrite };
 
-// Keeps the Py_buffer of every numpy argument until the call has returned.
+// Keeps the Py_buffer of every numpy argument, and the storage of every torch argument, until
+// the call has returned: a storage stays allocated while referenced, so another thread that
+// set_()s or drops a tensor during the call (the GIL is released) leaves its memory in place.
+// (A resize_() that grows a storage reallocates it all the same: python.md.)
 struct Buffers {
   std::vector<std::unique_ptr<py::buffer_info>> held;
+  std::vector<py::object> storages;
 };
 
 // torch's classes and dtypes, looked up once torch has been imported by the caller (the module
@@ -75,6 +79,9 @@ struct Buffers {
 struct TorchTypes {
   bool ready = false;
   py::object tensor_type, strided;
+  // The tensor method returning its storage without a copy or a warning: untyped_storage
+  // (torch 2), _storage (1.13), else storage.
+  py::object storage_method;
   std::vector<std::pair<py::object, DType>> dtypes;
 };
 
@@ -87,6 +94,12 @@ TorchTypes& torch_types() {
     if (!py::hasattr(torch, "Tensor") || !py::hasattr(torch, "bfloat16")) return *types;
     types->tensor_type = torch.attr("Tensor");
     types->strided = torch.attr("strided");
+    for (const char* method : {"untyped_storage", "_storage", "storage"}) {
+      if (py::hasattr(types->tensor_type, method)) {
+        types->storage_method = py::str(method);
+        break;
+      }
+    }
     const std::pair<const char*, DType> table[] = {
         {"float32", DType::kFloat32}, {"float16", DType::kFloat16}, {"bfloat16", DType::kBFloat16},
         {"float64", DType::kFloat64}, {"int32", DType::kInt32},     {"int64", DType::kInt64},
@@ -128,7 +141,8 @@ std::vector<int64_t> int_tuple(const py::object& tuple) {
   return out;
 }
 
-TensorView torch_view(py::handle obj, const TorchTypes& torch, const char* name) {
+TensorView torch_view(py::handle obj, const TorchTypes& torch, Buffers& buffers,
+                      const char* name) {
   static const py::handle kIsCpu = interned("is_cpu"), kLayout = interned("layout"),
                           kDtype = interned("dtype"), kDataPtr = interned("data_ptr"),
                           kShape = interned("shape"), kStride = interned("stride");
@@ -155,6 +169,7 @@ TensorView torch_view(py::handle obj, const TorchTypes& torch, const char* name)
   }
   TensorView v;
   v.dtype = type;
+  if (torch.storage_method) buffers.storages.push_back(obj.attr(torch.storage_method)());
   const py::object ptr = obj.attr(kDataPtr)();
   v.data = PyLong_AsVoidPtr(ptr.ptr());
   if (PyErr_Occurred()) throw py::error_already_set();
@@ -220,7 +235,7 @@ TensorView view_of(py::handle obj, Access access, Buffers& buffers, const char* 
     raise_error(StatusCode::kParamNullptr, std::string(name) + " is None");
   }
   const TorchTypes& torch = torch_types();
-  if (torch.ready && py::isinstance(obj, torch.tensor_type)) return torch_view(obj, torch, name);
+  if (torch.ready && py::isinstance(obj, torch.tensor_type)) return torch_view(obj, torch, buffers, name);
   if (PyObject_CheckBuffer(obj.ptr())) return buffer_view(obj, access, buffers, name);
   raise_error(StatusCode::kParamInvalid,
               std::string(name) + ": expected a numpy array or a torch CPU tensor, got " +

@@ -703,3 +703,37 @@ def test_cross_entropy_loss_against_numpy_and_torch():
     with pytest.raises(mantissa.Error) as e:
         mantissa.cross_entropy_loss(x, target, None, loss, log_prob, zloss, lse, reduction="avg")
     assert e.value.code == 161002
+
+
+def test_a_storage_dropped_by_another_thread_during_a_call_stays_allocated():
+    """The GIL is released while a kernel runs; another thread that set_()s the argument tensors
+    to new storage must not free the memory the kernel is writing (the call holds each torch
+    argument's storage). Run in a subprocess: without the hold, glibc unmaps the 128 MiB buffers
+    mid-call and the process dies of SIGSEGV."""
+    import subprocess
+    import sys
+    script = """
+import gc, threading, time
+import torch
+import mantissa
+rows, cols = 1024, 32768
+for trial in range(3):
+    x = torch.ones(rows, cols)
+    y = torch.empty(rows, cols)
+    started = threading.Event()
+    def drop():
+        started.wait()
+        time.sleep(0.005)
+        x.set_(torch.empty(0))
+        y.set_(torch.empty(0))
+        gc.collect()
+    t = threading.Thread(target=drop)
+    t.start()
+    started.set()
+    mantissa.softmax(x, y, dim=-1)
+    t.join()
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, env=dict(os.environ))
+    assert done.returncode == 0 and done.stdout.strip() == "ok", (done.returncode, done.stderr)
