@@ -260,7 +260,7 @@ TEST(GptBackward, EveryParameterMatchesFiniteDifferences) {
 }
 
 TEST(GptAnalysis, ShadowAgreesWithTheReferenceAndErrorsFollowTheStorage) {
-  for (const Shape& s : {kShapes[0], kShapes[1]}) {
+  for (const Shape& s : kShapes) {
     SCOPED_TRACE(shape_name(s));
     std::vector<int32_t> tokens, targets;
     random_tokens(2 * 8, 17, &tokens, &targets);
@@ -269,7 +269,7 @@ TEST(GptAnalysis, ShadowAgreesWithTheReferenceAndErrorsFollowTheStorage) {
     Gpt m32(tiny(s.mlp, s.norm, s.tied), trainer::precision_of(train::Mode::kFp32), 4);
     perturb(m32, 6);
     trainer::GptAnalysis a;
-    ASSERT_TRUE(trainer::analyze_gpt(m32, tokens.data(), targets.data(), 2, &a).ok());
+    ASSERT_TRUE(trainer::analyze_gpt(m32, tokens.data(), targets.data(), 2, 1.0f, &a).ok());
     EXPECT_NEAR(a.shadow_loss, reference_loss(m32, tokens, targets, 2), 1e-12 * a.shadow_loss);
     EXPECT_NEAR(a.loss, a.shadow_loss, 1e-6 * a.shadow_loss);
     bool saw_q = false, saw_probs = false;
@@ -282,10 +282,33 @@ TEST(GptAnalysis, ShadowAgreesWithTheReferenceAndErrorsFollowTheStorage) {
       saw_probs |= e.name == "block1.attn.probs";
     }
     EXPECT_TRUE(saw_q && saw_probs);
+    // The backward shadow: every value's and parameter's fp32 gradient within fp32's rounding of
+    // fp64 (a wrong derivative in any shadow would be off by O(1)); every parameter has a row.
+    std::size_t weight_rows = 0;
+    bool saw_dq = false;
+    for (const auto& e : a.grads) {
+      SCOPED_TRACE(e.name);
+      EXPECT_EQ(e.dtype, "fp32");
+      EXPECT_LT(e.local_norm, 1e-5);
+      EXPECT_LT(e.rel_norm, 1e-4);
+      EXPECT_GT(e.shadow_rms, 0.0);
+      weight_rows += e.name.rfind("dW:", 0) == 0 ? 1 : 0;
+      saw_dq |= e.name == "d:block0.attn.q";
+    }
+    EXPECT_EQ(weight_rows, m32.params().size());
+    EXPECT_TRUE(saw_dq);
+    // The same with the loss scaled by 2^10: the gradients scale with it, the errors do not.
+    trainer::GptAnalysis scaled;
+    ASSERT_TRUE(trainer::analyze_gpt(m32, tokens.data(), targets.data(), 2, 1024.0f, &scaled).ok());
+    ASSERT_EQ(scaled.grads.size(), a.grads.size());
+    for (std::size_t i = 0; i < a.grads.size(); ++i) {
+      EXPECT_DOUBLE_EQ(scaled.grads[i].shadow_rms, 1024 * a.grads[i].shadow_rms);
+      EXPECT_LT(scaled.grads[i].rel_norm, 1e-4);
+    }
     // bf16-amp: what is stored in bf16 carries bf16's rounding (about 2^-9 relative), what stays
     // in fp32 (the residual stream, the logits) adds only fp32's.
     Gpt m16(tiny(s.mlp, s.norm, s.tied), trainer::precision_of(train::Mode::kBf16Amp), 4);
-    ASSERT_TRUE(trainer::analyze_gpt(m16, tokens.data(), targets.data(), 2, &a).ok());
+    ASSERT_TRUE(trainer::analyze_gpt(m16, tokens.data(), targets.data(), 2, 1.0f, &a).ok());
     for (const auto& e : a.rows) {
       SCOPED_TRACE(e.name);
       if (e.dtype == "bf16") {
@@ -294,6 +317,17 @@ TEST(GptAnalysis, ShadowAgreesWithTheReferenceAndErrorsFollowTheStorage) {
       } else if (e.name != "embed") {
         EXPECT_LT(e.local_norm, 1e-5);
         EXPECT_GT(e.rel_norm, 10 * e.local_norm);  // inherited from the bf16 values before
+      }
+    }
+    // Gradients kept in bf16 carry bf16's rounding; the weight gradients are rounded to bf16
+    // once (from fp32 sums).
+    for (const auto& e : a.grads) {
+      SCOPED_TRACE(e.name);
+      if (e.dtype == "bf16") {
+        EXPECT_GT(e.local_norm, 1e-4);
+        EXPECT_LT(e.local_norm, 8e-3);
+      } else {
+        EXPECT_LT(e.local_norm, 1e-5);
       }
     }
   }

@@ -26,20 +26,21 @@ double ulp_at(DType t, double a) {
   return std::ldexp(1.0, e - mant);
 }
 
-// Errors of m (read `stride` apart from `offset`, `width` of every `row` values) against s and l.
-GptTensorError compare(const std::string& name, const Value& v, int64_t row, int64_t offset,
-                       int64_t width) {
+// Errors of m (`row` values a row, `width` of them from `offset`) against the shadow s and the
+// local result l (empty: s).
+GptTensorError compare(const std::string& name, const Tensor& t, const std::vector<double>& sv,
+                       const std::vector<double>& lv, int64_t row, int64_t offset, int64_t width) {
   GptTensorError e;
   e.name = name;
-  e.dtype = dtype_label(v.data.dtype());
-  const int64_t n = v.data.numel();
+  e.dtype = dtype_label(t.dtype());
+  const int64_t n = t.numel();
   std::vector<double> m, s, l;
   for (int64_t i = 0; i < n; ++i) {
     const int64_t col = i % row;
     if (col < offset || col >= offset + width) continue;
-    m.push_back(load_as_float(v.data.dtype(), v.data.data(), i));
-    s.push_back(v.shadow[i]);
-    l.push_back(v.local.empty() ? v.shadow[i] : v.local[i]);
+    m.push_back(load_as_float(t.dtype(), t.data(), i));
+    s.push_back(sv[i]);
+    l.push_back(lv.empty() ? sv[i] : lv[i]);
   }
   e.count = static_cast<int64_t>(m.size());
   double ss = 0.0, dd = 0.0, ll = 0.0, ls = 0.0;
@@ -58,7 +59,7 @@ GptTensorError compare(const std::string& name, const Value& v, int64_t row, int
     const double d = std::fabs(m[i] - s[i]);
     const double at = std::max(std::fabs(s[i]), floor);
     const double r = at > 0 ? d / at : (d > 0 ? INFINITY : 0.0);
-    const double u = d / ulp_at(v.data.dtype(), at);
+    const double u = at > 0 ? d / ulp_at(t.dtype(), at) : 0.0;
     e.rel_max = std::max(e.rel_max, r);
     e.ulp_max = std::max(e.ulp_max, u);
     sum += r;
@@ -78,37 +79,70 @@ int block_of(const std::string& name) {
 }  // namespace
 
 Status analyze_gpt(Gpt& model, const int32_t* tokens, const int32_t* targets, int64_t batch,
-                   GptAnalysis* out) {
+                   float loss_scale, GptAnalysis* out) {
   GptAnalysis a;
   TRAINER_TRY(model.forward(tokens, targets, batch, &a.loss));
+  TRAINER_TRY(model.backward(loss_scale));
+  model.set_grads(model.grad32().data());
   Graph& g = model.graph();
   Context ctx;
   ctx.batch = batch;
   ctx.context = model.config().context;
   ctx.tokens = tokens;
   ctx.targets = targets;
+  ctx.loss_scale = loss_scale;
   g.shadow(ctx);
+  ShadowGrads params, params_local;
+  g.shadow_backward(ctx, &params, &params_local);
   a.batch = batch;
+  a.loss_scale = loss_scale;
+  // q, k and v apart (the columns of qkv).
+  auto add_value = [&](std::vector<GptTensorError>* rows, const std::string& prefix, const Value& v,
+                       const Tensor& t, const std::vector<double>& s, const std::vector<double>& l,
+                       int depth) {
+    const int64_t cols = t.shape().size() > 1 ? t.shape().back() : 1;
+    auto add = [&](GptTensorError e) {
+      e.depth = depth;
+      e.block = block_of(v.name);
+      rows->push_back(std::move(e));
+    };
+    if (v.name.ends_with(".attn.qkv")) {
+      const std::string base = prefix + v.name.substr(0, v.name.size() - 3);
+      const int64_t d = cols / 3;
+      add(compare(base + "q", t, s, l, cols, 0, d));
+      add(compare(base + "k", t, s, l, cols, d, d));
+      add(compare(base + "v", t, s, l, cols, 2 * d, d));
+    } else {
+      add(compare(prefix + v.name, t, s, l, cols, 0, cols));
+    }
+  };
   for (std::size_t layer = 0; layer < g.layers(); ++layer) {
     for (int id : g.outputs(layer)) {
       const Value& v = g.value(id);
-      const int64_t cols = v.data.shape().size() > 1 ? v.data.shape().back() : 1;
-      auto add = [&](GptTensorError e) {
-        e.depth = static_cast<int>(layer);
-        e.block = block_of(v.name);
-        a.rows.push_back(std::move(e));
-      };
-      if (v.name.ends_with(".attn.qkv")) {
-        const std::string base = v.name.substr(0, v.name.size() - 3);
-        const int64_t d = cols / 3;
-        add(compare(base + "q", v, cols, 0, d));
-        add(compare(base + "k", v, cols, d, d));
-        add(compare(base + "v", v, cols, 2 * d, d));
-      } else {
-        add(compare(v.name, v, cols, 0, cols));
-      }
+      add_value(&a.rows, "", v, v.data, v.shadow, v.local, static_cast<int>(layer));
       if (v.name == "loss") a.shadow_loss = v.shadow[0];
     }
+  }
+  // Value gradients, from the loss back; a value no gradient reached is left out.
+  const int layers = static_cast<int>(g.layers());
+  for (int layer = layers - 1; layer >= 0; --layer) {
+    for (int id : g.outputs(static_cast<std::size_t>(layer))) {
+      const Value& v = g.value(id);
+      if (!v.has_grad || v.grad_shadow.empty()) continue;
+      add_value(&a.grads, "d:", v, v.grad, v.grad_shadow, v.grad_local, layers - 1 - layer);
+    }
+  }
+  for (const auto& p : model.params()) {
+    const auto s = params.find(p.get());
+    if (s == params.end()) continue;
+    const auto l = params_local.find(p.get());
+    const int64_t cols = p->grad.shape().size() > 1 ? p->grad.shape().back() : 1;
+    GptTensorError e =
+        compare("dW:" + p->name, p->grad, s->second,
+                l == params_local.end() ? std::vector<double>() : l->second, cols, 0, cols);
+    e.block = block_of(p->name);
+    e.depth = layers;
+    a.grads.push_back(std::move(e));
   }
   *out = std::move(a);
   return {};

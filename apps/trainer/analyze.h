@@ -1,7 +1,8 @@
 // The GPT's precision analysis (`mantissa train --model gpt --analyze`): one batch through the
-// mode's forward pass and through an fp64 shadow with the same weights, every value of the graph
-// compared (q, k and v apart, the attention probabilities, the norms' outputs, the residual
-// stream, the MLP, the logits, the loss).
+// mode's forward and backward passes and through fp64 shadows of both with the same weights;
+// every value of the graph compared (q, k and v apart, the attention probabilities, the norms'
+// outputs, the residual stream, the MLP, the logits, the loss), every value's gradient, and
+// every parameter's gradient as the optimizer receives it.
 #pragma once
 
 #include <cstdint>
@@ -31,11 +32,18 @@ struct GptAnalysis {
   std::string mode;
   int64_t batch = 0, step = 0;
   double loss = 0.0, shadow_loss = 0.0;
-  std::vector<GptTensorError> rows;
+  float loss_scale = 1.0f;
+  std::vector<GptTensorError> rows;  // forward values, in graph order
+  // Gradients, as the backward pass produces them: "d:" + a value's name (the gradient of the
+  // loss times the loss scale with respect to it, in the dtype the mode keeps it), in reverse
+  // graph order; then "dW:" + a parameter's name (after its one rounding to the gradient's
+  // dtype: what the optimizer reads), in parameter order. depth counts backward from the loss.
+  std::vector<GptTensorError> grads;
 };
 
-// After `model` has trained (or not), its forward pass and the shadow on the batch.
+// After `model` has trained (or not), its forward and backward passes (the gradient of loss *
+// loss_scale: the scale the run trains with) and the shadows on the batch.
 Status analyze_gpt(Gpt& model, const int32_t* tokens, const int32_t* targets, int64_t batch,
-                   GptAnalysis* out);
+                   float loss_scale, GptAnalysis* out);
 
 }  // namespace mantissa::trainer

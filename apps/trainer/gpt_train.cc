@@ -460,7 +460,7 @@ Status train_gpt(const TextCorpus& corpus, const GptPrecision& precision, const 
   r.scale_changes.assign(scaler.stats().history.begin(), scaler.stats().history.end());
   r.final_scale = scaler.scale();
   r.digest = model.digest();
-  if (cb.on_finish) TRAINER_TRY(cb.on_finish(model));
+  if (cb.on_finish) TRAINER_TRY(cb.on_finish(model, scaler.scale()));
   *result = std::move(r);
   return {};
 }

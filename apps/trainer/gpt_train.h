@@ -91,8 +91,9 @@ struct GptCallbacks {
   std::function<void(const GptStep&)> on_step;
   std::function<void(const GptEval&)> on_eval;
   std::function<void(int64_t step, const amp::AnomalyReport&)> on_anomaly;
-  // The model after its last step (e.g. for the precision analysis).
-  std::function<Status(Gpt&)> on_finish;
+  // The model after its last step and the loss scale it would train on next (e.g. for the
+  // precision analysis).
+  std::function<Status(Gpt&, float loss_scale)> on_finish;
 };
 
 // With a communicator of R ranks (R a power of two dividing the micro-batch count) every rank

@@ -112,6 +112,64 @@ void Graph::shadow(const Context& ctx) {
   }
 }
 
+namespace {
+
+Shadow widen64(const Tensor& t) {
+  Shadow v(static_cast<std::size_t>(t.numel()));
+  for (int64_t k = 0; k < t.numel(); ++k) v[k] = load_as_float(t.dtype(), t.data(), k);
+  return v;
+}
+
+}  // namespace
+
+void Graph::shadow_backward(const Context& ctx, ShadowGrads* params, ShadowGrads* params_local) {
+  for (auto& v : values_) {
+    v->grad_shadow.clear();
+    v->grad_local.clear();
+  }
+  if (nodes_.empty()) return;
+  const Shadow seed{static_cast<double>(ctx.loss_scale)};
+  for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
+    Node& n = *it;
+    const bool last = it == nodes_.rbegin();
+    // From the shadows.
+    std::vector<const Shadow*> in, dout;
+    std::vector<Shadow*> din;
+    for (Value* v : n.in) {
+      in.push_back(&v->shadow);
+      if (v->grad_shadow.empty()) v->grad_shadow.assign(v->shadow.size(), 0.0);
+      din.push_back(&v->grad_shadow);
+    }
+    for (Value* v : n.out) dout.push_back(last ? &seed : &v->grad_shadow);
+    n.layer->shadow_backward(ctx, in, dout, din, params);
+    // From the mode's own inputs and output gradients.
+    std::vector<Shadow> wide_in(n.in.size()), wide_dout(n.out.size()), local(n.in.size());
+    in.clear();
+    dout.clear();
+    din.clear();
+    for (std::size_t i = 0; i < n.in.size(); ++i) {
+      wide_in[i] = widen64(n.in[i]->data);
+      local[i].assign(wide_in[i].size(), 0.0);
+      in.push_back(&wide_in[i]);
+      din.push_back(&local[i]);
+    }
+    for (std::size_t i = 0; i < n.out.size(); ++i) {
+      if (last) {
+        wide_dout[i] = seed;
+      } else if (n.out[i]->has_grad) {
+        wide_dout[i] = widen64(n.out[i]->grad);
+      }
+      dout.push_back(&wide_dout[i]);
+    }
+    n.layer->shadow_backward(ctx, in, dout, din, params_local);
+    for (std::size_t i = 0; i < n.in.size(); ++i) {
+      Shadow& acc = n.in[i]->grad_local;
+      if (acc.empty()) acc.assign(local[i].size(), 0.0);
+      for (std::size_t k = 0; k < acc.size(); ++k) acc[k] += local[i][k];
+    }
+  }
+}
+
 int Graph::producer(int value) const {
   const Value* v = values_[static_cast<std::size_t>(value)].get();
   for (std::size_t i = 0; i < nodes_.size(); ++i) {

@@ -9,6 +9,7 @@
 // lookup's contributions in fp32 before the one rounding to the gradient's dtype.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -71,12 +72,16 @@ struct Value {
   Tensor grad;
   bool has_grad = false;
   // The precision analysis: the fp64 shadow of `data` (the shadow pass from the shadow's own
-  // inputs), and the fp64 result of this value's layer on the mode's own inputs (`local`).
+  // inputs), and the fp64 result of this value's layer on the mode's own inputs (`local`); the
+  // same for `grad` (the backward shadow; empty: no gradient reached the value).
   std::vector<double> shadow, local;
+  std::vector<double> grad_shadow, grad_local;
 };
 
 // An fp64 tensor for the shadow passes: row-major values of a known shape.
 using Shadow = std::vector<double>;
+// Parameters' fp64 gradients from the backward shadows, each of the parameter's element count.
+using ShadowGrads = std::map<const Parameter*, Shadow>;
 
 // What a pass needs besides the values: the batch, the targets, the loss scale, the counters.
 struct Context {
@@ -105,6 +110,13 @@ class Layer {
   // one vector per input and output value, of their data's shapes.
   virtual void shadow(const Context& ctx, std::span<const Shadow* const> in,
                       std::span<Shadow* const> out) const = 0;
+  // The shadow of backward(): from the fp64 inputs (as for shadow()) and the gradients of the
+  // outputs (`dout`; an empty vector is a zero gradient), adds the inputs' gradients to `din`
+  // (each sized as its input) and the parameters' gradients to `dparams` (created zero, the
+  // parameter's element count, when absent). The gradient of loss * ctx.loss_scale.
+  virtual void shadow_backward(const Context& ctx, std::span<const Shadow* const> in,
+                               std::span<const Shadow* const> dout, std::span<Shadow* const> din,
+                               ShadowGrads* dparams) const = 0;
 
  protected:
   // Hands the gradient `g` of value `v` back: written when v has none yet, otherwise added
@@ -139,6 +151,11 @@ class Graph {
   // inputs' shadows) and every layer output's fp64 result on the mode's own inputs
   // (Value::local, its inputs' data widened).
   void shadow(const Context& ctx);
+  // After shadow() and backward(): every value's fp64 gradient (Value::grad_shadow, each
+  // layer's shadow_backward() from the shadows, the last value's gradient ctx.loss_scale) and
+  // its fp64 gradient on the mode's own inputs and output gradients (Value::grad_local, summed
+  // over the value's readers); the parameters' gradients both ways.
+  void shadow_backward(const Context& ctx, ShadowGrads* params, ShadowGrads* params_local);
   // The layer that produces each value (-1 for an input), and a layer's output value ids.
   int producer(int value) const;
   std::vector<int> outputs(std::size_t layer) const;

@@ -536,6 +536,47 @@ void product64(const Shadow& x, const Shadow& w, int64_t rows, int64_t k, int64_
   }
 }
 
+// The gradient a parameter's shadow accumulates into (created zero).
+Shadow& param_grad(ShadowGrads* g, const Parameter* p) {
+  Shadow& s = (*g)[p];
+  if (s.empty()) s.assign(static_cast<std::size_t>(p->var.numel()), 0.0);
+  return s;
+}
+
+// The backward of norm64 for rows of d values: adds dx to *dx and the weight's (and bias's)
+// gradients to *dw (*db). xhat = (x - mean) rstd (LayerNorm) or x rstd (RMSNorm);
+// dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)), the first mean only when centred.
+void norm64_backward(const Shadow& x, const Shadow& dy, int64_t d, bool centre, double eps,
+                     const Shadow& w, Shadow* dx, Shadow* dw, Shadow* db) {
+  const int64_t rows = static_cast<int64_t>(x.size()) / d;
+  std::vector<double> xhat(static_cast<std::size_t>(d)), g(static_cast<std::size_t>(d));
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* row = x.data() + r * d;
+    const double* dyr = dy.data() + r * d;
+    double mean = 0.0, sq = 0.0;
+    if (centre) {
+      for (int64_t j = 0; j < d; ++j) mean += row[j];
+      mean /= static_cast<double>(d);
+    }
+    for (int64_t j = 0; j < d; ++j) sq += (row[j] - mean) * (row[j] - mean);
+    const double rstd = 1.0 / std::sqrt(sq / static_cast<double>(d) + eps);
+    double mg = 0.0, mgx = 0.0;
+    for (int64_t j = 0; j < d; ++j) {
+      xhat[j] = (row[j] - mean) * rstd;
+      g[j] = dyr[j] * w[j];
+      mg += g[j];
+      mgx += g[j] * xhat[j];
+      (*dw)[j] += dyr[j] * xhat[j];
+      if (db != nullptr) (*db)[j] += dyr[j];
+    }
+    mg /= static_cast<double>(d);
+    mgx /= static_cast<double>(d);
+    for (int64_t j = 0; j < d; ++j) {
+      (*dx)[r * d + j] += rstd * (g[j] - (centre ? mg : 0.0) - xhat[j] * mgx);
+    }
+  }
+}
+
 // Normalises rows of d values: (x - mean) * rstd * w + b (LayerNorm) or x * rstd * w (RMSNorm).
 void norm64(const Shadow& x, int64_t d, bool centre, double eps, const Shadow& w, const Shadow* b,
             Shadow* y) {
@@ -677,6 +718,203 @@ void CrossEntropy::shadow(const Context& ctx, std::span<const Shadow* const> in,
     total += mx + std::log(sum) - z[ctx.targets[r]];
   }
   out[0]->assign(1, total / static_cast<double>(rows));
+}
+
+// ---- The backward shadows ---------------------------------------------------------------------
+
+void Embedding::shadow_backward(const Context& ctx, std::span<const Shadow* const>,
+                                std::span<const Shadow* const> dout, std::span<Shadow* const>,
+                                ShadowGrads* dparams) const {
+  const Shadow& dy = *dout[0];
+  if (dy.empty()) return;
+  const int64_t d = wte_->var.shape()[1], rows = ctx.rows();
+  Shadow& dte = param_grad(dparams, wte_);
+  Shadow& dpe = param_grad(dparams, wpe_);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < d; ++j) {
+      dte[ctx.tokens[r] * d + j] += dy[r * d + j];
+      dpe[(r % ctx.context) * d + j] += dy[r * d + j];
+    }
+  }
+}
+
+void Linear::shadow_backward(const Context&, std::span<const Shadow* const> in,
+                             std::span<const Shadow* const> dout, std::span<Shadow* const> din,
+                             ShadowGrads* dparams) const {
+  const Shadow& dy = *dout[0];
+  if (dy.empty()) return;
+  const Tensor& wt = w_->weights();
+  const Shadow w = widened(wt);
+  const int64_t k = transposed_ ? wt.shape()[1] : wt.shape()[0];
+  const int64_t n = transposed_ ? wt.shape()[0] : wt.shape()[1];
+  const Shadow& x = *in[0];
+  const int64_t rows = static_cast<int64_t>(x.size()) / k;
+  Shadow& dx = *din[0];
+  Shadow& dw = param_grad(dparams, w_);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* dyr = dy.data() + r * n;
+    const double* xr = x.data() + r * k;
+    for (int64_t p = 0; p < k; ++p) {
+      double acc = 0.0;
+      for (int64_t j = 0; j < n; ++j) acc += dyr[j] * (transposed_ ? w[j * k + p] : w[p * n + j]);
+      dx[r * k + p] += acc;
+      for (int64_t j = 0; j < n; ++j) {
+        (transposed_ ? dw[j * k + p] : dw[p * n + j]) += xr[p] * dyr[j];
+      }
+    }
+  }
+}
+
+void LayerNormLayer::shadow_backward(const Context&, std::span<const Shadow* const> in,
+                                     std::span<const Shadow* const> dout,
+                                     std::span<Shadow* const> din, ShadowGrads* dparams) const {
+  if (dout[0]->empty()) return;
+  const Shadow w = widened(w_->var);
+  norm64_backward(*in[0], *dout[0], static_cast<int64_t>(w.size()), true, 1e-5, w, din[0],
+                  &param_grad(dparams, w_), &param_grad(dparams, b_));
+}
+
+void RmsNormLayer::shadow_backward(const Context&, std::span<const Shadow* const> in,
+                                   std::span<const Shadow* const> dout,
+                                   std::span<Shadow* const> din, ShadowGrads* dparams) const {
+  const Shadow g = widened(g_->var);
+  const int64_t d = static_cast<int64_t>(g.size());
+  if (!add_) {
+    if (dout[0]->empty()) return;
+    norm64_backward(*in[0], *dout[0], d, false, 1e-6, g, din[0], &param_grad(dparams, g_), nullptr);
+    return;
+  }
+  // Outputs: the sum (the residual stream) and its norm. The sum's gradient is its readers'
+  // plus the norm's; both inputs receive it.
+  Shadow sum(in[0]->size()), dsum(in[0]->size(), 0.0);
+  for (std::size_t i = 0; i < sum.size(); ++i) sum[i] = (*in[0])[i] + (*in[1])[i];
+  if (!dout[1]->empty()) {
+    norm64_backward(sum, *dout[1], d, false, 1e-6, g, &dsum, &param_grad(dparams, g_), nullptr);
+  }
+  if (!dout[0]->empty()) {
+    for (std::size_t i = 0; i < dsum.size(); ++i) dsum[i] += (*dout[0])[i];
+  }
+  for (std::size_t i = 0; i < dsum.size(); ++i) {
+    (*din[0])[i] += dsum[i];
+    (*din[1])[i] += dsum[i];
+  }
+}
+
+void Add::shadow_backward(const Context&, std::span<const Shadow* const>,
+                          std::span<const Shadow* const> dout, std::span<Shadow* const> din,
+                          ShadowGrads*) const {
+  if (dout[0]->empty()) return;
+  for (std::size_t i = 0; i < dout[0]->size(); ++i) {
+    (*din[0])[i] += (*dout[0])[i];
+    (*din[1])[i] += (*dout[0])[i];
+  }
+}
+
+void Attention::shadow_backward(const Context& ctx, std::span<const Shadow* const> in,
+                                std::span<const Shadow* const> dout, std::span<Shadow* const> din,
+                                ShadowGrads*) const {
+  // Probabilities recomputed in fp64 from the input (as shadow() does); the gradient of the
+  // probabilities output (read by no layer) is taken as given when present.
+  const Shadow& qkv = *in[0];
+  const Shadow& dy = *dout[0];
+  const Shadow& dprobs = *dout[1];
+  if (dy.empty() && dprobs.empty()) return;
+  const int64_t B = ctx.batch, T = ctx.context, H = heads_;
+  const int64_t d = static_cast<int64_t>(qkv.size()) / (B * T * 3), dh = d / H;
+  Shadow& dqkv = *din[0];
+  const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+  std::vector<double> p(static_cast<std::size_t>(T)), dp(static_cast<std::size_t>(T));
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t h = 0; h < H; ++h) {
+      for (int64_t i = 0; i < T; ++i) {
+        const double* q = qkv.data() + (b * T + i) * 3 * d + h * dh;
+        double mx = -INFINITY, sum = 0.0;
+        for (int64_t j = 0; j <= i; ++j) {
+          const double* kj = qkv.data() + (b * T + j) * 3 * d + d + h * dh;
+          double dot = 0.0;
+          for (int64_t e = 0; e < dh; ++e) dot += q[e] * kj[e];
+          p[j] = dot * scale;
+          mx = std::max(mx, p[j]);
+        }
+        for (int64_t j = 0; j <= i; ++j) sum += (p[j] = std::exp(p[j] - mx));
+        for (int64_t j = 0; j <= i; ++j) p[j] /= sum;
+        // dp = dy . v (+ the probabilities' own gradient); dv += p dy.
+        const double* dyi = dy.empty() ? nullptr : dy.data() + (b * T + i) * d + h * dh;
+        double pdp = 0.0;
+        for (int64_t j = 0; j <= i; ++j) {
+          double g = dprobs.empty() ? 0.0 : dprobs[((b * H + h) * T + i) * T + j];
+          if (dyi != nullptr) {
+            const double* vj = qkv.data() + (b * T + j) * 3 * d + 2 * d + h * dh;
+            double* dvj = dqkv.data() + (b * T + j) * 3 * d + 2 * d + h * dh;
+            for (int64_t e = 0; e < dh; ++e) {
+              g += dyi[e] * vj[e];
+              dvj[e] += p[j] * dyi[e];
+            }
+          }
+          dp[j] = g;
+          pdp += p[j] * g;
+        }
+        // ds = p (dp - sum p dp); dq += ds k scale, dk += ds q scale.
+        double* dq = dqkv.data() + (b * T + i) * 3 * d + h * dh;
+        for (int64_t j = 0; j <= i; ++j) {
+          const double ds = p[j] * (dp[j] - pdp) * scale;
+          const double* kj = qkv.data() + (b * T + j) * 3 * d + d + h * dh;
+          double* dk = dqkv.data() + (b * T + j) * 3 * d + d + h * dh;
+          for (int64_t e = 0; e < dh; ++e) {
+            dq[e] += ds * kj[e];
+            dk[e] += ds * q[e];
+          }
+        }
+      }
+    }
+  }
+}
+
+void Gelu::shadow_backward(const Context&, std::span<const Shadow* const> in,
+                           std::span<const Shadow* const> dout, std::span<Shadow* const> din,
+                           ShadowGrads*) const {
+  if (dout[0]->empty()) return;
+  const double c = std::sqrt(2.0 / std::numbers::pi);
+  for (std::size_t i = 0; i < in[0]->size(); ++i) {
+    const double x = (*in[0])[i];
+    const double t = std::tanh(c * (x + 0.044715 * x * x * x));
+    const double dg = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c * (1.0 + 3 * 0.044715 * x * x);
+    (*din[0])[i] += (*dout[0])[i] * dg;
+  }
+}
+
+void SwiGluLayer::shadow_backward(const Context& ctx, std::span<const Shadow* const> in,
+                                  std::span<const Shadow* const> dout, std::span<Shadow* const> din,
+                                  ShadowGrads*) const {
+  if (dout[0]->empty()) return;
+  const int64_t rows = ctx.rows(), h = static_cast<int64_t>(in[0]->size()) / rows / 2;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < h; ++j) {
+      const double a = (*in[0])[r * 2 * h + j], b = (*in[0])[r * 2 * h + h + j];
+      const double sig = 1.0 / (1.0 + std::exp(-a)), dy = (*dout[0])[r * h + j];
+      (*din[0])[r * 2 * h + j] += dy * b * sig * (1.0 + a * (1.0 - sig));
+      (*din[0])[r * 2 * h + h + j] += dy * a * sig;
+    }
+  }
+}
+
+void CrossEntropy::shadow_backward(const Context& ctx, std::span<const Shadow* const> in,
+                                   std::span<const Shadow* const> dout,
+                                   std::span<Shadow* const> din, ShadowGrads*) const {
+  if (dout[0]->empty()) return;
+  // The mean over the rows (grad_rows when set): dz = (softmax(z) - onehot) dloss / rows.
+  const int64_t rows = ctx.rows(), v = static_cast<int64_t>(in[0]->size()) / rows;
+  const double g = (*dout[0])[0] / static_cast<double>(ctx.grad_rows > 0 ? ctx.grad_rows : rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* z = in[0]->data() + r * v;
+    double mx = -INFINITY, sum = 0.0;
+    for (int64_t j = 0; j < v; ++j) mx = std::max(mx, z[j]);
+    for (int64_t j = 0; j < v; ++j) sum += std::exp(z[j] - mx);
+    for (int64_t j = 0; j < v; ++j) {
+      const double pj = std::exp(z[j] - mx) / sum;
+      (*din[0])[r * v + j] += (pj - (j == ctx.targets[r] ? 1.0 : 0.0)) * g;
+    }
+  }
 }
 
 }  // namespace mantissa::trainer

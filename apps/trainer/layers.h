@@ -19,6 +19,9 @@ class Embedding final : public Layer {
                   std::span<Value* const> out) override;
   void shadow(const Context& ctx, std::span<const Shadow* const> in,
               std::span<Shadow* const> out) const override;
+  void shadow_backward(const Context& ctx, std::span<const Shadow* const> in,
+                       std::span<const Shadow* const> dout, std::span<Shadow* const> din,
+                       ShadowGrads* dparams) const override;
 
  private:
   Parameter *wte_, *wpe_;
@@ -37,6 +40,9 @@ class Linear final : public Layer {
                   std::span<Value* const> out) override;
   void shadow(const Context& ctx, std::span<const Shadow* const> in,
               std::span<Shadow* const> out) const override;
+  void shadow_backward(const Context& ctx, std::span<const Shadow* const> in,
+                       std::span<const Shadow* const> dout, std::span<Shadow* const> din,
+                       ShadowGrads* dparams) const override;
 
  private:
   Parameter* w_;
@@ -56,6 +62,9 @@ class LayerNormLayer final : public Layer {
                   std::span<Value* const> out) override;
   void shadow(const Context& ctx, std::span<const Shadow* const> in,
               std::span<Shadow* const> out) const override;
+  void shadow_backward(const Context& ctx, std::span<const Shadow* const> in,
+                       std::span<const Shadow* const> dout, std::span<Shadow* const> din,
+                       ShadowGrads* dparams) const override;
 
  private:
   Parameter *w_, *b_;
@@ -74,6 +83,9 @@ class RmsNormLayer final : public Layer {
                   std::span<Value* const> out) override;
   void shadow(const Context& ctx, std::span<const Shadow* const> in,
               std::span<Shadow* const> out) const override;
+  void shadow_backward(const Context& ctx, std::span<const Shadow* const> in,
+                       std::span<const Shadow* const> dout, std::span<Shadow* const> din,
+                       ShadowGrads* dparams) const override;
 
  private:
   Parameter* g_;
@@ -92,6 +104,9 @@ class Add final : public Layer {
                   std::span<Value* const> out) override;
   void shadow(const Context& ctx, std::span<const Shadow* const> in,
               std::span<Shadow* const> out) const override;
+  void shadow_backward(const Context& ctx, std::span<const Shadow* const> in,
+                       std::span<const Shadow* const> dout, std::span<Shadow* const> din,
+                       ShadowGrads* dparams) const override;
 };
 
 // Causal multi-head self-attention over qkv (c [rows, 3d]: q, k, v, each head's dh columns
@@ -109,6 +124,9 @@ class Attention final : public Layer {
                   std::span<Value* const> out) override;
   void shadow(const Context& ctx, std::span<const Shadow* const> in,
               std::span<Shadow* const> out) const override;
+  void shadow_backward(const Context& ctx, std::span<const Shadow* const> in,
+                       std::span<const Shadow* const> dout, std::span<Shadow* const> din,
+                       ShadowGrads* dparams) const override;
 
  private:
   int64_t heads_;
@@ -127,6 +145,9 @@ class Gelu final : public Layer {
                   std::span<Value* const> out) override;
   void shadow(const Context& ctx, std::span<const Shadow* const> in,
               std::span<Shadow* const> out) const override;
+  void shadow_backward(const Context& ctx, std::span<const Shadow* const> in,
+                       std::span<const Shadow* const> dout, std::span<Shadow* const> din,
+                       ShadowGrads* dparams) const override;
 
  private:
   Tensor scratch_;
@@ -143,6 +164,9 @@ class SwiGluLayer final : public Layer {
                   std::span<Value* const> out) override;
   void shadow(const Context& ctx, std::span<const Shadow* const> in,
               std::span<Shadow* const> out) const override;
+  void shadow_backward(const Context& ctx, std::span<const Shadow* const> in,
+                       std::span<const Shadow* const> dout, std::span<Shadow* const> din,
+                       ShadowGrads* dparams) const override;
 
  private:
   Tensor scratch_;
@@ -160,6 +184,9 @@ class CrossEntropy final : public Layer {
                   std::span<Value* const> out) override;
   void shadow(const Context& ctx, std::span<const Shadow* const> in,
               std::span<Shadow* const> out) const override;
+  void shadow_backward(const Context& ctx, std::span<const Shadow* const> in,
+                       std::span<const Shadow* const> dout, std::span<Shadow* const> din,
+                       ShadowGrads* dparams) const override;
   const Tensor& log_prob() const { return log_prob_; }
 
  private:

@@ -827,19 +827,21 @@ std::function<int()> add_train_command(CLI::App& app) {
   cmd->add_option("--analyze-svg", o->analyze_svg,
                   "The analysis's error-against-depth SVG (default: next to the JSON, .svg)");
   cmd->add_option("--policy", o->policies,
-                  "Train under a per-layer precision policy: FILE.json or preset:seed (also "
-                  "preset:fp32, preset:bf16-amp, preset:fp16-amp); repeatable");
+                  "Train under a per-layer (MLP) or per-unit (GPT: embeddings, block0, ...) "
+                  "precision policy: FILE.json or preset:seed (also preset:fp32, "
+                  "preset:bf16-amp, preset:fp16-amp); repeatable");
   cmd->add_option("--sensitivity", o->policy_tools.sensitivity_path,
-                  "Each layer alone in bf16/fp16 (trained) and INT8/FP8 (inference): the ranking "
-                  "as a table, this JSON, an SVG and the suggested policy next to it");
+                  "Each layer (GPT: unit) alone in bf16/fp16, trained, and for the MLP in INT8/FP8 "
+                  "for inference: the ranking as a table, this JSON, an SVG and the suggested "
+                  "policy next to it");
   cmd->add_option("--tradeoff", o->policy_tools.tradeoff_path,
                   "The trade-off table (fp32, bf16-amp, fp16-amp, the seed preset, the suggested "
                   "policy and any --policy): table, this JSON and an SVG next to it");
   cmd->add_option("--suggest", o->policy_tools.suggest_path,
                   "Where to write the suggested policy (default: next to the sensitivity JSON)");
   cmd->add_option("--suggest-threshold", o->policy_tools.suggest_threshold,
-                  "Keep in fp32 the layers whose 16-bit run raised the test loss by more than "
-                  "this fraction of fp32's (default 0.02)")
+                  "Keep in fp32 the layers (units) whose 16-bit run raised the test (GPT: "
+                  "validation) loss by more than this fraction of fp32's (default 0.02)")
       ->check(tool::kFinite)
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--suggest-format", o->policy_tools.suggest_format,

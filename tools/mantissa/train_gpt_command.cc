@@ -153,59 +153,74 @@ Status write_npy(const std::string& path, const tn::Parameter& p) {
   return {};
 }
 
-// The analysis's normwise errors against depth (log scale), one line per kind of value.
+// The analysis's normwise errors against depth (log scale), one line per kind of value: the
+// forward values in graph order, then the values' gradients from the loss back.
 std::string svg_analysis(const tn::GptAnalysis& a, const std::string& title) {
-  constexpr double kW = 720, kH = 340, kLeft = 70, kTop = 40;
-  auto kind_of = [](const std::string& name) {
+  constexpr double kW = 720, kH = 300, kLeft = 70, kTop = 40, kPanel = kH + 70;
+  auto kind_of = [](std::string name) {
+    if (name.rfind("d:", 0) == 0) name = name.substr(2);
     const auto dot = name.find('.');
     return name.rfind("block", 0) == 0 && dot != std::string::npos ? name.substr(dot + 1) : name;
   };
-  std::vector<std::string> kinds;
-  int max_depth = 1;
-  double lo = 1e-9, hi = 1e-1;
-  for (const auto& r : a.rows) {
-    const std::string k = kind_of(r.name);
-    if (std::find(kinds.begin(), kinds.end(), k) == kinds.end()) kinds.push_back(k);
-    max_depth = std::max(max_depth, r.depth);
-    if (r.rel_norm > 0 && std::isfinite(r.rel_norm)) {
-      lo = std::min(lo, r.rel_norm);
-      hi = std::max(hi, r.rel_norm);
-    }
+  std::vector<tn::GptTensorError> value_grads;
+  for (const auto& r : a.grads) {
+    if (r.name.rfind("d:", 0) == 0) value_grads.push_back(r);
   }
-  const double llo = std::floor(std::log10(lo)), lhi = std::ceil(std::log10(hi));
   std::string s = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
       "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" "
-      "fill=\"white\"/>\n<text x=\"{}\" y=\"20\" font-size=\"14\">{}</text>\n"
-      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#444\"/>\n",
-      kLeft + kW + 200, kTop + kH + 50, kLeft, xml_escape(title), kLeft, kTop, kW, kH);
-  for (double p = llo; p <= lhi; p += 1) {
-    const double y = kTop + kH * (1 - (p - llo) / (lhi - llo));
-    s += fmt::format(
-        "<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/><text x=\"{}\" "
-        "y=\"{:.1f}\" text-anchor=\"end\">1e{}</text>\n",
-        kLeft, kLeft + kW, y, y, kLeft - 4, y + 4, static_cast<int>(p));
-  }
-  s += fmt::format(
-      "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">layer (graph order): normwise error of "
-      "each value against the fp64 shadow</text>\n",
-      kLeft + kW / 2, kTop + kH + 30);
-  for (std::size_t k = 0; k < kinds.size(); ++k) {
-    std::string points;
-    for (const auto& r : a.rows) {
-      if (kind_of(r.name) != kinds[k] || !(r.rel_norm > 0) || !std::isfinite(r.rel_norm)) continue;
-      const double f = (std::log10(r.rel_norm) - llo) / (lhi - llo);
-      points += fmt::format("{:.1f},{:.1f} ", kLeft + kW * r.depth / max_depth,
-                            kTop + kH * (1 - std::clamp(f, 0.0, 1.0)));
+      "fill=\"white\"/>\n<text x=\"{}\" y=\"20\" font-size=\"14\">{}</text>\n",
+      kLeft + kW + 200, kTop + 2 * kPanel, kLeft, xml_escape(title));
+  auto panel = [&](const std::vector<tn::GptTensorError>& rows, double top,
+                   const std::string& label) {
+    std::vector<std::string> kinds;
+    int max_depth = 1;
+    double lo = 1e-9, hi = 1e-1;
+    for (const auto& r : rows) {
+      const std::string k = kind_of(r.name);
+      if (std::find(kinds.begin(), kinds.end(), k) == kinds.end()) kinds.push_back(k);
+      max_depth = std::max(max_depth, r.depth);
+      if (r.rel_norm > 0 && std::isfinite(r.rel_norm)) {
+        lo = std::min(lo, r.rel_norm);
+        hi = std::max(hi, r.rel_norm);
+      }
     }
-    const char* colour = kCurveColours[k % 8];
+    const double llo = std::floor(std::log10(lo)), lhi = std::ceil(std::log10(hi));
     s += fmt::format(
-        "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"{}\"/>\n"
-        "<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"3\"/>"
-        "<text x=\"{}\" y=\"{}\">{}</text>\n",
-        colour, points, kLeft + kW + 15, kLeft + kW + 35, kTop + 10 + 18 * k, kTop + 10 + 18 * k,
-        colour, kLeft + kW + 40, kTop + 14 + 18 * k, xml_escape(kinds[k]));
-  }
+        "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#444\"/>\n",
+        kLeft, top, kW, kH);
+    for (double p = llo; p <= lhi; p += 1) {
+      const double y = top + kH * (1 - (p - llo) / (lhi - llo));
+      s += fmt::format(
+          "<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/><text "
+          "x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">1e{}</text>\n",
+          kLeft, kLeft + kW, y, y, kLeft - 4, y + 4, static_cast<int>(p));
+    }
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", kLeft + kW / 2,
+                     top + kH + 30, xml_escape(label));
+    for (std::size_t k = 0; k < kinds.size(); ++k) {
+      std::string points;
+      for (const auto& r : rows) {
+        if (kind_of(r.name) != kinds[k] || !(r.rel_norm > 0) || !std::isfinite(r.rel_norm))
+          continue;
+        const double f = (std::log10(r.rel_norm) - llo) / (lhi - llo);
+        points += fmt::format("{:.1f},{:.1f} ", kLeft + kW * r.depth / max_depth,
+                              top + kH * (1 - std::clamp(f, 0.0, 1.0)));
+      }
+      const char* colour = kCurveColours[k % 8];
+      const double ly = top + 10 + 16 * static_cast<double>(k);
+      s += fmt::format(
+          "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"{}\"/>\n"
+          "<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-width=\"3\"/>"
+          "<text x=\"{}\" y=\"{}\">{}</text>\n",
+          colour, points, kLeft + kW + 15, kLeft + kW + 35, ly, ly, colour, kLeft + kW + 40, ly + 4,
+          xml_escape(kinds[k]));
+    }
+  };
+  panel(a.rows, kTop,
+        "forward: layer (graph order), normwise error of each value against the fp64 shadow");
+  panel(value_grads, kTop + kPanel,
+        "backward: layers from the loss back, normwise error of each value's gradient");
   s += "</svg>\n";
   return s;
 }
@@ -459,13 +474,14 @@ int run_train_gpt(const GptCommandOptions& o_in, train::Communicator* comm, bool
     };
     tn::GptAnalysis analysis;
     if (!o.analyze_path.empty()) {
-      cb.on_finish = [&](tn::Gpt& model) -> Status {
+      cb.on_finish = [&](tn::Gpt& model, float loss_scale) -> Status {
         // The first windows of the validation set (at most 4).
         const int64_t count = tn::validation_windows(corpus, to.model.context, to.eval_windows);
         const int64_t n = std::min<int64_t>(4, count);
         std::vector<int32_t> tokens, targets;
         tn::validation_batch(corpus, to.model.context, count, 0, n, &tokens, &targets);
-        TRAINER_TRY(tn::analyze_gpt(model, tokens.data(), targets.data(), n, &analysis));
+        TRAINER_TRY(
+            tn::analyze_gpt(model, tokens.data(), targets.data(), n, loss_scale, &analysis));
         analysis.mode = name;
         analysis.step = to.steps;
         return {};
@@ -518,30 +534,45 @@ int run_train_gpt(const GptCommandOptions& o_in, train::Communicator* comm, bool
           "shadow {:.6f}\n{:<24} {:>5} {:>9} {:>10} {:>10} {:>10} {:>10} {:>9}\n",
           a.mode, a.step, a.batch, a.loss, a.shadow_loss, "value", "dtype", "elements", "normwise",
           "local", "max rel", "mean rel", "mean ulp");
-      nlohmann::json rows = nlohmann::json::array();
-      for (const auto& e : a.rows) {
-        fmt::print("{:<24} {:>5} {:>9} {:>10.3e} {:>10.3e} {:>10.3e} {:>10.3e} {:>9.3f}\n", e.name,
-                   e.dtype, e.count, e.rel_norm, e.local_norm, e.rel_max, e.rel_mean, e.ulp_mean);
-        rows.push_back({{"name", e.name},
-                        {"block", e.block},
-                        {"depth", e.depth},
-                        {"dtype", e.dtype},
-                        {"count", e.count},
-                        {"shadow_rms", number(e.shadow_rms)},
-                        {"rel_norm", number(e.rel_norm)},
-                        {"local_norm", number(e.local_norm)},
-                        {"rel_max", number(e.rel_max)},
-                        {"rel_mean", number(e.rel_mean)},
-                        {"ulp_mean", number(e.ulp_mean)},
-                        {"ulp_max", number(e.ulp_max)}});
-      }
+      auto table = [&](const std::vector<tn::GptTensorError>& list) {
+        nlohmann::json rows = nlohmann::json::array();
+        for (const auto& e : list) {
+          fmt::print("{:<24} {:>5} {:>9} {:>10.3e} {:>10.3e} {:>10.3e} {:>10.3e} {:>9.3f}\n",
+                     e.name, e.dtype, e.count, e.rel_norm, e.local_norm, e.rel_max, e.rel_mean,
+                     e.ulp_mean);
+          rows.push_back({{"name", e.name},
+                          {"block", e.block},
+                          {"depth", e.depth},
+                          {"dtype", e.dtype},
+                          {"count", e.count},
+                          {"shadow_rms", number(e.shadow_rms)},
+                          {"rel_norm", number(e.rel_norm)},
+                          {"local_norm", number(e.local_norm)},
+                          {"rel_max", number(e.rel_max)},
+                          {"rel_mean", number(e.rel_mean)},
+                          {"ulp_mean", number(e.ulp_mean)},
+                          {"ulp_max", number(e.ulp_max)}});
+        }
+        return rows;
+      };
+      const nlohmann::json rows = table(a.rows);
+      fmt::print(
+          "\ngradients of loss x {:g} (d: a value's, in the dtype the mode keeps it; dW: a "
+          "parameter's, as the optimizer reads it)\n",
+          a.loss_scale);
+      const nlohmann::json grads = table(a.grads);
       fmt::print(
           "normwise: ||mode - shadow|| / ||shadow|| (inherited from the layers before); local: "
           "against fp64 on the mode's own inputs (what the layer adds)\n");
-      const nlohmann::json doc{{"mode", a.mode},         {"model", "gpt"},
-                               {"steps", a.step},        {"windows", a.batch},
-                               {"loss", number(a.loss)}, {"shadow_loss", number(a.shadow_loss)},
-                               {"values", rows}};
+      const nlohmann::json doc{{"mode", a.mode},
+                               {"model", "gpt"},
+                               {"steps", a.step},
+                               {"windows", a.batch},
+                               {"loss", number(a.loss)},
+                               {"shadow_loss", number(a.shadow_loss)},
+                               {"loss_scale", a.loss_scale},
+                               {"values", rows},
+                               {"gradients", grads}};
       std::ofstream f(o.analyze_path, std::ios::binary);
       f << doc.dump(1) << "\n";
       if (!f.flush()) {
