@@ -8,6 +8,7 @@
 
 #include "trainer/mlp/model.h"
 #include "trainer/train.h"
+#include "trainer/train_distributed.h"
 
 namespace mantissa::train::detail {
 
@@ -24,6 +25,15 @@ Status train_precision_then(const Dataset& data, const Precision& precision, Mod
                             const TrainOptions& options, const TrainCallbacks& callbacks,
                             ModeResult* result, const AfterTraining& after,
                             const PrepareModel& prepare = {});
+
+// The MLP's one training loop (distributed.cc), behind train_model, train_policy, the analysis
+// and train_distributed: `distributed` says how each batch is sharded (one shard in this
+// process by default; several in turn; or one per rank of a communicator), and the shards'
+// gradients are summed in rank order, so one shard is the single-process trainer.
+Status train_loop(const Dataset& data, const Precision& precision, Mode mode,
+                  const TrainOptions& options, const DistributedOptions& distributed,
+                  const TrainCallbacks& callbacks, ModeResult* result, DistributedStats* stats,
+                  const AfterTraining& after, const PrepareModel& prepare);
 
 // The shadow's values, per layer (index as Mlp::layers()): outputs, input gradients (empty for
 // the first Linear), weight gradients (Linear and LayerNorm weights; empty otherwise), and the

@@ -1,8 +1,9 @@
-// Data-parallel training (mantissa/train_distributed.h): the shards of each global batch, the
-// bucketed exchange of partial gradients summed in rank order (optionally compressed, with error
-// feedback), found_inf reduced across ranks before the loss scaler's update, ZeRO stage 1 and
-// checkpoints of every rank's state. The transport is the caller's Communicator; without one,
-// the shards run in turn in this process through the same arithmetic.
+// The MLP's one training loop (train_loop), single-process and data-parallel alike
+// (train_distributed.h): the shards of each global batch, the bucketed exchange of partial
+// gradients summed in rank order (optionally compressed, with error feedback), found_inf reduced
+// across ranks before the loss scaler's update, ZeRO stage 1 and checkpoints of every rank's
+// state. The transport is the caller's Communicator; without one, the shards (one by default)
+// run in turn in this process through the same arithmetic.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -17,11 +18,13 @@
 #include "mantissa/amp/loss_scaler.h"
 #include "mantissa/convert.h"
 #include "mantissa/optim.h"
+#include "trainer/mlp/analyze.h"
 #include "trainer/mlp/checkpoint.h"
 #include "trainer/mlp/common.h"
 #include "trainer/mlp/model.h"
 #include "trainer/mlp/optimizer_step.h"
 #include "trainer/mlp/rng.h"
+#include "trainer/tensor.h"
 #include "trainer/train_distributed.h"
 
 namespace mantissa::train {
@@ -192,6 +195,15 @@ std::optional<GradComm> grad_comm_from_name(std::string_view name) noexcept {
 Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
                          const DistributedOptions& d, const TrainCallbacks& cb, ModeResult* result,
                          DistributedStats* stats) {
+  return detail::train_loop(data, detail::precision_of(mode), mode, o, d, cb, result, stats, {},
+                            {});
+}
+
+// The MLP's one training loop: one process (one shard, or several in turn) or N ranks.
+Status detail::train_loop(const Dataset& data, const Precision& precision, Mode mode,
+                          const TrainOptions& o, const DistributedOptions& d,
+                          const TrainCallbacks& cb, ModeResult* result, DistributedStats* stats,
+                          const AfterTraining& after, const PrepareModel& prepare) {
   // ---- Validation, before anything runs -------------------------------------------------
   if (result == nullptr || stats == nullptr)
     return distributed_invalid("result and stats must not be null");
@@ -244,8 +256,8 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
   std::vector<int64_t> widths{data.features};
   widths.insert(widths.end(), o.hidden.begin(), o.hidden.end());
   widths.push_back(data.classes);
-  const detail::Precision precision = detail::precision_of(mode);
   detail::Mlp model(widths, o.activation, precision, o.optimizer, o.seed);
+  if (prepare) prepare(model);
   detail::OptimizerStep optimizer(o, &model);
   amp::LossScalerOptions so;
   so.enabled = precision.loss_scaling;
@@ -314,6 +326,10 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
 
   // Error feedback: per local shard, what compression left out last time.
   const bool compressed = d.grad_comm != GradComm::kFp32;
+  // One shard in all, uncompressed: the sum of one partial is the partial itself (widened to
+  // fp32 and rounded back, exactly), so the gradient is neither copied nor exchanged. This is the
+  // single-process trainer's path.
+  const bool alone = ranks == 1 && !compressed && d.inject_inf_rank < 0;
   std::vector<std::vector<float>> residuals(
       compressed ? local_shards : 0, std::vector<float>(static_cast<std::size_t>(total), 0.0f));
 
@@ -444,6 +460,10 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
   std::vector<unsigned char> param_send(static_cast<std::size_t>(param_payload)),
       param_recv(static_cast<std::size_t>(param_payload * ranks));
   double total_seconds = 0.0;
+  // The weights before each applied step, to count the ones it leaves bit for bit unchanged.
+  std::vector<unsigned char> snapshot;
+  int64_t var_bytes = 0, total_stalled = 0, total_weights = 0;
+  for (const detail::Parameter& p : params) var_bytes += p.var.bytes();
   model.set_grad_rows(0);
   for (int epoch = first_epoch; epoch <= o.epochs; ++epoch) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -451,7 +471,7 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
     detail::Rng rng(detail::stream_seed(o.seed, 1000 + static_cast<uint64_t>(epoch)));
     for (int64_t i = rows - 1; i > 0; --i) std::swap(order[i], order[rng.below(i + 1)]);
     double loss_sum = 0.0;
-    int64_t correct_sum = 0, seen = 0;
+    int64_t correct_sum = 0, seen = 0, epoch_stalled = 0, epoch_weights = 0;
     const int64_t values_before = model.grad_values(), underflows_before = model.grad_underflows();
     for (int64_t step = 0; step < steps_per_epoch; ++step) {
       ++global_step;
@@ -466,10 +486,11 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
       // This process's shards: forward, loss and backward on the shard's rows, the gradient
       // normalised by the global batch; widened, plus the error feedback, then encoded.
       std::vector<double> step_stats(3 * static_cast<std::size_t>(local_shards), 0.0);
+      double shard_loss = 0.0;
       for (int ls = 0; ls < local_shards; ++ls) {
         const int s = first_shard + ls;
         const int64_t lo = n * s / ranks, hi = n * (s + 1) / ranks;
-        std::fill(partial.begin(), partial.end(), 0.0f);
+        if (!alone) std::fill(partial.begin(), partial.end(), 0.0f);
         if (hi > lo) {
           model.set_grad_rows(n);
           TRAINER_TRY(model.forward(bx.data() + lo * data.features, hi - lo));
@@ -479,12 +500,14 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
           TRAINER_TRY(model.backward());
           model.set_grad_rows(0);
           step_stats[3 * ls] = loss * static_cast<double>(hi - lo);
+          shard_loss = loss;
           step_stats[3 * ls + 1] = static_cast<double>(correct);
-          for (std::size_t i = 0; i < params.size(); ++i) {
+          for (std::size_t i = 0; i < params.size() && !alone; ++i) {
             to_fp32(params[i].grad.dtype(), params[i].grad.data(), partial.data() + offset[i],
                     params[i].grad.numel());
           }
         }
+        if (alone) continue;  // the model's gradient is the step's
         if (s == d.inject_inf_rank && global_step == d.inject_inf_step) {
           partial[0] = std::numeric_limits<float>::infinity();
         }
@@ -515,9 +538,14 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
         correct += static_cast<int64_t>(all_stats[3 * k + 1]);
         found_inf = std::max(found_inf, all_stats[3 * k + 2]);
       }
-      const double loss = loss_total / static_cast<double>(n);
-      std::fill(summed.begin(), summed.end(), 0.0f);
-      if (found_inf != 0.0) {
+      // One shard: its own mean loss (loss * n / n could differ from it in the last bit).
+      const double loss =
+          ranks == 1 && local_shards == 1 ? shard_loss : loss_total / static_cast<double>(n);
+      if (!alone) std::fill(summed.begin(), summed.end(), 0.0f);
+      if (alone) {
+        // Nothing to sum: the model's gradient stays as the backward pass left it (with any
+        // Inf or NaN in it for the detector to report and the loss scaler to skip).
+      } else if (found_inf != 0.0) {
         // Some rank overflowed: no gradient travels, every rank sees the same non-finite
         // gradient, and the loss scaler skips the step and backs off on all of them alike. The
         // error feedback keeps its last values.
@@ -554,7 +582,7 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
           }
         }
       }
-      for (std::size_t i = 0; i < params.size(); ++i) {
+      for (std::size_t i = 0; i < params.size() && !alone; ++i) {
         from_fp32(params[i].grad.dtype(), summed.data() + offset[i], params[i].grad.data(),
                   params[i].grad.numel());
       }
@@ -567,6 +595,14 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
       const std::vector<TensorView> grads = model.grad_views();
       std::optional<float> clip_coef;
       TRAINER_TRY(guard.inspect(grads, loss, scaler, o, cb, epoch, step + 1, &r, &clip_coef));
+      snapshot.resize(static_cast<std::size_t>(var_bytes));
+      {
+        std::size_t at = 0;
+        for (const detail::Parameter& p : params) {
+          std::memcpy(snapshot.data() + at, p.var.data(), static_cast<std::size_t>(p.var.bytes()));
+          at += static_cast<std::size_t>(p.var.bytes());
+        }
+      }
       const int64_t taken_before = optimizer.steps_taken();
       TRAINER_TRY(scaler.step_fused(
           grads, [&](const amp::StepScaling& sc) { return optimizer.run(sc, clip_coef, owned); }));
@@ -595,6 +631,15 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
           }
         }
       }
+      if (optimizer.steps_taken() != taken_before) {
+        std::size_t at = 0;
+        for (const detail::Parameter& p : params) {
+          epoch_stalled += trainer::count_equal(p.var.data(), snapshot.data() + at, p.var.numel(),
+                                                dtype_size(p.var.dtype()));
+          at += static_cast<std::size_t>(p.var.bytes());
+          epoch_weights += p.var.numel();
+        }
+      }
       TRAINER_TRY(scaler.update());
       if (cb.on_step) {
         cb.on_step(
@@ -614,6 +659,11 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
     TRAINER_TRY(detail::epoch_record(model, data, o, scaler, r, epoch,
                                      {loss_sum, correct_sum, seen},
                                      {values_before, underflows_before}, seconds, &e));
+    e.stalled_updates =
+        epoch_weights > 0 ? static_cast<double>(epoch_stalled) / static_cast<double>(epoch_weights)
+                          : 0.0;
+    total_stalled += epoch_stalled;
+    total_weights += epoch_weights;
     r.epochs.push_back(e);
     if (cb.on_epoch) cb.on_epoch(e);
     if (!d.save_checkpoint.empty()) {
@@ -642,6 +692,9 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
   r.grad_underflow = model.grad_values() > 0 ? static_cast<double>(model.grad_underflows()) /
                                                    static_cast<double>(model.grad_values())
                                              : 0.0;
+  r.stalled_updates = total_weights > 0
+                          ? static_cast<double>(total_stalled) / static_cast<double>(total_weights)
+                          : 0.0;
   r.seconds_per_epoch =
       r.epochs.empty() ? 0.0 : total_seconds / static_cast<double>(r.epochs.size());
   r.state_bytes = model.state_bytes();
@@ -674,6 +727,7 @@ Status train_distributed(const Dataset& data, Mode mode, const TrainOptions& o,
     ds.ranks_agree = true;
   }
   ds.comm_seconds = exchange.seconds();
+  if (after) TRAINER_TRY(after(model, scaler.scale()));
   *result = std::move(r);
   *stats = std::move(ds);
   return {};
