@@ -141,8 +141,7 @@ std::vector<int64_t> int_tuple(const py::object& tuple) {
   return out;
 }
 
-TensorView torch_view(py::handle obj, const TorchTypes& torch, Buffers& buffers,
-                      const char* name) {
+TensorView torch_view(py::handle obj, const TorchTypes& torch, Buffers& buffers, const char* name) {
   static const py::handle kIsCpu = interned("is_cpu"), kLayout = interned("layout"),
                           kDtype = interned("dtype"), kDataPtr = interned("data_ptr"),
                           kShape = interned("shape"), kStride = interned("stride");
@@ -235,7 +234,8 @@ TensorView view_of(py::handle obj, Access access, Buffers& buffers, const char* 
     raise_error(StatusCode::kParamNullptr, std::string(name) + " is None");
   }
   const TorchTypes& torch = torch_types();
-  if (torch.ready && py::isinstance(obj, torch.tensor_type)) return torch_view(obj, torch, buffers, name);
+  if (torch.ready && py::isinstance(obj, torch.tensor_type))
+    return torch_view(obj, torch, buffers, name);
   if (PyObject_CheckBuffer(obj.ptr())) return buffer_view(obj, access, buffers, name);
   raise_error(StatusCode::kParamInvalid,
               std::string(name) + ": expected a numpy array or a torch CPU tensor, got " +
