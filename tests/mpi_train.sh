@@ -50,6 +50,14 @@ print(''.join(random.choice(w) for _ in range(3000)), end='')" > "$work/text.txt
       grep -q "\"ranks\":$np" "$work/log.jsonl" || fail "gpt $mode: ranks in the log"
     done
   done
+  # A policy mixing storages (fp32 embeddings, block0 bf16 with stochastic rounding): the fused
+  # optimizer's groups and their rounding streams are the same on every rank.
+  echo '{"name": "mixed", "layers": {"embeddings": {"compute": "fp32"},
+    "block0": {"compute": "bf16", "update": "sr"}}}' > "$work/mixed.json"
+  one "${gpt[@]}" --policy "$work/mixed.json" > "$work/one.txt"
+  timeout 120 "$mpirun" "${transport[@]}" -np 2 "$tool" train --distributed "${gpt[@]}" \
+    --policy "$work/mixed.json" > "$work/mpi.txt"
+  same "gpt policy: -np 2 vs one process" "$work/one.txt" "$work/mpi.txt"
   # 3 ranks do not divide 4 micro-batches: refused, naming the rule.
   if timeout 120 "$mpirun" "${transport[@]}" -np 3 "$tool" train --distributed "${gpt[@]}" \
     > "$work/mpi.txt" 2> "$work/err.txt"; then
