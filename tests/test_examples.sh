@@ -272,6 +272,49 @@ y = np.clip(np.rint(x * s + o), -128, 127).astype(np.int8)
 for i, v in enumerate(y.reshape(-1)): print("result[%d] is: %d" % (i, v))
 '
 
+# The ApplyAdamWQuant sample (upstream's attributes, step 0: t = 1): the documented steps in
+# float32 (constants in double, rounded once), each new moment coded by the nearest entry of the
+# ascending map (the lower on a tie; m's entry of the opposite sign moved one code towards it).
+check_sample test_aclnn_apply_adam_w_quant '
+import numpy as np
+f = np.float32
+def dmap(signed):
+    out = [0.0, 1.0]
+    for e, s in enumerate([1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0]):
+        k = (1 << e) if signed else (2 << e)
+        for j in range(k):
+            mid = 0.1 + 0.9 * (2.0 * j + 1.0) / (2.0 * k)
+            out.append(float(f(s * mid)))
+            if signed: out.append(float(f(-(s * mid))))
+    return np.array(sorted(out), f)
+qm, qv = dmap(True), dmap(False)
+i = np.arange(256)
+var = (i - 128).astype(f) / f(64)
+grad = ((i * 37) % 101 - 50).astype(f) / f(16)
+m0 = qm[(i * 7) % 256] * f(5)
+v0 = qv[128 + (i * 11) % 128] * f(3)
+lr, b1, b2, wd, eps, gs = [float(f(x)) for x in (0.1, 0.1, 0.1, 0.1, 0.01, 0.1)]
+c2 = np.sqrt(1 - b2)
+g = grad * f(gs)
+m = m0 * f(b1) + g * f(1 - b1)
+v = v0 * f(b2) + (g * g) * f(1 - b2)
+var = (var + (m * f(-lr * c2 / (1 - b1))) / (np.sqrt(v) + f(eps * c2))) * f(1 - lr * wd)
+def code(x, q, signed):
+    hi = np.clip(np.searchsorted(q, x, side="left"), 1, 255)
+    lo = hi - 1
+    c = np.where(np.abs(x - q[lo]) <= np.abs(x - q[hi]), lo, hi)
+    if signed:
+        c = np.where((x > 0) & (q[c] < 0), np.minimum(c + 1, 255), c)
+        c = np.where((x < 0) & (q[c] > 0), np.maximum(c - 1, 0), c)
+    return c
+am, av = np.abs(m).max(), np.abs(v).max()
+print("var: " + " ".join("%.9g" % x for x in var))
+print("m: " + " ".join(str(c) for c in code(m / am, qm, True)))
+print("v: " + " ".join(str(c) for c in code(v / av, qv, False)))
+print("absmaxM: %.9g" % am)
+print("absmaxV: %.9g" % av)
+'
+
 # The ForeachNonFiniteCheckAndUnscale sample: a finite list scaled by 3.1 (values from numpy
 # float32, computed here), then a list holding an inf scaled by 0.5 with foundInf set to 1.
 unscale="$bin_dir/example_aclnn_foreach_unscale"

@@ -11,10 +11,12 @@
 //   Error     mantissa.Error (a ValueError): .code is the CANN status code, .code_name its
 //             symbol, str() the library's message. Raised before anything is written.
 #include <fmt/format.h>
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
@@ -860,6 +862,16 @@ void bind_optim(py::module_& m) {
 
   m.def("clip_coefficient", &clip_coefficient, py::arg("norm"), py::arg("max_norm"),
         "max_norm / (norm + 1e-6) as fp32 when below 1, else None.");
+
+  m.def(
+      "dynamic_quant_map",
+      [](bool is_signed) {
+        const std::array<float, 256> map = dynamic_quant_map(is_signed);
+        return py::array_t<float>(256, map.data());
+      },
+      py::arg("signed") = true,
+      "bitsandbytes' dynamic 8-bit code map (256 ascending fp32 entries): signed for Adam's m, "
+      "unsigned for v (docs/ops/apply_adam_w_quant.md).");
 }
 
 // ---- Runtime, info, the precision kit ---------------------------------------------------------

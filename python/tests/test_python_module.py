@@ -223,6 +223,58 @@ def test_quantize_operators():
     assert e.value.code == 161002
 
 
+def bnb_dynamic_map(signed):
+    """bitsandbytes' create_dynamic_map (8 bits, 7 exponent bits), built as they build it: torch
+    float32 linspace and midpoints, scaled by a Python float."""
+    data = []
+    for i in range(7):
+        items = 2 ** i + 1 if signed else 2 ** (i + 1) + 1
+        b = torch.linspace(0.1, 1, items, dtype=torch.float32)
+        means = (b[:-1] + b[1:]) / 2.0
+        data += ((10 ** (-6 + i)) * means).tolist()
+        if signed:
+            data += (-(10 ** (-6 + i)) * means).tolist()
+    data += [0.0, 1.0]
+    return np.array(sorted(data), f32)
+
+
+def test_dynamic_quant_maps_and_the_8_bit_adam_w_step():
+    # The maps follow bitsandbytes' rule; built in double and rounded once, each entry is within
+    # 2 ulp of bitsandbytes' float32 construction.
+    for signed in (True, False):
+        ours, theirs = mantissa.dynamic_quant_map(signed), bnb_dynamic_map(signed)
+        assert ours.dtype == f32 and ours.shape == (256,) and np.all(np.diff(ours) >= 0)
+        ulps = np.abs(ours.view(np.int32).astype(np.int64) - theirs.view(np.int32))
+        assert ulps.max() <= 2, (signed, ulps.max())
+    # 100 steps of 8-bit AdamW (torch tensors in place) beside torch.optim.AdamW on the same
+    # gradients: the 8-bit trajectory stays within 10% of fp32's displacement and its distance
+    # to the target within 2% (measured: 4.6% and 1.1%).
+    torch.manual_seed(0)
+    n = 4096
+    w0, target = torch.randn(n), torch.randn(n)
+    w8, w32 = w0.clone(), w0.clone().requires_grad_(True)
+    opt = torch.optim.AdamW([w32], lr=1e-2, weight_decay=0.0)
+    m, v = torch.zeros(n, dtype=torch.uint8), torch.zeros(n, dtype=torch.uint8)
+    am, av = torch.zeros(n // 256), torch.zeros(n // 256)
+    qm = torch.from_numpy(mantissa.dynamic_quant_map(True))
+    qv = torch.from_numpy(mantissa.dynamic_quant_map(False))
+    for step in range(100):
+        g = (w8 - target) + 0.1 * torch.randn(n)
+        mantissa.ops.apply_adam_w_quant(w8, g, m, v, qm, qv, am, av, torch.tensor([step]),
+                                        lr=1e-2, weight_decay=0.0)
+        w32.grad = g.clone()
+        opt.step()
+    w32 = w32.detach()
+    assert float((w8 - w32).norm() / (w32 - w0).norm()) < 0.1
+    assert abs(float((w8 - target).norm() / (w32 - target).norm()) - 1) < 0.02
+    # A map of 255 entries: mantissa.Error 161002 naming it, nothing written.
+    before = w8.clone()
+    with pytest.raises(mantissa.Error) as e:
+        mantissa.ops.apply_adam_w_quant(w8, g, m, v, qm[:255], qv, am, av, torch.tensor([0]))
+    assert e.value.code == 161002 and "qmap_m" in str(e.value)
+    assert torch.equal(w8, before)
+
+
 def test_zero_copy_in_place_numpy_and_torch():
     a = np.ones(1000, f32)
     ptr = a.ctypes.data
