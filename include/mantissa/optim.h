@@ -1,5 +1,6 @@
 // Fused multi-tensor optimizer steps (the library's own C++ API; no aclnn entry): SGD,
-// ApplyAdamD and AdamW (ApplyAdamWV2's math) over a list of parameters in one parallel region,
+// ApplyAdamD and AdamW (ApplyAdamWV2's math; its moments in fp32/fp16/bf16 or 8 bits) over a
+// list of parameters in one parallel region,
 // with optional loss-scale unscaling, found_inf skipping and a clip coefficient in the same
 // pass, fp32 master weights with a 16-bit working copy, and Kahan-compensated or stochastically
 // rounded bf16 weights. Plus the global gradient norm and clipping over a list.
@@ -107,6 +108,24 @@ struct MultiAdamWParams {
   int64_t step = 0;
 };
 
+// AdamW with Adam's moments in 8 bits (bitsandbytes' block-wise dynamic quantization): m and v
+// are UINT8 codes into dynamic_quant_map(true) and dynamic_quant_map(false), scaled per block of
+// kAdamW8bitBlock elements by an FLOAT absmax. Each step dequantizes them, runs AdamW's math (the
+// bits of ApplyAdamWV2 on the dequantized moments), and codes the new moments as ApplyAdamWQuant
+// does (block absmax, CANN's search, m's sign rule). 2 bytes of moments per parameter instead of
+// 8. Fresh state: codes 0 and absmax 0 (every moment decodes to 0).
+inline constexpr int64_t kAdamW8bitBlock = 256;
+
+// One parameter of multi_tensor_adam_w_8bit, updated in place. var: FLOAT, FLOAT16 or BFLOAT16
+// (with working / compensation as in AdamWParamTensors); grad: var's dtype, or FLOAT16/BFLOAT16
+// with FLOAT var; m, v: UINT8, var's shape; absmax_m, absmax_v: FLOAT, rank 1,
+// ceil(var elements / kAdamW8bitBlock) elements.
+struct AdamW8bitParamTensors {
+  TensorView var, m, v, absmax_m, absmax_v, grad;
+  std::optional<TensorView> working;
+  std::optional<TensorView> compensation;
+};
+
 // Updates every parameter of the list in one parallel region. Everything is validated before
 // anything is written (a bad argument anywhere writes nothing anywhere); messages name the
 // parameter ("params[3]").
@@ -126,6 +145,13 @@ MANTISSA_API Status multi_tensor_adam_w(std::span<const AdamWParamTensors> param
 MANTISSA_API Status multi_tensor_adam_w_validate(std::span<const AdamWParamTensors> params,
                                                  const MultiAdamWParams& p,
                                                  const FusedStepOptions& o = {});
+// amsgrad is not available with 8-bit moments (bitsandbytes has none either): 161002.
+MANTISSA_API Status multi_tensor_adam_w_8bit(std::span<const AdamW8bitParamTensors> params,
+                                             const MultiAdamWParams& p,
+                                             const FusedStepOptions& o = {});
+MANTISSA_API Status multi_tensor_adam_w_8bit_validate(
+    std::span<const AdamW8bitParamTensors> params, const MultiAdamWParams& p,
+    const FusedStepOptions& o = {});
 
 // ---- Global gradient norm and clipping ------------------------------------------------------
 

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/parallel.h"
@@ -24,6 +25,7 @@
 #include "core/simd-inl.h"
 #include "hwy/highway.h"
 #include "ops/apply_adam_d/apply_adam_d-inl.h"
+#include "ops/apply_adam_w_quant/quant_state-inl.h"
 #include "ops/apply_adam_w_v2/apply_adam_w_v2-inl.h"
 #include "ops/sgd/sgd-inl.h"
 #include "optim/multi_tensor_kernel.h"
@@ -61,6 +63,36 @@ struct WriteCopy {
 };
 struct WriteKahan {};
 struct WriteStochastic {};
+
+// Writes the new weight of lanes [i, i + Lanes(d)) as Writer says: var is the old value (fp32),
+// var_new the operator's result.
+template <class State, class Writer, class D>
+HWY_INLINE void StoreWeights(D d, hn::Vec<D> var, hn::Vec<D> var_new,
+                             typename State::Storage* HWY_RESTRICT var_p, uint16_t* comp,
+                             void* working, uint32_t sr_hi_key, int64_t i) {
+  if constexpr (std::is_same_v<Writer, WritePlain>) {
+    StoreResult<State>(d, var_new, var_p + i);
+  } else if constexpr (std::is_same_v<Writer, WriteKahan>) {
+    // y = (var_new - var) + c; s = var + y; var <- RNE(s); c <- RNE(y - (RNE(s) - var)).
+    const auto c = LoadF32<Bf16>(d, comp + i);
+    const auto y = hn::Add(hn::Sub(var_new, var), c);
+    const auto s = hn::Add(var, y);
+    const auto stored = CanonicalF32ToBf16(d, CanonicalNaN(d, s));
+    hn::StoreU(stored, U16For<decltype(d)>(), var_p + i);
+    const auto applied = hn::Sub(Bf16ToF32(d, stored), var);
+    StoreResult<Bf16>(d, hn::Sub(y, applied), comp + i);
+  } else if constexpr (std::is_same_v<Writer, WriteStochastic>) {
+    const hn::RebindToUnsigned<decltype(d)> du;
+    const auto lo = hn::Add(hn::Set(du, static_cast<uint32_t>(i)), hn::Iota(du, 0));
+    const auto r = Mix32(du, hn::Xor(hn::Set(du, sr_hi_key), lo));
+    hn::StoreU(StochasticF32ToBf16(d, var_new, r), U16For<decltype(d)>(), var_p + i);
+  } else {
+    // Master weights: the fp32 value, and its one RNE rounding into the working copy.
+    using Copy = typename Writer::Format;
+    StoreResult<State>(d, var_new, var_p + i);
+    StoreResult<Copy>(d, var_new, static_cast<typename Copy::Storage*>(working) + i);
+  }
+}
 
 // Elements [begin, end) of tensor t; State/Grad are the storage formats of var (and its state)
 // and of grad; Writer one of the above.
@@ -122,34 +154,87 @@ void StepRange(const detail::MtArgs& a, const detail::MtTensor& t, int64_t begin
       if (amsgrad) StoreResult<State>(d, r.vmax, s2 + i);
       var_new = r.var;
     }
-    if constexpr (std::is_same_v<Writer, WritePlain>) {
-      StoreResult<State>(d, var_new, var_p + i);
-    } else if constexpr (std::is_same_v<Writer, WriteKahan>) {
-      // y = (var_new - var) + c; s = var + y; var <- RNE(s); c <- RNE(y - (RNE(s) - var)).
-      const auto c = LoadF32<Bf16>(d, comp + i);
-      const auto y = hn::Add(hn::Sub(var_new, var), c);
-      const auto s = hn::Add(var, y);
-      const auto stored = CanonicalF32ToBf16(d, CanonicalNaN(d, s));
-      hn::StoreU(stored, U16For<decltype(d)>(), var_p + i);
-      const auto applied = hn::Sub(Bf16ToF32(d, stored), var);
-      StoreResult<Bf16>(d, hn::Sub(y, applied), comp + i);
-    } else if constexpr (std::is_same_v<Writer, WriteStochastic>) {
-      const hn::RebindToUnsigned<decltype(d)> du;
-      const auto lo = hn::Add(hn::Set(du, static_cast<uint32_t>(i)), hn::Iota(du, 0));
-      const auto r = Mix32(du, hn::Xor(hn::Set(du, sr_hi_key), lo));
-      hn::StoreU(StochasticF32ToBf16(d, var_new, r), U16For<decltype(d)>(), var_p + i);
-    } else {
-      // Master weights: the fp32 value, and its one RNE rounding into the working copy.
-      using Copy = typename Writer::Format;
-      StoreResult<State>(d, var_new, var_p + i);
-      StoreResult<Copy>(d, var_new, static_cast<typename Copy::Storage*>(working) + i);
-    }
+    StoreWeights<State, Writer>(d, var, var_new, var_p, comp, working, sr_hi_key, i);
   });
+}
+
+// Block b of tensor t, elements [begin, end), with 8-bit moments: the first pass computes the
+// new moments for the block's absmax, the second recomputes them (the same bits), writes the
+// weights and codes the moments (ops/apply_adam_w_quant/quant_state-inl.h).
+template <class State, class Grad, class Writer>
+void AdamW8bitBlock(const detail::MtArgs& a, const detail::MtTensor& t, int64_t begin,
+                    int64_t end) {
+  using S = typename State::Storage;
+  using G = typename Grad::Storage;
+  using D = hn::ScalableTag<float>;
+  using D1 = hn::CappedTag<float, 1>;
+  S* const var_p = static_cast<S*>(t.var);
+  uint8_t* const m_codes = static_cast<uint8_t*>(t.s0);
+  uint8_t* const v_codes = static_cast<uint8_t*>(t.s1);
+  const G* const grad_p = static_cast<const G*>(t.grad);
+  const float* const qm = a.qmap_m;
+  const float* const qv = a.qmap_v;
+  const bool unscale = a.unscale, maximize = a.maximize;
+  const float scale = a.scale, clip = a.clip;
+  const detail::AdamWConstants adam_w = a.adam_w;
+  uint16_t* const comp = static_cast<uint16_t*>(t.compensation);
+  void* const working = t.working;
+  const uint32_t sr_hi_key =
+      detail::mix32(t.sr_key ^ static_cast<uint32_t>(static_cast<uint64_t>(begin) >> 32));
+  const int64_t b = begin / detail::kQuantBlock;
+  const float am = t.absmax_m[b], av = t.absmax_v[b];
+  // The old weight and AdamW's results for lanes [i, i + Lanes(dd)).
+  const auto step = [&](auto dd, int64_t i) MANTISSA_VECTOR_BODY {
+    const auto var = LoadF32<State>(dd, var_p + i);
+    auto g = LoadF32<Grad>(dd, grad_p + i);
+    if (unscale) g = hn::Mul(hn::Div(g, hn::Set(dd, scale)), hn::Set(dd, clip));
+    // qmap[code] * absmax
+    const auto m = hn::Mul(hn::GatherIndex(dd, qm, LoadCodes(dd, m_codes + i)), hn::Set(dd, am));
+    const auto v = hn::Mul(hn::GatherIndex(dd, qv, LoadCodes(dd, v_codes + i)), hn::Set(dd, av));
+    return std::pair{var, AdamWMath(dd, adam_w, false, maximize, var, m, v, g, hn::Zero(dd))};
+  };
+  const D d;
+  const D1 d1;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  auto acc_m = hn::Zero(d), acc_v = hn::Zero(d);
+  auto tail_m = hn::Zero(d1), tail_v = hn::Zero(d1);
+  int64_t i = begin;
+  for (; i + lanes <= end; i += lanes) {
+    const auto r = step(d, i).second;
+    acc_m = MaxKeepNaN<D>(acc_m, hn::Abs(r.m));
+    acc_v = MaxKeepNaN<D>(acc_v, hn::Abs(r.v));
+  }
+  for (; i < end; ++i) {
+    const auto r = step(d1, i).second;
+    tail_m = MaxKeepNaN<D1>(tail_m, hn::Abs(r.m));
+    tail_v = MaxKeepNaN<D1>(tail_v, hn::Abs(r.v));
+  }
+  const float new_m = FinishAbsMax(d, acc_m, tail_m);
+  const float new_v = FinishAbsMax(d, acc_v, tail_v);
+  const auto write = [&](auto dd, int64_t j) MANTISSA_VECTOR_BODY {
+    const auto [var, r] = step(dd, j);
+    StoreWeights<State, Writer>(dd, var, r.var, var_p, comp, working, sr_hi_key, j);
+    const auto norm_m = hn::Div(r.m, hn::Set(dd, new_m));
+    const auto norm_v = hn::Div(r.v, hn::Set(dd, new_v));
+    StoreCodes(dd, FixSign(dd, qm, norm_m, NearestCode(dd, qm, norm_m)), m_codes + j);
+    StoreCodes(dd, NearestCode(dd, qv, norm_v), v_codes + j);
+  };
+  i = begin;
+  for (; i + lanes <= end; i += lanes) write(d, i);
+  for (; i < end; ++i) write(d1, i);
+  t.absmax_m[b] = new_m;
+  t.absmax_v[b] = new_v;
 }
 
 template <detail::MtAlgo kAlgo, class State, class Grad, class Writer>
 void StepPiece(const detail::MtArgs& a, const detail::MtTensor& t, int64_t begin, int64_t end) {
-  if constexpr (std::is_same_v<Writer, WriteStochastic>) {
+  if constexpr (kAlgo == detail::MtAlgo::kAdamW8bit) {
+    // begin is a block boundary (run_list lays tensors out at multiples of the block); a block
+    // never straddles a multiple of 2^32 (the stochastic key's high word).
+    for (int64_t b = begin; b < end; b += detail::kQuantBlock) {
+      AdamW8bitBlock<State, Grad, Writer>(a, t, b, std::min(end, b + detail::kQuantBlock));
+    }
+  } else if constexpr (std::is_same_v<Writer, WriteStochastic>) {
     // Split at multiples of 2^32 so that the high word of the element index is constant.
     while (begin < end) {
       const uint64_t hi = static_cast<uint64_t>(begin) >> 32;
@@ -215,7 +300,9 @@ void StepList(const detail::MtArgs& a) {
       const int64_t first = a.offsets[i], last = a.offsets[i + 1];
       if (last <= pos) continue;  // empty tensors
       const int64_t stop = std::min(end, last);
-      StepTensor<kAlgo>(a, a.tensors[i], pos - first, stop - first);
+      // With 8-bit moments a tensor's span is padded to whole blocks: the padding is skipped.
+      const int64_t real_end = std::min(stop - first, a.tensors[i].n);
+      if (pos - first < real_end) StepTensor<kAlgo>(a, a.tensors[i], pos - first, real_end);
       pos = stop;
     }
   };
@@ -227,6 +314,7 @@ void MultiTensorStepImpl(const detail::MtArgs& a) {
     case detail::MtAlgo::kSgd: return StepList<detail::MtAlgo::kSgd>(a);
     case detail::MtAlgo::kAdamD: return StepList<detail::MtAlgo::kAdamD>(a);
     case detail::MtAlgo::kAdamW: return StepList<detail::MtAlgo::kAdamW>(a);
+    case detail::MtAlgo::kAdamW8bit: return StepList<detail::MtAlgo::kAdamW8bit>(a);
   }
 }
 
@@ -330,6 +418,7 @@ HWY_AFTER_NAMESPACE();
 #include "core/runtime_internal.h"
 #include "core/validate.h"
 #include "mantissa/ops/foreach_non_finite_check_and_unscale.h"
+#include "mantissa/ops/apply_adam_w_quant.h"
 #include "mantissa/optim.h"
 #include "ops/sgd/sgd_desc.h"
 
@@ -471,6 +560,46 @@ struct AdamWParamOp {
 };
 static_assert(well_formed<AdamWParamOp>());
 
+// AdamW with 8-bit moments: AdamWParamOp's var, grad, working and compensation; m and v UINT8
+// codes; one absmax per block.
+struct AdamW8bitParamOp {
+  using Tensors = AdamW8bitParamTensors;
+  using Params = ParamRules;
+  static constexpr std::string_view kType = "multi_tensor_adam_w_8bit";
+  enum Arg { kVar, kM, kV, kAbsmaxM, kAbsmaxV, kGrad, kWorking, kCompensation };
+  static constexpr std::array kArgs{
+      InOut("var", "var").training_float().rank(0, 8),
+      InOut("m", "m").dtype_in({DType::kUInt8}).shape_of(kVar).rank(0, 8),
+      InOut("v", "v").dtype_in({DType::kUInt8}).shape_of(kVar).rank(0, 8),
+      InOut("absmax_m", "absmax_m").float32().rank(1, 1),
+      InOut("absmax_v", "absmax_v").float32().rank(1, 1),
+      In("grad", "grad").training_float().shape_of(kVar).rank(0, 8),
+      working_copy_of(kVar),
+      compensation_of(kVar),
+  };
+  MANTISSA_TENSOR_MEMBERS(var, m, v, absmax_m, absmax_v, grad, working, compensation);
+  static constexpr std::array<AttrSpec, 0> kAttrs{};
+  MANTISSA_ATTR_MEMBERS();
+  static constexpr OpHooks<Tensors, Params> kHooks{.params_beyond_attrs = true};
+  static constexpr AclHooks<Tensors, Params> kAclHooks{};
+  static Status check_params(const Tensors& t, const Params& p) {
+    MANTISSA_RETURN_IF_ERROR(
+        check_param_forms(kType, t.var, t.grad, t.working, t.compensation, p));
+    const int64_t n = *t.var.numel();
+    const int64_t blocks = (n + kQuantBlock - 1) / kQuantBlock;
+    for (const auto& [absmax, name] :
+         {std::pair{&t.absmax_m, "absmax_m"}, std::pair{&t.absmax_v, "absmax_v"}}) {
+      if (*absmax->numel() != blocks) {
+        return fail(StatusCode::kParamInvalid, kType,
+                    "{} has {} elements, but var's {} elements in blocks of {} need {}", name,
+                    *absmax->numel(), n, kQuantBlock, blocks);
+      }
+    }
+    return {};
+  }
+};
+static_assert(well_formed<AdamW8bitParamOp>());
+
 // Re-labels a per-parameter failure "op: params[i]: ...".
 Status at_param(Status s, std::string_view op, std::size_t i) {
   if (s.ok()) return s;
@@ -610,7 +739,13 @@ MtTensor common_tensor(const P& p, const TensorView& var, const TensorView& grad
 
 void run_list(MtArgs& a, std::span<const MtTensor> tensors, const FusedStepOptions& o) {
   std::vector<int64_t> offsets(tensors.size() + 1, 0);
-  for (std::size_t i = 0; i < tensors.size(); ++i) offsets[i + 1] = offsets[i] + tensors[i].n;
+  // 8-bit moments: each tensor starts at a multiple of the block, so that every chunk (a
+  // multiple of the block too) cuts tensors at block boundaries.
+  const int64_t align = a.algo == MtAlgo::kAdamW8bit ? kQuantBlock : 1;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    offsets[i + 1] = offsets[i] + (tensors[i].n + align - 1) / align * align;
+  }
+  static_assert(kDefaultGrain % kQuantBlock == 0);
   if (offsets.back() == 0) return;
   a.tensors = tensors;
   a.offsets = offsets;
@@ -770,6 +905,63 @@ Status multi_tensor_adam_w(std::span<const AdamWParamTensors> params, const Mult
     // Once per call, exactly as ApplyAdamWV2 computes them from an int64 step.
     a.adam_w = detail::adam_w_constants(static_cast<double>(p.step), p.hyper.lr, p.hyper.beta1,
                                         p.hyper.beta2, p.hyper.weight_decay, p.hyper.eps);
+    detail::run_list(a, tensors, o);
+    return {};
+  });
+}
+
+// ---- AdamW with 8-bit moments ------------------------------------------------------------------
+
+Status multi_tensor_adam_w_8bit_validate(std::span<const AdamW8bitParamTensors> params,
+                                         const MultiAdamWParams& p, const FusedStepOptions& o) {
+  using Op = detail::AdamW8bitParamOp;
+  constexpr std::string_view op = Op::kType;
+  if (p.step < 0) {
+    return detail::fail(StatusCode::kParamInvalid, op,
+                        "step is {}, but it counts the steps already taken and must be >= 0",
+                        p.step);
+  }
+  if (p.hyper.amsgrad) {
+    return detail::fail(StatusCode::kParamInvalid, op,
+                        "amsgrad is set, but 8-bit moments keep no running maximum of v");
+  }
+  return detail::validate_list<Op>(
+      params, o, [](std::vector<detail::Range>& r, const AdamW8bitParamTensors& t, std::size_t i) {
+        detail::add_range(r, t.var, true, i, "var");
+        detail::add_range(r, t.m, true, i, "m");
+        detail::add_range(r, t.v, true, i, "v");
+        detail::add_range(r, t.absmax_m, true, i, "absmax_m");
+        detail::add_range(r, t.absmax_v, true, i, "absmax_v");
+        detail::add_range(r, t.grad, false, i, "grad");
+        detail::add_common(r, t.working, t.compensation, i);
+      });
+}
+
+Status multi_tensor_adam_w_8bit(std::span<const AdamW8bitParamTensors> params,
+                                const MultiAdamWParams& p, const FusedStepOptions& o) {
+  return detail::guarded_entry("multi_tensor_adam_w_8bit", [&]() -> Status {
+    MANTISSA_RETURN_IF_ERROR(multi_tensor_adam_w_8bit_validate(params, p, o));
+    if (detail::skipped(o)) return {};
+    std::vector<detail::MtTensor> tensors;
+    tensors.reserve(params.size());
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const AdamW8bitParamTensors& q = params[i];
+      detail::MtTensor t = detail::common_tensor(q, q.var, q.grad, o, i);
+      t.s0 = q.m.data;
+      t.s1 = q.v.data;
+      t.absmax_m = static_cast<float*>(q.absmax_m.data);
+      t.absmax_v = static_cast<float*>(q.absmax_v.data);
+      tensors.push_back(t);
+    }
+    static const std::array<float, 256> kSigned = dynamic_quant_map(true);
+    static const std::array<float, 256> kUnsigned = dynamic_quant_map(false);
+    detail::MtArgs a;
+    a.algo = detail::MtAlgo::kAdamW8bit;
+    a.maximize = p.hyper.maximize;
+    a.adam_w = detail::adam_w_constants(static_cast<double>(p.step), p.hyper.lr, p.hyper.beta1,
+                                        p.hyper.beta2, p.hyper.weight_decay, p.hyper.eps);
+    a.qmap_m = kSigned.data();
+    a.qmap_v = kUnsigned.data();
     detail::run_list(a, tensors, o);
     return {};
   });

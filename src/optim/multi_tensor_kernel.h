@@ -33,7 +33,11 @@ constexpr uint32_t sr_tensor_key(uint64_t seed, uint64_t step, uint32_t tensor) 
   return mix32(h ^ tensor);
 }
 
-enum class MtAlgo : int32_t { kSgd, kAdamD, kAdamW };
+// The block of the 8-bit moments (kAdamW8bit); chunks of kDefaultGrain elements hold whole blocks.
+inline constexpr int64_t kQuantBlock = 256;
+
+// kAdamW8bit: AdamW with 8-bit block-wise moments (s0, s1 hold the codes).
+enum class MtAlgo : int32_t { kSgd, kAdamD, kAdamW, kAdamW8bit };
 // How the new weights are written: RNE to var's dtype; that plus a 16-bit working copy (fp32
 // var); Kahan-compensated bf16; stochastically rounded bf16.
 enum class MtWriter : int32_t { kPlain, kWorkingCopy, kKahan, kStochastic };
@@ -60,6 +64,9 @@ struct MtTensor {
   float sgd_m = 0.0f;
   bool sgd_write_state = false;  // momentum != 0 in var's dtype
   AdamDConstants adam_d;
+  // kAdamW8bit: one absmax per block of kQuantBlock elements, each.
+  float* absmax_m = nullptr;
+  float* absmax_v = nullptr;
 };
 
 struct MtArgs {
@@ -77,6 +84,8 @@ struct MtArgs {
   bool adam_d_nesterov = false;
   // AdamW
   AdamWConstants adam_w;
+  const float* qmap_m = nullptr;  // kAdamW8bit: the signed and unsigned dynamic maps
+  const float* qmap_v = nullptr;
   bool amsgrad = false;
   bool maximize = false;
 };

@@ -17,65 +17,10 @@
 #include "core/simd-inl.h"
 #include "hwy/highway.h"
 #include "ops/apply_adam_w_quant/apply_adam_w_quant_kernel.h"
+#include "ops/apply_adam_w_quant/quant_state-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace mantissa::HWY_NAMESPACE {
-
-// The codes of a vector of lanes: uint8 in memory, int32 lanes in registers.
-template <class D>
-HWY_INLINE hn::Vec<hn::RebindToSigned<D>> LoadCodes(D, const uint8_t* HWY_RESTRICT p) {
-  return hn::PromoteTo(hn::RebindToSigned<D>(), hn::LoadU(hn::Rebind<uint8_t, D>(), p));
-}
-template <class D>
-HWY_INLINE void StoreCodes(D, hn::Vec<hn::RebindToSigned<D>> codes, uint8_t* HWY_RESTRICT p) {
-  const hn::Rebind<uint8_t, D> d8;
-  hn::StoreU(hn::DemoteTo(d8, codes), d8, p);  // codes are in [0, 255]: exact
-}
-
-// max(acc, x) where a NaN x makes the result NaN and a NaN acc stays (the block's absmax is NaN
-// when any of its moments is).
-template <class D>
-HWY_INLINE hn::Vec<D> MaxKeepNaN(hn::Vec<D> acc, hn::Vec<D> x) {
-  return hn::IfThenElse(hn::Or(hn::Gt(x, acc), hn::IsNaN(x)), x, acc);
-}
-
-// The index of x's nearest entry in the 256-entry map, found as CANN's kernel does: the pivot
-// 127 first, then seven halvings of [lower, upper] (x > map[pivot] moves lower up, anything else,
-// NaN included, moves upper down), then the nearer of map[lower] and map[upper] by |x - entry|,
-// lower on a tie.
-template <class D>
-HWY_INLINE hn::Vec<hn::RebindToSigned<D>> NearestCode(D d, const float* HWY_RESTRICT map,
-                                                      hn::Vec<D> x) {
-  const hn::RebindToSigned<D> di;
-  auto pivot = hn::Set(di, 127);
-  auto higher = hn::RebindMask(di, hn::Gt(x, hn::Set(d, map[127])));
-  auto lower = hn::IfThenElseZero(higher, pivot);
-  auto upper = hn::IfThenElse(higher, hn::Set(di, 255), pivot);
-  for (int k = 0; k < 7; ++k) {
-    pivot = hn::ShiftRight<1>(hn::Add(lower, upper));
-    higher = hn::RebindMask(di, hn::Gt(x, hn::GatherIndex(d, map, pivot)));
-    lower = hn::IfThenElse(higher, pivot, lower);
-    upper = hn::IfThenElse(higher, upper, pivot);
-  }
-  const auto to_lower = hn::Abs(hn::Sub(x, hn::GatherIndex(d, map, lower)));
-  const auto to_upper = hn::Abs(hn::Sub(x, hn::GatherIndex(d, map, upper)));
-  return hn::IfThenElse(hn::RebindMask(di, hn::Le(to_lower, to_upper)), lower, upper);
-}
-
-// m's signed map: a code whose entry has the sign opposite to x's moves one step towards x's
-// sign (x > 0 with a negative entry: +1; x < 0 with a positive one: -1), kept in [0, 255].
-template <class D>
-HWY_INLINE hn::Vec<hn::RebindToSigned<D>> FixSign(D d, const float* HWY_RESTRICT map, hn::Vec<D> x,
-                                                  hn::Vec<hn::RebindToSigned<D>> c) {
-  const hn::RebindToSigned<D> di;
-  const auto entry = hn::GatherIndex(d, map, c);
-  const auto zero = hn::Zero(d);
-  const auto up = hn::RebindMask(di, hn::And(hn::Gt(x, zero), hn::Lt(entry, zero)));
-  const auto down = hn::RebindMask(di, hn::And(hn::Lt(x, zero), hn::Gt(entry, zero)));
-  c = hn::IfThenElse(up, hn::Add(c, hn::Set(di, 1)), c);
-  c = hn::IfThenElse(down, hn::Sub(c, hn::Set(di, 1)), c);
-  return hn::Min(hn::Max(c, hn::Zero(di)), hn::Set(di, 255));
-}
 
 // The per-call constants as vectors.
 template <class D>
@@ -142,23 +87,8 @@ void ApplyAdamWQuantBlocks(const detail::ApplyAdamWQuantKernelArgs& a, int64_t b
       tail_m = MaxKeepNaN<D1>(tail_m, hn::Abs(m));
       tail_v = MaxKeepNaN<D1>(tail_v, hn::Abs(v));
     }
-    // Lane order does not matter: max is exact, and a NaN absmax is made canonical.
-    HWY_ALIGN float lanes_m[hn::MaxLanes(d)], lanes_v[hn::MaxLanes(d)];
-    hn::Store(acc_m, d, lanes_m);
-    hn::Store(acc_v, d, lanes_v);
-    float new_m = hn::GetLane(tail_m), new_v = hn::GetLane(tail_v);
-    for (int64_t k = 0; k < lanes; ++k) {
-      if (lanes_m[k] > new_m || lanes_m[k] != lanes_m[k]) new_m = lanes_m[k];
-      if (lanes_v[k] > new_v || lanes_v[k] != lanes_v[k]) new_v = lanes_v[k];
-    }
-    const auto canonical = [](float x) {
-      if (x == x) return x;
-      const uint32_t quiet = 0x7FC00000u;
-      std::memcpy(&x, &quiet, sizeof x);
-      return x;
-    };
-    new_m = canonical(new_m);
-    new_v = canonical(new_v);
+    const float new_m = FinishAbsMax(d, acc_m, tail_m);
+    const float new_v = FinishAbsMax(d, acc_v, tail_v);
     // Pass 2: the same moments again; var updated; each moment / absmax coded.
     const auto step = [&](auto dd, const auto& cc, int64_t j) MANTISSA_VECTOR_BODY {
       using DD = decltype(dd);

@@ -1,0 +1,101 @@
+// The 8-bit block-wise optimizer state's lane operations, shared by ApplyAdamWQuant
+// (ops/apply_adam_w_quant/apply_adam_w_quant.cc) and the quantized multi-tensor AdamW
+// (optim/multi_tensor.cc), so both code the same moment with the same bits: codes loaded and
+// stored, the block absmax, CANN's search for the nearest map entry and m's sign rule
+// (docs/ops/apply_adam_w_quant.md).
+
+// Per-target include guard (Highway's idiom for *-inl.h files).
+#if defined(MANTISSA_OPS_QUANT_STATE_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef MANTISSA_OPS_QUANT_STATE_INL_H_
+#undef MANTISSA_OPS_QUANT_STATE_INL_H_
+#else
+#define MANTISSA_OPS_QUANT_STATE_INL_H_
+#endif
+
+#include <cstdint>
+#include <cstring>
+
+#include "core/simd-inl.h"
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace mantissa::HWY_NAMESPACE {
+
+// The codes of a vector of lanes: uint8 in memory, int32 lanes in registers.
+template <class D>
+HWY_INLINE hn::Vec<hn::RebindToSigned<D>> LoadCodes(D, const uint8_t* HWY_RESTRICT p) {
+  return hn::PromoteTo(hn::RebindToSigned<D>(), hn::LoadU(hn::Rebind<uint8_t, D>(), p));
+}
+template <class D>
+HWY_INLINE void StoreCodes(D, hn::Vec<hn::RebindToSigned<D>> codes, uint8_t* HWY_RESTRICT p) {
+  const hn::Rebind<uint8_t, D> d8;
+  hn::StoreU(hn::DemoteTo(d8, codes), d8, p);  // codes are in [0, 255]: exact
+}
+
+// max(acc, x) where a NaN x makes the result NaN and a NaN acc stays (the block's absmax is NaN
+// when any of its moments is).
+template <class D>
+HWY_INLINE hn::Vec<D> MaxKeepNaN(hn::Vec<D> acc, hn::Vec<D> x) {
+  return hn::IfThenElse(hn::Or(hn::Gt(x, acc), hn::IsNaN(x)), x, acc);
+}
+
+// A block's absmax from the MaxKeepNaN accumulators of its full vectors (acc) and of its tail
+// (one lane): lane order does not matter, since max is exact; a NaN becomes the canonical quiet
+// NaN, whichever NaN came first.
+template <class D, class V1>
+HWY_INLINE float FinishAbsMax(D d, hn::Vec<D> acc, V1 tail) {
+  HWY_ALIGN float lanes[hn::MaxLanes(d)];
+  hn::Store(acc, d, lanes);
+  float r = hn::GetLane(tail);
+  for (size_t k = 0; k < hn::Lanes(d); ++k) {
+    if (lanes[k] > r || lanes[k] != lanes[k]) r = lanes[k];
+  }
+  if (r != r) {
+    const uint32_t quiet = 0x7FC00000u;
+    std::memcpy(&r, &quiet, sizeof r);
+  }
+  return r;
+}
+
+// The index of x's nearest entry in the 256-entry map, found as CANN's kernel does: the pivot
+// 127 first, then seven halvings of [lower, upper] (x > map[pivot] moves lower up, anything else,
+// NaN included, moves upper down), then the nearer of map[lower] and map[upper] by |x - entry|,
+// lower on a tie.
+template <class D>
+HWY_INLINE hn::Vec<hn::RebindToSigned<D>> NearestCode(D d, const float* HWY_RESTRICT map,
+                                                      hn::Vec<D> x) {
+  const hn::RebindToSigned<D> di;
+  auto pivot = hn::Set(di, 127);
+  auto higher = hn::RebindMask(di, hn::Gt(x, hn::Set(d, map[127])));
+  auto lower = hn::IfThenElseZero(higher, pivot);
+  auto upper = hn::IfThenElse(higher, hn::Set(di, 255), pivot);
+  for (int k = 0; k < 7; ++k) {
+    pivot = hn::ShiftRight<1>(hn::Add(lower, upper));
+    higher = hn::RebindMask(di, hn::Gt(x, hn::GatherIndex(d, map, pivot)));
+    lower = hn::IfThenElse(higher, pivot, lower);
+    upper = hn::IfThenElse(higher, upper, pivot);
+  }
+  const auto to_lower = hn::Abs(hn::Sub(x, hn::GatherIndex(d, map, lower)));
+  const auto to_upper = hn::Abs(hn::Sub(x, hn::GatherIndex(d, map, upper)));
+  return hn::IfThenElse(hn::RebindMask(di, hn::Le(to_lower, to_upper)), lower, upper);
+}
+
+// m's signed map: a code whose entry has the sign opposite to x's moves one step towards x's
+// sign (x > 0 with a negative entry: +1; x < 0 with a positive one: -1), kept in [0, 255].
+template <class D>
+HWY_INLINE hn::Vec<hn::RebindToSigned<D>> FixSign(D d, const float* HWY_RESTRICT map, hn::Vec<D> x,
+                                                  hn::Vec<hn::RebindToSigned<D>> c) {
+  const hn::RebindToSigned<D> di;
+  const auto entry = hn::GatherIndex(d, map, c);
+  const auto zero = hn::Zero(d);
+  const auto up = hn::RebindMask(di, hn::And(hn::Gt(x, zero), hn::Lt(entry, zero)));
+  const auto down = hn::RebindMask(di, hn::And(hn::Lt(x, zero), hn::Gt(entry, zero)));
+  c = hn::IfThenElse(up, hn::Add(c, hn::Set(di, 1)), c);
+  c = hn::IfThenElse(down, hn::Sub(c, hn::Set(di, 1)), c);
+  return hn::Min(hn::Max(c, hn::Zero(di)), hn::Set(di, 255));
+}
+
+}  // namespace mantissa::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // MANTISSA_OPS_QUANT_STATE_INL_H_
