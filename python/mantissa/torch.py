@@ -21,6 +21,13 @@ __all__ = ["AdamW", "Adam", "SGD", "GradScaler"]
 
 _LOW = (torch.float16, torch.bfloat16)
 _ROUNDINGS = ("nearest", "kahan", "stochastic")
+# state_dtype: None keeps the moments in the parameter's dtype (fp32 with master weights);
+# "int8" keeps them in 8 bits (bitsandbytes' block-wise dynamic quantization, blocks of 256).
+_STATE_DTYPES = (None, "int8")
+# bitsandbytes' rule: parameters with fewer elements keep their moments unquantized (the
+# absmax and the quantization error would cost more than they save).
+MIN_8BIT_SIZE = 4096
+_BLOCK = 256
 
 
 def _is_dense(t):
@@ -101,9 +108,9 @@ class _FusedOptimizer(Optimizer):
 
     def load_state_dict(self, state_dict):
         """torch's load_state_dict, except that the fp32 state of master-weight parameters
-        (master_param and the moments or momentum buffer) stays fp32: torch casts every
-        floating state tensor to its parameter's dtype, which would round the masters to
-        16 bits."""
+        (master_param and the moments or momentum buffer) stays fp32, and 8-bit moments keep
+        their uint8 codes and fp32 absmax: torch casts every state tensor to its parameter's
+        dtype, which would round the masters to 16 bits."""
         saved_groups = state_dict["param_groups"]
         saved_state = state_dict["state"]
         super().load_state_dict(state_dict)
@@ -111,10 +118,14 @@ class _FusedOptimizer(Optimizer):
         params = [p for g in self.param_groups for p in g["params"]]
         for old_id, p in zip(ids, params):
             saved = saved_state.get(old_id)
-            if saved is None or "master_param" not in saved:
+            if saved is None:
                 continue
             for key, value in saved.items():
-                if key != "step" and torch.is_tensor(value) and value.dtype == torch.float32:
+                if not torch.is_tensor(value) or key == "step":
+                    continue
+                # 8-bit moments: the uint8 codes and their fp32 absmax keep their dtypes.
+                if value.dtype == torch.uint8 or (value.dtype == torch.float32 and (
+                        key.endswith("_absmax") or "master_param" in saved)):
                     self.state[p][key] = value.clone()
 
     @staticmethod
@@ -185,7 +196,11 @@ class AdamW(_FusedOptimizer):
     Extra keyword arguments: master_weights (fp32 master copies of fp16/bf16 parameters, kept
     in the state as ``master_param``, the parameter written from it in the same pass; the
     moments are fp32 then), rounding ('nearest', 'kahan' or 'stochastic': how bf16 parameters
-    without a master are rounded) and seed (the stochastic-rounding stream).
+    without a master are rounded), seed (the stochastic-rounding stream) and state_dtype (None:
+    the moments in the parameter's dtype, fp32 with master weights; "int8": 8-bit block-wise
+    moments for parameters of at least MIN_8BIT_SIZE elements, ``exp_avg`` and ``exp_avg_sq``
+    then uint8 codes with fp32 ``exp_avg_absmax`` and ``exp_avg_sq_absmax``, one per 256
+    elements; not with amsgrad).
     """
 
     _decoupled = True
@@ -193,7 +208,11 @@ class AdamW(_FusedOptimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
                  amsgrad=False, *, maximize=False, foreach=None, capturable=False,
                  differentiable=False, fused=None, master_weights=False, rounding="nearest",
-                 seed=0):
+                 seed=0, state_dtype=None):
+        if state_dtype not in _STATE_DTYPES:
+            raise ValueError(f"Invalid state_dtype: {state_dtype!r} (one of {_STATE_DTYPES})")
+        if state_dtype == "int8" and amsgrad:
+            raise ValueError("state_dtype='int8' keeps no running maximum of v: not with amsgrad")
         if not 0.0 <= lr:
             raise ValueError("Invalid learning rate: {}".format(lr))
         if not 0.0 <= eps:
@@ -209,7 +228,8 @@ class AdamW(_FusedOptimizer):
                              "capturable and differentiable are not supported")
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                         amsgrad=amsgrad, maximize=maximize, foreach=foreach,
-                        capturable=False, differentiable=False, fused=fused)
+                        capturable=False, differentiable=False, fused=fused,
+                        state_dtype=state_dtype)
         super().__init__(params, defaults, master_weights, rounding, seed)
 
     def __setstate__(self, state):
@@ -217,17 +237,21 @@ class AdamW(_FusedOptimizer):
         for group in self.param_groups:
             group.setdefault("amsgrad", False)
             group.setdefault("maximize", False)
+            group.setdefault("state_dtype", None)
+
+    @staticmethod
+    def _is_8bit(group, p):
+        return group.get("state_dtype") == "int8" and p.numel() >= MIN_8BIT_SIZE
 
     def _group_calls(self, group, grad_scale, found_inf):
         name = type(self).__name__
-        beta1, beta2 = group["betas"]
         wd = group["weight_decay"]
         maximize = group["maximize"]
         amsgrad = group["amsgrad"]
         l2 = not self._decoupled and wd != 0
         any_master = group["master_weights"]
         kahan = group["rounding"] == "kahan"
-        var, m, v, grads, maxs, working, comps, steps = [], [], [], [], [], [], [], []
+        buckets = {False: defaultdict(list), True: defaultdict(list)}  # by 8-bit or not
         for p in group["params"]:
             grad = p.grad
             if grad is None:
@@ -241,8 +265,7 @@ class AdamW(_FusedOptimizer):
             x = state["master_param"] if master else p
             ams = state["max_exp_avg_sq"] if amsgrad else None
             exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-            if grad.is_sparse:
-                raise RuntimeError(f"{name} does not support sparse gradients")
+            q = exp_avg.dtype == torch.uint8
             if not (x.is_contiguous() and grad.is_contiguous()):
                 # Dense tensors in another memory order (e.g. channels_last) go as 1-D views
                 # of their memory; the C++ API refuses anything else (161002).
@@ -266,20 +289,37 @@ class AdamW(_FusedOptimizer):
                 if grad_scale is not None:
                     grad = grad / grad_scale
                 grad = grad.add(x, alpha=wd)
-            var.append(x)
-            m.append(exp_avg)
-            v.append(exp_avg_sq)
-            grads.append(grad)
-            maxs.append(ams)
-            working.append(p_work if master else None)
+            b = buckets[q]
+            b["var"].append(x)
+            b["m"].append(exp_avg)
+            b["v"].append(exp_avg_sq)
+            if q:
+                b["absmax_m"].append(state["exp_avg_absmax"])
+                b["absmax_v"].append(state["exp_avg_sq_absmax"])
+            b["grad"].append(grad)
+            b["max_grad_norm"].append(ams)
+            b["working"].append(p_work if master else None)
             comp = self._compensation(group, p) if kahan else None
-            comps.append(_flat(comp) if comp is not None else None)
+            b["compensation"].append(_flat(comp) if comp is not None else None)
             step_t = state["step"]
             if not torch.is_tensor(step_t):  # a state_dict from a torch that kept a number
                 step_t = state["step"] = torch.tensor(float(step_t))
-            steps.append(step_t)
-        if not var:
-            return []
+            b["steps"].append(step_t)
+        calls = []
+        for q, b in buckets.items():
+            if b["var"]:
+                calls += self._bucket_calls(group, b, q, grad_scale, found_inf, l2)
+        return calls
+
+    def _bucket_calls(self, group, b, q, grad_scale, found_inf, l2):
+        """The calls of one kind of parameter (8-bit moments or not), one per step count."""
+        beta1, beta2 = group["betas"]
+        wd = group["weight_decay"]
+        maximize = group["maximize"]
+        amsgrad = group["amsgrad"]
+        any_master = group["master_weights"]
+        kahan = group["rounding"] == "kahan"
+        var, steps = b["var"], b["steps"]
         counts = torch.stack(steps).tolist() if len(steps) > 1 else [steps[0].item()]
         first = counts[0]
         if all(c == first for c in counts):
@@ -296,22 +336,36 @@ class AdamW(_FusedOptimizer):
         for count, idx in batches.items():
             step = int(count)
             kwargs = dict(
-                var=pick(var, idx), m=pick(m, idx), v=pick(v, idx), grad=pick(grads, idx),
-                max_grad_norm=pick(maxs, idx) if amsgrad else None,
-                working=pick(working, idx) if any_master else None,
-                compensation=pick(comps, idx) if kahan else None, step=step, lr=group["lr"],
-                beta1=beta1, beta2=beta2, weight_decay=wd if self._decoupled else 0.0,
-                eps=group["eps"], amsgrad=amsgrad, maximize=maximize and not l2,
-                grad_scale=None if l2 else grad_scale, found_inf=found_inf,
-                rounding=group["rounding"], seed=group["seed"], rng_step=step)
+                var=pick(var, idx), m=pick(b["m"], idx), v=pick(b["v"], idx),
+                grad=pick(b["grad"], idx),
+                working=pick(b["working"], idx) if any_master else None,
+                compensation=pick(b["compensation"], idx) if kahan else None, step=step,
+                lr=group["lr"], beta1=beta1, beta2=beta2,
+                weight_decay=wd if self._decoupled else 0.0, eps=group["eps"],
+                maximize=maximize and not l2, grad_scale=None if l2 else grad_scale,
+                found_inf=found_inf, rounding=group["rounding"], seed=group["seed"],
+                rng_step=step)
+            if q:
+                kwargs.update(absmax_m=pick(b["absmax_m"], idx), absmax_v=pick(b["absmax_v"], idx))
+                fn = _m.multi_tensor_adam_w_8bit
+            else:
+                kwargs.update(max_grad_norm=pick(b["max_grad_norm"], idx) if amsgrad else None,
+                              amsgrad=amsgrad)
+                fn = _m.multi_tensor_adam_w
             counters = pick(steps, idx)
-            calls.append((_m.multi_tensor_adam_w, kwargs,
-                          lambda c=counters: torch._foreach_add_(c, 1)))
+            calls.append((fn, kwargs, lambda c=counters: torch._foreach_add_(c, 1)))
         return calls
 
     def _init_state(self, group, p, state):
         like = self._master(group, p) if self._uses_master(group, p) else p
         state["step"] = torch.tensor(0.0)
+        if self._is_8bit(group, p):
+            # Fresh 8-bit state: codes 0 with absmax 0 decode to 0.
+            for key in ("exp_avg", "exp_avg_sq"):
+                state[key] = torch.zeros_like(like, dtype=torch.uint8,
+                                              memory_format=torch.preserve_format)
+                state[key + "_absmax"] = torch.zeros((p.numel() + _BLOCK - 1) // _BLOCK)
+            return
         state["exp_avg"] = torch.zeros_like(like, memory_format=torch.preserve_format)
         state["exp_avg_sq"] = torch.zeros_like(like, memory_format=torch.preserve_format)
         if group["amsgrad"]:
@@ -329,11 +383,12 @@ class Adam(AdamW):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False, fused=False, master_weights=False, rounding="nearest",
-                 seed=0):
+                 seed=0, state_dtype=None):
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                          amsgrad=amsgrad, maximize=maximize, foreach=foreach,
                          capturable=capturable, differentiable=differentiable, fused=fused,
-                         master_weights=master_weights, rounding=rounding, seed=seed)
+                         master_weights=master_weights, rounding=rounding, seed=seed,
+                         state_dtype=state_dtype)
 
 
 class SGD(_FusedOptimizer):

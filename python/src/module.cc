@@ -829,6 +829,51 @@ void bind_optim(py::module_& m) {
       "Fused AdamW (ApplyAdamWV2's math) over lists; step = steps already taken.");
 
   m.def(
+      "multi_tensor_adam_w_8bit",
+      [](py::handle var, py::handle m_, py::handle v, py::handle absmax_m, py::handle absmax_v,
+         py::handle grad, py::handle working, py::handle compensation, int64_t step, float lr,
+         float beta1, float beta2, float weight_decay, float eps, bool maximize,
+         py::handle grad_scale, py::handle found_inf, std::optional<float> clip_coef,
+         const std::string& rounding, uint64_t seed, uint64_t rng_step, bool validate_only) {
+        Buffers b;
+        using T = AdamW8bitParamTensors;
+        const std::vector<T> list = parameter_list<T>(
+            {{"var", var, Access::kWrite, &T::var},
+             {"m", m_, Access::kWrite, &T::m},
+             {"v", v, Access::kWrite, &T::v},
+             {"absmax_m", absmax_m, Access::kWrite, &T::absmax_m},
+             {"absmax_v", absmax_v, Access::kWrite, &T::absmax_v},
+             {"grad", grad, Access::kRead, &T::grad},
+             {"working", working, Access::kWrite, nullptr, &T::working},
+             {"compensation", compensation, Access::kWrite, nullptr, &T::compensation}},
+            b);
+        const MultiAdamWParams hp{.hyper = {.lr = lr,
+                                            .beta1 = beta1,
+                                            .beta2 = beta2,
+                                            .weight_decay = weight_decay,
+                                            .eps = eps,
+                                            .amsgrad = false,
+                                            .maximize = maximize},
+                                  .step = step};
+        const FusedStepOptions o =
+            fused_options(grad_scale, found_inf, clip_coef, rounding, seed, rng_step, b);
+        run([&] {
+          return validate_only ? multi_tensor_adam_w_8bit_validate(list, hp, o)
+                               : multi_tensor_adam_w_8bit(list, hp, o);
+        });
+      },
+      py::arg("var"), py::arg("m"), py::arg("v"), py::arg("absmax_m"), py::arg("absmax_v"),
+      py::arg("grad"), py::kw_only(), py::arg("working") = py::none(),
+      py::arg("compensation") = py::none(), py::arg("step"), py::arg("lr") = 1e-3f,
+      py::arg("beta1") = 0.9f, py::arg("beta2") = 0.999f, py::arg("weight_decay") = 1e-2f,
+      py::arg("eps") = 1e-8f, py::arg("maximize") = false, py::arg("grad_scale") = py::none(),
+      py::arg("found_inf") = py::none(), py::arg("clip_coef") = py::none(),
+      py::arg("rounding") = "nearest", py::arg("seed") = 0, py::arg("rng_step") = 0,
+      py::arg("validate_only") = false,
+      "Fused AdamW with 8-bit block-wise moments (UINT8 codes, one FLOAT absmax per 256) over "
+      "lists; step = steps already taken.");
+
+  m.def(
       "grad_norm",
       [](py::handle grads, double norm_type, py::handle grad_scale) {
         Buffers b;
