@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <random>
 #include <string>
@@ -20,6 +21,7 @@
 #include "mantissa/ops/apply_adam_w_v2.h"
 #include "mantissa/optim.h"
 #include "op_support.h"
+#include "ops/apply_adam_w_quant/quant_coder.h"
 #include "ops/apply_adam_w_v2/apply_adam_w_v2_desc.h"
 
 namespace mantissa::testing {
@@ -296,6 +298,48 @@ TEST(MultiTensor8bit, ValidationNamesTheParameterAndWritesNothing) {
     EXPECT_NE(s.message().find(r.named), std::string::npos) << s.message();
     EXPECT_NE(s.message().find("multi_tensor_adam_w_8bit"), std::string::npos) << s.message();
     for (std::size_t i = 0; i < got.size(); ++i) expect_same(got[i], before[i], std::to_string(i));
+  }
+}
+
+// The coders' tables give the search's code for every value of [-1, 1]: the code is monotonic
+// there (quant_coder.h), so checking each bucket's ends and each threshold and the value above
+// it covers every value. m's sign rule never changes a code of the signed map.
+TEST(MultiTensor8bit, TablesGiveTheSearchsCodes) {
+  for (bool is_signed : {true, false}) {
+    SCOPED_TRACE(is_signed ? "signed" : "unsigned");
+    const mantissa::detail::QuantCoder& c = mantissa::detail::dynamic_quant_coder(is_signed);
+    const float* q = c.map.data();
+    EXPECT_EQ(c.coarse_buckets, 0);
+    // The scalar reading of the table, as TableCode reads it.
+    auto table = [&](float x) {
+      if (std::isnan(x)) return 0;
+      const uint32_t bits = std::bit_cast<uint32_t>(x), e = c.entry[bits >> 16];
+      const uint32_t key = (bits & 0xFFFFu) ^ ((bits >> 31) != 0 ? 0xFFFFu : 0u);
+      return static_cast<int>(e >> 16) + (key > (e & 0xFFFFu) ? 1 : 0);
+    };
+    auto check = [&](float x) {
+      const int want = mantissa::detail::search_code(q, x);
+      ASSERT_EQ(table(x), want) << x;
+      if (is_signed) {  // the sign rule: a code whose entry has x's opposite sign
+        ASSERT_FALSE((x > 0 && q[want] < 0) || (x < 0 && q[want] > 0)) << x;
+      }
+    };
+    int64_t checked = 0;
+    for (uint32_t h = 0; h < 65536; ++h) {
+      for (uint32_t low : {0u, 0xFFFFu}) {
+        const float x = std::bit_cast<float>(h << 16 | low);
+        if (std::fabs(x) <= 1.0f) check(x), ++checked;
+      }
+    }
+    for (int k = 0; k < 255; ++k) {
+      check(c.upper[k]);
+      check(std::nextafter(c.upper[k], 2.0f));
+    }
+    check(std::numeric_limits<float>::quiet_NaN());
+    std::mt19937 rng(9);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (int i = 0; i < 200000; ++i) check(is_signed ? u(rng) : std::fabs(u(rng)));
+    EXPECT_GT(checked, 60000);
   }
 }
 

@@ -149,9 +149,9 @@ MANTISSA_API Status multi_tensor_adam_w_validate(std::span<const AdamWParamTenso
 MANTISSA_API Status multi_tensor_adam_w_8bit(std::span<const AdamW8bitParamTensors> params,
                                              const MultiAdamWParams& p,
                                              const FusedStepOptions& o = {});
-MANTISSA_API Status multi_tensor_adam_w_8bit_validate(
-    std::span<const AdamW8bitParamTensors> params, const MultiAdamWParams& p,
-    const FusedStepOptions& o = {});
+MANTISSA_API Status multi_tensor_adam_w_8bit_validate(std::span<const AdamW8bitParamTensors> params,
+                                                      const MultiAdamWParams& p,
+                                                      const FusedStepOptions& o = {});
 
 // ---- Global gradient norm and clipping ------------------------------------------------------
 

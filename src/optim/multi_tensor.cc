@@ -158,9 +158,12 @@ void StepRange(const detail::MtArgs& a, const detail::MtTensor& t, int64_t begin
   });
 }
 
-// Block b of tensor t, elements [begin, end), with 8-bit moments: the first pass computes the
-// new moments for the block's absmax, the second recomputes them (the same bits), writes the
-// weights and codes the moments (ops/apply_adam_w_quant/quant_state-inl.h).
+// Block b of tensor t, elements [begin, end), with 8-bit moments. The first pass runs AdamW on
+// the dequantized moments, writes the weights, keeps the new moments (fp32, in L1) and takes
+// their absmax; the second codes them (ops/apply_adam_w_quant/quant_state-inl.h) through the
+// maps' tables, which give the search's codes for every moment / absmax (in [-1, 1] or NaN).
+// m's sign rule never moves a code of the signed dynamic map (it holds 0, so the nearest entry
+// of a positive x is never negative): the table's code is the final one.
 template <class State, class Grad, class Writer>
 void AdamW8bitBlock(const detail::MtArgs& a, const detail::MtTensor& t, int64_t begin,
                     int64_t end) {
@@ -172,8 +175,8 @@ void AdamW8bitBlock(const detail::MtArgs& a, const detail::MtTensor& t, int64_t 
   uint8_t* const m_codes = static_cast<uint8_t*>(t.s0);
   uint8_t* const v_codes = static_cast<uint8_t*>(t.s1);
   const G* const grad_p = static_cast<const G*>(t.grad);
-  const float* const qm = a.qmap_m;
-  const float* const qv = a.qmap_v;
+  const detail::QuantCoder& cm = *a.coder_m;
+  const detail::QuantCoder& cv = *a.coder_v;
   const bool unscale = a.unscale, maximize = a.maximize;
   const float scale = a.scale, clip = a.clip;
   const detail::AdamWConstants adam_w = a.adam_w;
@@ -183,47 +186,47 @@ void AdamW8bitBlock(const detail::MtArgs& a, const detail::MtTensor& t, int64_t 
       detail::mix32(t.sr_key ^ static_cast<uint32_t>(static_cast<uint64_t>(begin) >> 32));
   const int64_t b = begin / detail::kQuantBlock;
   const float am = t.absmax_m[b], av = t.absmax_v[b];
-  // The old weight and AdamW's results for lanes [i, i + Lanes(dd)).
-  const auto step = [&](auto dd, int64_t i) MANTISSA_VECTOR_BODY {
+  HWY_ALIGN float new_m[detail::kQuantBlock], new_v[detail::kQuantBlock];
+  const D d;
+  const D1 d1;
+  auto acc_m = hn::Zero(d), acc_v = hn::Zero(d);
+  auto tail_m = hn::Zero(d1), tail_v = hn::Zero(d1);
+  // Pass 1 over lanes [i, i + Lanes(dd)).
+  const auto step = [&](auto dd, int64_t i, auto& max_m, auto& max_v) MANTISSA_VECTOR_BODY {
+    using DD = decltype(dd);
     const auto var = LoadF32<State>(dd, var_p + i);
     auto g = LoadF32<Grad>(dd, grad_p + i);
     if (unscale) g = hn::Mul(hn::Div(g, hn::Set(dd, scale)), hn::Set(dd, clip));
     // qmap[code] * absmax
-    const auto m = hn::Mul(hn::GatherIndex(dd, qm, LoadCodes(dd, m_codes + i)), hn::Set(dd, am));
-    const auto v = hn::Mul(hn::GatherIndex(dd, qv, LoadCodes(dd, v_codes + i)), hn::Set(dd, av));
-    return std::pair{var, AdamWMath(dd, adam_w, false, maximize, var, m, v, g, hn::Zero(dd))};
+    const auto m =
+        hn::Mul(hn::GatherIndex(dd, cm.map.data(), LoadCodes(dd, m_codes + i)), hn::Set(dd, am));
+    const auto v =
+        hn::Mul(hn::GatherIndex(dd, cv.map.data(), LoadCodes(dd, v_codes + i)), hn::Set(dd, av));
+    const auto r = AdamWMath(dd, adam_w, false, maximize, var, m, v, g, hn::Zero(dd));
+    StoreWeights<State, Writer>(dd, var, r.var, var_p, comp, working, sr_hi_key, i);
+    hn::StoreU(r.m, dd, new_m + (i - begin));
+    hn::StoreU(r.v, dd, new_v + (i - begin));
+    max_m = MaxKeepNaN<DD>(max_m, hn::Abs(r.m));
+    max_v = MaxKeepNaN<DD>(max_v, hn::Abs(r.v));
   };
-  const D d;
-  const D1 d1;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
-  auto acc_m = hn::Zero(d), acc_v = hn::Zero(d);
-  auto tail_m = hn::Zero(d1), tail_v = hn::Zero(d1);
   int64_t i = begin;
-  for (; i + lanes <= end; i += lanes) {
-    const auto r = step(d, i).second;
-    acc_m = MaxKeepNaN<D>(acc_m, hn::Abs(r.m));
-    acc_v = MaxKeepNaN<D>(acc_v, hn::Abs(r.v));
-  }
-  for (; i < end; ++i) {
-    const auto r = step(d1, i).second;
-    tail_m = MaxKeepNaN<D1>(tail_m, hn::Abs(r.m));
-    tail_v = MaxKeepNaN<D1>(tail_v, hn::Abs(r.v));
-  }
-  const float new_m = FinishAbsMax(d, acc_m, tail_m);
-  const float new_v = FinishAbsMax(d, acc_v, tail_v);
-  const auto write = [&](auto dd, int64_t j) MANTISSA_VECTOR_BODY {
-    const auto [var, r] = step(dd, j);
-    StoreWeights<State, Writer>(dd, var, r.var, var_p, comp, working, sr_hi_key, j);
-    const auto norm_m = hn::Div(r.m, hn::Set(dd, new_m));
-    const auto norm_v = hn::Div(r.v, hn::Set(dd, new_v));
-    StoreCodes(dd, FixSign(dd, qm, norm_m, NearestCode(dd, qm, norm_m)), m_codes + j);
-    StoreCodes(dd, NearestCode(dd, qv, norm_v), v_codes + j);
+  for (; i + lanes <= end; i += lanes) step(d, i, acc_m, acc_v);
+  for (; i < end; ++i) step(d1, i, tail_m, tail_v);
+  const float absmax_m = FinishAbsMax(d, acc_m, tail_m);
+  const float absmax_v = FinishAbsMax(d, acc_v, tail_v);
+  // Pass 2: moment / absmax, coded.
+  const auto code = [&](auto dd, int64_t j) MANTISSA_VECTOR_BODY {
+    const auto x_m = hn::Div(hn::LoadU(dd, new_m + (j - begin)), hn::Set(dd, absmax_m));
+    const auto x_v = hn::Div(hn::LoadU(dd, new_v + (j - begin)), hn::Set(dd, absmax_v));
+    StoreCodes(dd, TableCode(dd, cm, x_m), m_codes + j);
+    StoreCodes(dd, TableCode(dd, cv, x_v), v_codes + j);
   };
   i = begin;
-  for (; i + lanes <= end; i += lanes) write(d, i);
-  for (; i < end; ++i) write(d1, i);
-  t.absmax_m[b] = new_m;
-  t.absmax_v[b] = new_v;
+  for (; i + lanes <= end; i += lanes) code(d, i);
+  for (; i < end; ++i) code(d1, i);
+  t.absmax_m[b] = absmax_m;
+  t.absmax_v[b] = absmax_v;
 }
 
 template <detail::MtAlgo kAlgo, class State, class Grad, class Writer>
@@ -417,8 +420,8 @@ HWY_AFTER_NAMESPACE();
 #include "core/reduce.h"
 #include "core/runtime_internal.h"
 #include "core/validate.h"
-#include "mantissa/ops/foreach_non_finite_check_and_unscale.h"
 #include "mantissa/ops/apply_adam_w_quant.h"
+#include "mantissa/ops/foreach_non_finite_check_and_unscale.h"
 #include "mantissa/optim.h"
 #include "ops/sgd/sgd_desc.h"
 
@@ -583,8 +586,7 @@ struct AdamW8bitParamOp {
   static constexpr OpHooks<Tensors, Params> kHooks{.params_beyond_attrs = true};
   static constexpr AclHooks<Tensors, Params> kAclHooks{};
   static Status check_params(const Tensors& t, const Params& p) {
-    MANTISSA_RETURN_IF_ERROR(
-        check_param_forms(kType, t.var, t.grad, t.working, t.compensation, p));
+    MANTISSA_RETURN_IF_ERROR(check_param_forms(kType, t.var, t.grad, t.working, t.compensation, p));
     const int64_t n = *t.var.numel();
     const int64_t blocks = (n + kQuantBlock - 1) / kQuantBlock;
     for (const auto& [absmax, name] :
@@ -953,15 +955,13 @@ Status multi_tensor_adam_w_8bit(std::span<const AdamW8bitParamTensors> params,
       t.absmax_v = static_cast<float*>(q.absmax_v.data);
       tensors.push_back(t);
     }
-    static const std::array<float, 256> kSigned = dynamic_quant_map(true);
-    static const std::array<float, 256> kUnsigned = dynamic_quant_map(false);
     detail::MtArgs a;
     a.algo = detail::MtAlgo::kAdamW8bit;
     a.maximize = p.hyper.maximize;
     a.adam_w = detail::adam_w_constants(static_cast<double>(p.step), p.hyper.lr, p.hyper.beta1,
                                         p.hyper.beta2, p.hyper.weight_decay, p.hyper.eps);
-    a.qmap_m = kSigned.data();
-    a.qmap_v = kUnsigned.data();
+    a.coder_m = &detail::dynamic_quant_coder(true);
+    a.coder_v = &detail::dynamic_quant_coder(false);
     detail::run_list(a, tensors, o);
     return {};
   });

@@ -8,6 +8,7 @@
 #include "mantissa/dtype.h"
 #include "mantissa/tensor.h"
 #include "ops/apply_adam_d/apply_adam_d_kernel.h"
+#include "ops/apply_adam_w_quant/quant_coder.h"
 #include "ops/apply_adam_w_v2/apply_adam_w_v2_kernel.h"
 
 namespace mantissa::detail {
@@ -84,8 +85,9 @@ struct MtArgs {
   bool adam_d_nesterov = false;
   // AdamW
   AdamWConstants adam_w;
-  const float* qmap_m = nullptr;  // kAdamW8bit: the signed and unsigned dynamic maps
-  const float* qmap_v = nullptr;
+  // kAdamW8bit: the signed and unsigned dynamic maps and their coders.
+  const QuantCoder* coder_m = nullptr;
+  const QuantCoder* coder_v = nullptr;
   bool amsgrad = false;
   bool maximize = false;
 };

@@ -326,6 +326,45 @@ class MultiStepCall final : public PreparedCall {
   std::vector<SgdParamTensors> sgd_;
 };
 
+// multi_tensor_adam_w_8bit over the list: codes spread over the maps, absmax of ordinary
+// moments (0.01 for m, 1e-4 for v).
+class AdamW8bitListCall final : public PreparedCall {
+ public:
+  AdamW8bitListCall(DType dtype, const std::vector<Shape>& shapes)
+      : var_(dtype, shapes, 0.0f, 2.0f), g_(dtype, shapes, 0.0f, 0.4f) {
+    uint32_t state = 7u;
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      const int64_t n = *var_.views[i].numel(), blocks = (n + 255) / 256;
+      for (auto* codes : {&m_, &v_}) {
+        codes->emplace_back(static_cast<std::size_t>(n));
+        for (uint8_t& c : codes->back()) {
+          state = state * 1664525u + 1013904223u;
+          c = static_cast<uint8_t>(state >> 24);
+        }
+      }
+      am_.emplace_back(static_cast<std::size_t>(blocks), 0.01f);
+      av_.emplace_back(static_cast<std::size_t>(blocks), 1e-4f);
+    }
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      const TensorView& x = var_.views[i];
+      const std::span<const int64_t> shape(x.shape.data(), static_cast<std::size_t>(x.rank));
+      const std::array<int64_t, 1> blocks{static_cast<int64_t>(am_[i].size())};
+      params_.push_back({x, TensorView(m_[i].data(), DType::kUInt8, shape),
+                         TensorView(v_[i].data(), DType::kUInt8, shape),
+                         TensorView(am_[i].data(), DType::kFloat32, blocks),
+                         TensorView(av_[i].data(), DType::kFloat32, blocks), g_.views[i],
+                         std::nullopt, std::nullopt});
+    }
+  }
+  void run() override { (void)multi_tensor_adam_w_8bit(params_, {.hyper = {}, .step = 9}); }
+
+ private:
+  ListBuffers var_, g_;
+  std::vector<std::vector<uint8_t>> m_, v_;
+  std::vector<std::vector<float>> am_, av_;
+  std::vector<AdamW8bitParamTensors> params_;
+};
+
 // ForeachNorm over four tensors of about n/4 elements (the list path), one norm per tensor.
 class NormCall final : public PreparedCall {
  public:
@@ -586,9 +625,22 @@ int64_t case_elements(const OpCase& c, int64_t n) {
 }
 
 std::vector<ListCase> list_cases() {
-  return {
-      {"unscale", {1, 0}}, {"check-only", {0, 1}}, {"inspect", {0, 1}}, {"unscale+inspect", {1, 0}},
-      {"adamw", {3, 1}},   {"adam", {3, 1}},       {"sgd", {3, 1}}};
+  return {{"unscale", {1, 0}}, {"check-only", {0, 1}},
+          {"inspect", {0, 1}}, {"unscale+inspect", {1, 0}},
+          {"adamw", {3, 1}},   {"adamw8bit", {1, 1}, 2},
+          {"adam", {3, 1}},    {"sgd", {3, 1}}};
+}
+
+Traffic ListCase::probe_traffic(std::size_t element_size, int64_t* stream_bytes) const {
+  const auto e = static_cast<int64_t>(element_size);
+  if (byte_streams == 0) {
+    *stream_bytes = e;
+    return traffic;
+  }
+  // Read-write and read-only bytes per element, in streams of byte_streams bytes each.
+  const int64_t rmw = e * traffic.rmw_streams + byte_streams, ro = e * traffic.ro_streams;
+  *stream_bytes = byte_streams;
+  return {static_cast<int>(rmw / byte_streams), static_cast<int>(ro / byte_streams)};
 }
 
 std::unique_ptr<PreparedCall> prepare_list(const std::string& op, DType dtype,
@@ -598,6 +650,7 @@ std::unique_ptr<PreparedCall> prepare_list(const std::string& op, DType dtype,
   }
   if (op == "adamw")
     return std::make_unique<MultiStepCall>(MultiStepCall::Kind::kAdamW, dtype, shapes);
+  if (op == "adamw8bit") return std::make_unique<AdamW8bitListCall>(dtype, shapes);
   if (op == "adam")
     return std::make_unique<MultiStepCall>(MultiStepCall::Kind::kAdamD, dtype, shapes);
   if (op == "sgd") return std::make_unique<MultiStepCall>(MultiStepCall::Kind::kSgd, dtype, shapes);

@@ -71,7 +71,16 @@ class Probe {
 using Shape = std::vector<int64_t>;
 struct ListCase {
   std::string op;   // "unscale", "check-only", ...
-  Traffic traffic;  // per element of the list
+  Traffic traffic;  // per element of the list, in elements of the list's dtype
+  // Read-write streams of one byte per element besides `traffic` (8-bit optimizer state).
+  int byte_streams = 0;
+  int64_t bytes_per_element(std::size_t element_size) const {
+    return traffic.bytes_per_element(element_size) + 2 * byte_streams;
+  }
+  // The probe moving the same bytes, read-write and read-only, per element: fp32 streams of
+  // `stream_bytes` bytes per element of the list (the element size, or 2 with byte streams:
+  // var, grad and two byte streams as 3 + 2 streams of 2 bytes for fp32, 2 + 1 for 16 bits).
+  Traffic probe_traffic(std::size_t element_size, int64_t* stream_bytes) const;
 };
 std::vector<ListCase> list_cases();
 // One call over tensors of these shapes in `dtype` (nullptr for an unknown op).

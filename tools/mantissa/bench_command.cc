@@ -280,8 +280,10 @@ int run_list(const ListOptions& o) {
                             : dtype_name == "fp16" ? DType::kFloat16
                                                    : DType::kFloat32;
         auto call = bench::prepare_list(c.op, dtype, shapes);
-        const int64_t bpe = c.traffic.bytes_per_element(dtype_size(dtype));
-        bench::Probe probe(c.traffic, elements * static_cast<int64_t>(dtype_size(dtype)));
+        const int64_t bpe = c.bytes_per_element(dtype_size(dtype));
+        int64_t stream_bytes = 0;
+        const bench::Traffic probe_traffic = c.probe_traffic(dtype_size(dtype), &stream_bytes);
+        bench::Probe probe(probe_traffic, elements * stream_bytes);
         for (int threads : o.threads) {
           if (!set_num_threads(threads).ok()) continue;
           const auto [seconds, probe_seconds] =

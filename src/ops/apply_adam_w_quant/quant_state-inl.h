@@ -17,6 +17,7 @@
 
 #include "core/simd-inl.h"
 #include "hwy/highway.h"
+#include "ops/apply_adam_w_quant/quant_coder.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace mantissa::HWY_NAMESPACE {
@@ -78,6 +79,26 @@ HWY_INLINE hn::Vec<hn::RebindToSigned<D>> NearestCode(D d, const float* HWY_REST
   const auto to_lower = hn::Abs(hn::Sub(x, hn::GatherIndex(d, map, lower)));
   const auto to_upper = hn::Abs(hn::Sub(x, hn::GatherIndex(d, map, upper)));
   return hn::IfThenElse(hn::RebindMask(di, hn::Le(to_lower, to_upper)), lower, upper);
+}
+
+// The search's code through a coder's table (ops/apply_adam_w_quant/quant_coder.h): the same
+// code as NearestCode for x in [-1, 1], or NaN, with one gather.
+template <class D>
+HWY_INLINE hn::Vec<hn::RebindToSigned<D>> TableCode(D, const detail::QuantCoder& c, hn::Vec<D> x) {
+  const hn::RebindToSigned<D> di;
+  const hn::RebindToUnsigned<D> du;
+  const auto bits = hn::BitCast(du, x);
+  const auto e =
+      hn::BitCast(du, hn::GatherIndex(di, reinterpret_cast<const int32_t*>(c.entry.data()),
+                                      hn::BitCast(di, hn::ShiftRight<16>(bits))));
+  // The key: the low 16 bits, inverted for a negative value.
+  const auto flip =
+      hn::And(hn::BitCast(du, hn::BroadcastSignBit(hn::BitCast(di, bits))), hn::Set(du, 0xFFFFu));
+  const auto key = hn::BitCast(di, hn::Xor(hn::And(bits, hn::Set(du, 0xFFFFu)), flip));
+  const auto threshold = hn::BitCast(di, hn::And(e, hn::Set(du, 0xFFFFu)));
+  const auto code = hn::Add(hn::BitCast(di, hn::ShiftRight<16>(e)),
+                            hn::IfThenElseZero(hn::Gt(key, threshold), hn::Set(di, 1)));
+  return hn::IfThenZeroElse(hn::RebindMask(di, hn::IsNaN(x)), code);
 }
 
 // m's signed map: a code whose entry has the sign opposite to x's moves one step towards x's
