@@ -1,0 +1,224 @@
+#!/usr/bin/python3
+"""Adam's moments in 8 bits against fp32 moments: the same models, data, initial weights and
+batch order, trained with each state format; validation loss and accuracy side by side.
+
+    /usr/bin/python3 scripts/optimizer_state_accuracy.py [--build build] [--out DIR]
+        [--epochs 30] [--seeds 3] [--steps 300] [--threads 2] [--skip-gpt]
+
+Optimizers (all AdamW, PyTorch's defaults but lr and weight decay):
+  torch      torch.optim.AdamW (foreach), fp32 moments: the peer
+  fp32       mantissa.torch.AdamW, fp32 moments (multi_tensor_adam_w)
+  int8       mantissa.torch.AdamW(state_dtype="int8"): 8-bit block-wise moments
+             (multi_tensor_adam_w_8bit) for parameters of at least 4096 elements
+
+Models (the ones of scripts/train_side_by_side.py, whose helpers this script uses):
+  digits MLP  python3-sklearn's digits, mantissa's split and standardisation, Linear-LayerNorm-
+              ReLU x 2 (256 wide) and a classifier: AdamW lr 1e-3, wd 0.01, batch 64; each seed
+              gives every optimizer the same initial weights and batch order
+  GPT         the GPT of `mantissa train --model gpt` rebuilt in PyTorch from mantissa's
+              exported initial weights, on the fortunes corpus with mantissa's batches, warmup +
+              cosine lr 1e-3, betas 0.9/0.95, weight decay 0.1 on matrices, clipping at 1 (needs
+              the built `mantissa` tool)
+
+Writes state_accuracy.md (the tables), state_accuracy.json (every run) and state_accuracy.svg
+(the GPT's validation loss against steps for each format) into --out.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import train_side_by_side as sbs  # noqa: E402
+
+import mantissa  # noqa: E402
+import mantissa.torch  # noqa: E402
+
+DIGITS = "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz"
+FORMATS = ("torch", "fp32", "int8")
+
+
+def make_optimizer(fmt, groups, **kw):
+    if fmt == "torch":
+        return torch.optim.AdamW(groups, foreach=True, **kw)
+    return mantissa.torch.AdamW(groups, state_dtype="int8" if fmt == "int8" else None, **kw)
+
+
+def state_bytes(opt):
+    return sum(t.numel() * t.element_size() for s in opt.state.values() for k, t in s.items()
+               if torch.is_tensor(t) and k != "step")
+
+
+def mlp_run(data, fmt, seed, epochs, batch=64, hidden=(256, 256)):
+    torch.manual_seed(seed)
+    xtr, ytr, xte, yte, classes = data
+    widths = [xtr.shape[1]] + list(hidden)
+    layers = []
+    for a, b in zip(widths[:-1], widths[1:]):
+        layers += [torch.nn.Linear(a, b), torch.nn.LayerNorm(b), torch.nn.ReLU()]
+    layers.append(torch.nn.Linear(widths[-1], classes))
+    model = torch.nn.Sequential(*layers)
+    opt = make_optimizer(fmt, model.parameters(), lr=1e-3, weight_decay=0.01)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    gen = torch.Generator().manual_seed(seed)
+    for _ in range(epochs):
+        order = torch.randperm(len(ytr), generator=gen)
+        for b in range(0, len(ytr), batch):
+            idx = order[b:b + batch]
+            loss = loss_fn(model(xtr[idx]), ytr[idx])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+    with torch.no_grad():
+        logits = model(xte)
+        return {"test_loss": loss_fn(logits, yte).item(),
+                "test_accuracy": (logits.argmax(1) == yte).float().mean().item(),
+                "state_bytes": state_bytes(opt),
+                "params": sum(p.numel() for p in model.parameters())}
+
+
+def gpt_run(init_dir, c, a, train, val_batches, fmt):
+    p, decay = sbs.load_init(init_dir, c)
+    mask = torch.triu(torch.ones(c["context"], c["context"], dtype=torch.bool), diagonal=1)
+    opt = make_optimizer(
+        fmt, [{"params": [t for n, t in p.items() if decay[n]], "weight_decay": a.weight_decay},
+              {"params": [t for n, t in p.items() if not decay[n]], "weight_decay": 0.0}],
+        lr=a.lr, betas=(0.9, 0.95), eps=1e-8)
+    params = list(p.values())
+    count = sum(len(tok) for tok, _ in val_batches)
+
+    def evaluate():
+        with torch.no_grad():
+            return sum(sbs.gpt_loss(p, c, tok, tgt, mask).item() * len(tok)
+                       for tok, tgt in val_batches) / count
+
+    evals, seconds = [(0, evaluate())], []
+    for step in range(c["steps"]):
+        tok, tgt = sbs.training_batch(train, c["context"], c["batch_size"], c["seed"], step)
+        t0 = time.perf_counter()
+        loss = sbs.gpt_loss(p, c, tok, tgt, mask)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, a.clip)
+        for g in opt.param_groups:
+            g["lr"] = sbs.lr_at(step, a, c["steps"])
+        opt.step()
+        seconds.append(time.perf_counter() - t0)
+        if (step + 1) % c["eval_every"] == 0 or step + 1 == c["steps"]:
+            evals.append((step + 1, evaluate()))
+            print(f"  {fmt} step {step + 1}: validation loss {evals[-1][1]:.4f}", flush=True)
+    return {"evals": evals, "final_val_loss": evals[-1][1], "state_bytes": state_bytes(opt),
+            "params": sum(t.numel() for t in params),
+            "step_time_s": statistics.median(seconds)}
+
+
+def svg(gpt, path):
+    """The validation loss from the first evaluation after step 0 (step 0's loss, the same for
+    every format, would flatten the rest), one line per format, the legend with final losses."""
+    w, h, pad = 640, 360, 60
+    curves = {f: [(s, v) for s, v in r["evals"] if s > 0] for f, r in gpt.items()}
+    pts = [v for c in curves.values() for _, v in c]
+    lo, hi = min(pts), max(pts)
+    first = min(s for c in curves.values() for s, _ in c)
+    last = max(s for c in curves.values() for s, _ in c)
+    colors = {"torch": "#888888", "fp32": "#1f77b4", "int8": "#d62728"}
+    dashes = {"torch": "", "fp32": ' stroke-dasharray="6,4"', "int8": ""}
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
+           f'font-family="sans-serif" font-size="12">',
+           f'<text x="{pad}" y="20">GPT validation loss, Adam\'s moments in fp32 and in 8 bits</text>',
+           f'<line x1="{pad}" y1="{h - pad}" x2="{w - pad}" y2="{h - pad}" stroke="black"/>',
+           f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{h - pad}" stroke="black"/>',
+           f'<text x="{pad}" y="{h - pad + 18}">step {first}</text>',
+           f'<text x="{w - pad - 50}" y="{h - pad + 18}">step {last}</text>',
+           f'<text x="5" y="{pad + 4}">{hi:.3f}</text>',
+           f'<text x="5" y="{h - pad}">{lo:.3f}</text>']
+    for k, (fmt, c) in enumerate(curves.items()):
+        xy = [(pad + (w - 2 * pad) * (s - first) / max(1, last - first),
+               h - pad - (h - 2 * pad) * (v - lo) / max(1e-12, hi - lo)) for s, v in c]
+        out.append(f'<polyline fill="none" stroke="{colors[fmt]}" stroke-width="2"{dashes[fmt]} '
+                   'points="' + " ".join(f"{x:.1f},{y:.1f}" for x, y in xy) + '"/>')
+        out.append(f'<text x="{w - pad - 170}" y="{pad + 16 * k}" fill="{colors[fmt]}">{fmt}: '
+                   f'final {gpt[fmt]["final_val_loss"]:.4f}</text>')
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=os.path.join(os.path.dirname(__file__), "..", "build"))
+    ap.add_argument("--out", default="state-accuracy")
+    ap.add_argument("--epochs", type=int, default=30)
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--skip-gpt", action="store_true")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    sbs.set_threads(a.threads)
+    mantissa.set_num_threads(a.threads)
+    lines = [f"{mantissa.version()}, torch {torch.__version__}, {a.threads} threads", ""]
+
+    data = sbs.load(DIGITS, 0)
+    mlp = {f: [] for f in FORMATS}
+    for seed in range(a.seeds):
+        for f in FORMATS:
+            mlp[f].append(mlp_run(data, f, seed, a.epochs))
+            r = mlp[f][-1]
+            print(f"digits seed {seed} {f}: test loss {r['test_loss']:.4f}, accuracy "
+                  f"{r['test_accuracy']:.4f}", flush=True)
+    base = statistics.mean(r["test_loss"] for r in mlp["fp32"])
+    lines += [f"digits MLP 64-256-256-10, AdamW lr 1e-3 wd 0.01, batch 64, {a.epochs} epochs, "
+              f"{a.seeds} seeds (the same initial weights and batches for every format)", "",
+              "| moments | state bytes | test loss (mean of seeds) | vs fp32 moments | "
+              "test accuracy |", "|---|---|---|---|---|"]
+    for f in FORMATS:
+        loss = statistics.mean(r["test_loss"] for r in mlp[f])
+        acc = statistics.mean(r["test_accuracy"] for r in mlp[f])
+        lines.append(f"| {f} | {mlp[f][0]['state_bytes']} | {loss:.4f} | "
+                     f"{(loss / base - 1) * 100:+.2f}% | {acc:.4f} |")
+    lines.append("")
+
+    gpt = {}
+    if not a.skip_gpt:
+        ga = argparse.Namespace(lr=1e-3, weight_decay=0.1, clip=1.0, warmup=None, data=None)
+        c = {"layers": 4, "d_model": 128, "heads": 4, "context": 128, "vocab": 256,
+             "mlp": "gelu", "norm": "layernorm", "tied": True, "batch_size": 16,
+             "steps": a.steps, "eval_every": 50, "eval_windows": 128, "seed": 0}
+        train, val, _ = sbs.load_text(None, c["context"])
+        count = min(c["eval_windows"], len(val) - c["context"])
+        val_batches = sbs.validation_batches(val, c["context"], count, c["batch_size"])
+        tool = os.path.join(a.build, "mantissa")
+        with tempfile.TemporaryDirectory() as init_dir:
+            sbs.mantissa_gpt(tool, sbs.gpt_flags(c, ga, 0), "fp32", a.threads, export=init_dir)
+            for f in FORMATS:
+                gpt[f] = gpt_run(init_dir, c, ga, train, val_batches, f)
+        base = gpt["fp32"]["final_val_loss"]
+        lines += [f"GPT (4 layers, d 128, context 128, {gpt['fp32']['params']} parameters), "
+                  f"fortunes corpus, {a.steps} steps of 16 x 128 bytes, fp32 weights", "",
+                  "| moments | state bytes | validation loss | vs fp32 moments |",
+                  "|---|---|---|---|"]
+        for f in FORMATS:
+            r = gpt[f]
+            lines.append(f"| {f} | {r['state_bytes']} | {r['final_val_loss']:.4f} | "
+                         f"{(r['final_val_loss'] / base - 1) * 100:+.2f}% |")
+        svg(gpt, os.path.join(a.out, "state_accuracy.svg"))
+    text = "\n".join(lines) + "\n"
+    print(text)
+    with open(os.path.join(a.out, "state_accuracy.md"), "w") as fh:
+        fh.write(text)
+    with open(os.path.join(a.out, "state_accuracy.json"), "w") as fh:
+        json.dump({"threads": a.threads, "epochs": a.epochs, "seeds": a.seeds, "steps": a.steps,
+                   "mlp": mlp, "gpt": gpt}, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
