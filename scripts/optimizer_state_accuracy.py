@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""Adam's moments in 8 bits against fp32 moments: the same models, data, initial weights and
-batch order, trained with each state format; validation loss and accuracy side by side.
+"""Adam's moments in each compact format against fp32 moments: the same models, data, initial
+weights and batch order, trained with each state format; validation loss and accuracy side by
+side.
 
     /usr/bin/python3 scripts/optimizer_state_accuracy.py [--build build] [--out DIR]
         [--epochs 30] [--seeds 3] [--steps 300] [--threads 2] [--skip-gpt]
@@ -8,8 +9,11 @@ batch order, trained with each state format; validation loss and accuracy side b
 Optimizers (all AdamW, PyTorch's defaults but lr and weight decay):
   torch      torch.optim.AdamW (foreach), fp32 moments: the peer
   fp32       mantissa.torch.AdamW, fp32 moments (multi_tensor_adam_w)
-  int8       mantissa.torch.AdamW(state_dtype="int8"): 8-bit block-wise moments
-             (multi_tensor_adam_w_8bit) for parameters of at least 4096 elements
+  bf16       mantissa.torch.AdamW(state_dtype="bf16"): bf16 moments (multi_tensor_adam_w_compact)
+  int8       state_dtype="int8": 8-bit block-wise dynamic moments (blocks of 256)
+  int4       state_dtype="int4": torchao's 4-bit moments (blocks of 128)
+  fp8        state_dtype="fp8": E4M3 moments with a per-block scale (blocks of 256)
+             (the quantized formats for parameters of at least 4096 elements)
 
 Models (the ones of scripts/train_side_by_side.py, whose helpers this script uses):
   digits MLP  python3-sklearn's digits, mantissa's split and standardisation, Linear-LayerNorm-
@@ -41,13 +45,13 @@ import mantissa  # noqa: E402
 import mantissa.torch  # noqa: E402
 
 DIGITS = "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz"
-FORMATS = ("torch", "fp32", "int8")
+FORMATS = ("torch", "fp32", "bf16", "int8", "int4", "fp8")
 
 
 def make_optimizer(fmt, groups, **kw):
     if fmt == "torch":
         return torch.optim.AdamW(groups, foreach=True, **kw)
-    return mantissa.torch.AdamW(groups, state_dtype="int8" if fmt == "int8" else None, **kw)
+    return mantissa.torch.AdamW(groups, state_dtype=None if fmt == "fp32" else fmt, **kw)
 
 
 def state_bytes(opt):
@@ -127,11 +131,13 @@ def svg(gpt, path):
     lo, hi = min(pts), max(pts)
     first = min(s for c in curves.values() for s, _ in c)
     last = max(s for c in curves.values() for s, _ in c)
-    colors = {"torch": "#888888", "fp32": "#1f77b4", "int8": "#d62728"}
-    dashes = {"torch": "", "fp32": ' stroke-dasharray="6,4"', "int8": ""}
+    colors = {"torch": "#888888", "fp32": "#1f77b4", "bf16": "#2ca02c", "int8": "#d62728",
+              "int4": "#9467bd", "fp8": "#ff7f0e"}
+    dashes = {f: "" for f in colors}
+    dashes["fp32"] = ' stroke-dasharray="6,4"'
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
            f'font-family="sans-serif" font-size="12">',
-           f'<text x="{pad}" y="20">GPT validation loss, Adam\'s moments in fp32 and in 8 bits</text>',
+           f'<text x="{pad}" y="20">GPT validation loss, Adam\'s moments in each format</text>',
            f'<line x1="{pad}" y1="{h - pad}" x2="{w - pad}" y2="{h - pad}" stroke="black"/>',
            f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{h - pad}" stroke="black"/>',
            f'<text x="{pad}" y="{h - pad + 18}">step {first}</text>',

@@ -1,14 +1,15 @@
 // Fused multi-tensor optimizer steps (the library's own C++ API; no aclnn entry): SGD,
-// ApplyAdamD and AdamW (ApplyAdamWV2's math; its moments in fp32/fp16/bf16 or 8 bits) over a
-// list of parameters in one parallel region,
-// with optional loss-scale unscaling, found_inf skipping and a clip coefficient in the same
-// pass, fp32 master weights with a 16-bit working copy, and Kahan-compensated or stochastically
-// rounded bf16 weights. Plus the global gradient norm and clipping over a list.
+// ApplyAdamD and AdamW (ApplyAdamWV2's math; its moments in fp32/fp16/bf16, 8 or 4 bits or FP8)
+// over a list of parameters in one parallel region, with optional loss-scale unscaling, found_inf
+// skipping and a clip coefficient in the same pass, fp32 master weights with a 16-bit working copy,
+// and Kahan-compensated or stochastically rounded bf16 weights. Plus the global gradient norm and
+// clipping over a list.
 //
 // Each element gets exactly the bits the single-tensor operator gives (docs/optim.md says when
 // and how): the element-wise math is the same code.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -126,6 +127,46 @@ struct AdamW8bitParamTensors {
   std::optional<TensorView> compensation;
 };
 
+// AdamW with Adam's moments in a compact format (docs/optim.md#compact-moments has each format's
+// rule). The quantized formats keep one FLOAT scale per block of moment_block(format) elements.
+enum class MomentFormat : int32_t {
+  kFp32 = 0,  // FLOAT moments (with any var dtype)
+  kBf16 = 1,  // BFLOAT16 moments, each rounded to nearest even
+  // UINT8 codes into dynamic_quant_map(true) (m) and (false) (v), blocks of 256, scale = the
+  // block's absmax: multi_tensor_adam_w_8bit's format.
+  kInt8 = 2,
+  // Two 4-bit codes per UINT8 byte (element 2i in the high nibble, 2i + 1 in the low), codes
+  // into int4_moment_map(true) (m) and (false) (v), blocks of 128, scale = max(absmax, 1e-12),
+  // each value coded as torchao's 4-bit optimizer state codes it (nearest, the upper on a tie).
+  kInt4 = 3,
+  // FLOAT8_E4M3FN (or UINT8) codes of moment / scale, rounded to nearest even and saturated,
+  // blocks of 256, scale = max(absmax, 1e-12) / 448 (torchao's FP8 optimizer state).
+  kFp8E4M3 = 4,
+};
+
+// The block of a format (256, or 128 for kInt4; 0 for the unscaled kFp32 and kBf16), and the
+// elements of each moment's tensor for n parameters (n, or ceil(n / 2) bytes for kInt4).
+MANTISSA_API int64_t moment_block(MomentFormat f) noexcept;
+MANTISSA_API int64_t moment_elements(MomentFormat f, int64_t n) noexcept;
+
+// The 16-entry maps of kInt4: signed (m), bitsandbytes' dynamic rule with 3 exponent bits
+// (10^-2..10^0, each entry computed in double and rounded once, then 0 and 1), as torchao's
+// create_dynamic_map(True, 3, 4); unsigned (v), k / 16 for k = 1..16 (no zero), torchao's.
+MANTISSA_API std::array<float, 16> int4_moment_map(bool is_signed);
+
+// One parameter of multi_tensor_adam_w_compact, updated in place. var, grad, working,
+// compensation: as in AdamWParamTensors. m, v: the format's dtype (kFp32 FLOAT, kBf16 BFLOAT16,
+// kInt8 UINT8, kFp8E4M3 FLOAT8_E4M3FN or UINT8: var's shape; kInt4: UINT8, rank 1,
+// ceil(n / 2) elements). scale_m, scale_v: FLOAT, rank 1, ceil(n / moment_block) elements, for
+// the quantized formats only (absent otherwise). Fresh state: every code and scale 0 (the
+// moments decode to 0).
+struct CompactAdamWParamTensors {
+  TensorView var, m, v, grad;
+  std::optional<TensorView> scale_m, scale_v;
+  std::optional<TensorView> working;
+  std::optional<TensorView> compensation;
+};
+
 // Updates every parameter of the list in one parallel region. Everything is validated before
 // anything is written (a bad argument anywhere writes nothing anywhere); messages name the
 // parameter ("params[3]").
@@ -152,6 +193,14 @@ MANTISSA_API Status multi_tensor_adam_w_8bit(std::span<const AdamW8bitParamTenso
 MANTISSA_API Status multi_tensor_adam_w_8bit_validate(std::span<const AdamW8bitParamTensors> params,
                                                       const MultiAdamWParams& p,
                                                       const FusedStepOptions& o = {});
+// Each block: the moments decoded, AdamW's math (the bits of ApplyAdamWV2 on the decoded
+// moments), the new moments coded in the format. amsgrad is refused (161002), as for 8 bits.
+MANTISSA_API Status multi_tensor_adam_w_compact(std::span<const CompactAdamWParamTensors> params,
+                                                const MultiAdamWParams& p, MomentFormat format,
+                                                const FusedStepOptions& o = {});
+MANTISSA_API Status multi_tensor_adam_w_compact_validate(
+    std::span<const CompactAdamWParamTensors> params, const MultiAdamWParams& p,
+    MomentFormat format, const FusedStepOptions& o = {});
 
 // ---- Global gradient norm and clipping ------------------------------------------------------
 

@@ -22,12 +22,16 @@ __all__ = ["AdamW", "Adam", "SGD", "GradScaler"]
 _LOW = (torch.float16, torch.bfloat16)
 _ROUNDINGS = ("nearest", "kahan", "stochastic")
 # state_dtype: None keeps the moments in the parameter's dtype (fp32 with master weights);
-# "int8" keeps them in 8 bits (bitsandbytes' block-wise dynamic quantization, blocks of 256).
-_STATE_DTYPES = (None, "int8")
+# the others are multi_tensor_adam_w_compact's formats: "fp32" and "bf16" moments for every
+# parameter; "int8" (bitsandbytes' block-wise dynamic quantization, blocks of 256), "int4"
+# (torchao's 4-bit state, blocks of 128) and "fp8" (E4M3 codes, blocks of 256) for parameters
+# of at least MIN_QUANT_SIZE elements.
+_STATE_DTYPES = (None, "fp32", "bf16", "int8", "int4", "fp8")
+_QUANTIZED = {"int8": 256, "int4": 128, "fp8": 256}  # the block of each quantized format
 # bitsandbytes' rule: parameters with fewer elements keep their moments unquantized (the
-# absmax and the quantization error would cost more than they save).
-MIN_8BIT_SIZE = 4096
-_BLOCK = 256
+# scales and the quantization error would cost more than they save).
+MIN_QUANT_SIZE = 4096
+MIN_8BIT_SIZE = MIN_QUANT_SIZE
 
 
 def _is_dense(t):
@@ -116,6 +120,7 @@ class _FusedOptimizer(Optimizer):
         super().load_state_dict(state_dict)
         ids = [i for g in saved_groups for i in g["params"]]
         params = [p for g in self.param_groups for p in g["params"]]
+        group_of = {id(p): g for g in self.param_groups for p in g["params"]}
         for old_id, p in zip(ids, params):
             saved = saved_state.get(old_id)
             if saved is None:
@@ -123,9 +128,12 @@ class _FusedOptimizer(Optimizer):
             for key, value in saved.items():
                 if not torch.is_tensor(value) or key == "step":
                     continue
-                # 8-bit moments: the uint8 codes and their fp32 absmax keep their dtypes.
+                # Quantized moments: the uint8 codes and their fp32 scales keep their dtypes;
+                # so do moments kept in a state_dtype other than the parameter's.
                 if value.dtype == torch.uint8 or (value.dtype == torch.float32 and (
-                        key.endswith("_absmax") or "master_param" in saved)):
+                        key.endswith("_absmax") or key.endswith("_scale")
+                        or "master_param" in saved)) or (
+                        key in ("exp_avg", "exp_avg_sq") and group_of[id(p)].get("state_dtype")):
                     self.state[p][key] = value.clone()
 
     @staticmethod
@@ -197,10 +205,12 @@ class AdamW(_FusedOptimizer):
     in the state as ``master_param``, the parameter written from it in the same pass; the
     moments are fp32 then), rounding ('nearest', 'kahan' or 'stochastic': how bf16 parameters
     without a master are rounded), seed (the stochastic-rounding stream) and state_dtype (None:
-    the moments in the parameter's dtype, fp32 with master weights; "int8": 8-bit block-wise
-    moments for parameters of at least MIN_8BIT_SIZE elements, ``exp_avg`` and ``exp_avg_sq``
-    then uint8 codes with fp32 ``exp_avg_absmax`` and ``exp_avg_sq_absmax``, one per 256
-    elements; not with amsgrad).
+    the moments in the parameter's dtype, fp32 with master weights; "fp32" or "bf16": moments of
+    that dtype for every parameter; "int8", "int4", "fp8": quantized moments for parameters of at
+    least MIN_QUANT_SIZE elements, ``exp_avg`` and ``exp_avg_sq`` then uint8 codes (int8 and fp8:
+    the parameter's shape; int4: two codes a byte, flat) with fp32 scales, one per block:
+    ``exp_avg_absmax`` and ``exp_avg_sq_absmax`` for int8, ``exp_avg_scale`` and
+    ``exp_avg_sq_scale`` for int4 and fp8; state_dtype other than None not with amsgrad).
     """
 
     _decoupled = True
@@ -211,8 +221,9 @@ class AdamW(_FusedOptimizer):
                  seed=0, state_dtype=None):
         if state_dtype not in _STATE_DTYPES:
             raise ValueError(f"Invalid state_dtype: {state_dtype!r} (one of {_STATE_DTYPES})")
-        if state_dtype == "int8" and amsgrad:
-            raise ValueError("state_dtype='int8' keeps no running maximum of v: not with amsgrad")
+        if state_dtype is not None and amsgrad:
+            raise ValueError(f"state_dtype={state_dtype!r} keeps no running maximum of v: not "
+                             "with amsgrad")
         if not 0.0 <= lr:
             raise ValueError("Invalid learning rate: {}".format(lr))
         if not 0.0 <= eps:
@@ -240,8 +251,12 @@ class AdamW(_FusedOptimizer):
             group.setdefault("state_dtype", None)
 
     @staticmethod
-    def _is_8bit(group, p):
-        return group.get("state_dtype") == "int8" and p.numel() >= MIN_8BIT_SIZE
+    def _format(group, p):
+        """The compact moment format of p (None: the moments in the parameter's dtype)."""
+        f = group.get("state_dtype")
+        if f in _QUANTIZED and p.numel() < MIN_QUANT_SIZE:
+            return None
+        return f
 
     def _group_calls(self, group, grad_scale, found_inf):
         name = type(self).__name__
@@ -251,7 +266,7 @@ class AdamW(_FusedOptimizer):
         l2 = not self._decoupled and wd != 0
         any_master = group["master_weights"]
         kahan = group["rounding"] == "kahan"
-        buckets = {False: defaultdict(list), True: defaultdict(list)}  # by 8-bit or not
+        buckets = defaultdict(lambda: defaultdict(list))  # by moment format
         for p in group["params"]:
             grad = p.grad
             if grad is None:
@@ -265,14 +280,17 @@ class AdamW(_FusedOptimizer):
             x = state["master_param"] if master else p
             ams = state["max_exp_avg_sq"] if amsgrad else None
             exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-            q = exp_avg.dtype == torch.uint8
+            q = self._format(group, p)
+            if q is None and exp_avg.dtype == torch.uint8:
+                q = "int8"  # a state_dict of 8-bit moments loaded into a group without a format
             if not (x.is_contiguous() and grad.is_contiguous()):
                 # Dense tensors in another memory order (e.g. channels_last) go as 1-D views
                 # of their memory; the C++ API refuses anything else (161002).
-                _param_layout(x, [exp_avg, exp_avg_sq, ams], name)
+                _param_layout(x, [exp_avg, exp_avg_sq, ams] if q != "int4" else [], name)
                 grad = _grad_for(p, name)
-                x, exp_avg, exp_avg_sq, grad = _flat(x), _flat(exp_avg), _flat(exp_avg_sq), \
-                    _flat(grad)
+                x, grad = _flat(x), _flat(grad)
+                if q != "int4":  # 4-bit codes are flat already
+                    exp_avg, exp_avg_sq = _flat(exp_avg), _flat(exp_avg_sq)
                 ams = _flat(ams) if ams is not None else None
                 p_work = _flat(p)
             else:
@@ -293,9 +311,10 @@ class AdamW(_FusedOptimizer):
             b["var"].append(x)
             b["m"].append(exp_avg)
             b["v"].append(exp_avg_sq)
-            if q:
-                b["absmax_m"].append(state["exp_avg_absmax"])
-                b["absmax_v"].append(state["exp_avg_sq_absmax"])
+            if q in _QUANTIZED:
+                suffix = "_absmax" if q == "int8" else "_scale"
+                b["scale_m"].append(state["exp_avg" + suffix])
+                b["scale_v"].append(state["exp_avg_sq" + suffix])
             b["grad"].append(grad)
             b["max_grad_norm"].append(ams)
             b["working"].append(p_work if master else None)
@@ -312,7 +331,8 @@ class AdamW(_FusedOptimizer):
         return calls
 
     def _bucket_calls(self, group, b, q, grad_scale, found_inf, l2):
-        """The calls of one kind of parameter (8-bit moments or not), one per step count."""
+        """The calls of one moment format (q; None: the parameter's dtype), one per step
+        count."""
         beta1, beta2 = group["betas"]
         wd = group["weight_decay"]
         maximize = group["maximize"]
@@ -345,9 +365,11 @@ class AdamW(_FusedOptimizer):
                 maximize=maximize and not l2, grad_scale=None if l2 else grad_scale,
                 found_inf=found_inf, rounding=group["rounding"], seed=group["seed"],
                 rng_step=step)
-            if q:
-                kwargs.update(absmax_m=pick(b["absmax_m"], idx), absmax_v=pick(b["absmax_v"], idx))
-                fn = _m.multi_tensor_adam_w_8bit
+            if q is not None:
+                kwargs.update(format=q)
+                if q in _QUANTIZED:
+                    kwargs.update(scale_m=pick(b["scale_m"], idx), scale_v=pick(b["scale_v"], idx))
+                fn = _m.multi_tensor_adam_w_compact
             else:
                 kwargs.update(max_grad_norm=pick(b["max_grad_norm"], idx) if amsgrad else None,
                               amsgrad=amsgrad)
@@ -359,12 +381,24 @@ class AdamW(_FusedOptimizer):
     def _init_state(self, group, p, state):
         like = self._master(group, p) if self._uses_master(group, p) else p
         state["step"] = torch.tensor(0.0)
-        if self._is_8bit(group, p):
-            # Fresh 8-bit state: codes 0 with absmax 0 decode to 0.
+        f = self._format(group, p)
+        if f in _QUANTIZED:
+            # Fresh quantized state: codes 0 with scale 0 decode to 0.
+            block = _QUANTIZED[f]
+            suffix = "_absmax" if f == "int8" else "_scale"
             for key in ("exp_avg", "exp_avg_sq"):
-                state[key] = torch.zeros_like(like, dtype=torch.uint8,
+                if f == "int4":
+                    state[key] = torch.zeros((p.numel() + 1) // 2, dtype=torch.uint8)
+                else:
+                    state[key] = torch.zeros_like(like, dtype=torch.uint8,
+                                                  memory_format=torch.preserve_format)
+                state[key + suffix] = torch.zeros((p.numel() + block - 1) // block)
+            return
+        if f is not None:  # "fp32" or "bf16" moments
+            dtype = torch.float32 if f == "fp32" else torch.bfloat16
+            for key in ("exp_avg", "exp_avg_sq"):
+                state[key] = torch.zeros_like(like, dtype=dtype,
                                               memory_format=torch.preserve_format)
-                state[key + "_absmax"] = torch.zeros((p.numel() + _BLOCK - 1) // _BLOCK)
             return
         state["exp_avg"] = torch.zeros_like(like, memory_format=torch.preserve_format)
         state["exp_avg_sq"] = torch.zeros_like(like, memory_format=torch.preserve_format)

@@ -874,6 +874,66 @@ void bind_optim(py::module_& m) {
       "lists; step = steps already taken.");
 
   m.def(
+      "multi_tensor_adam_w_compact",
+      [](py::handle var, py::handle m_, py::handle v, py::handle grad, const std::string& format,
+         py::handle scale_m, py::handle scale_v, py::handle working, py::handle compensation,
+         int64_t step, float lr, float beta1, float beta2, float weight_decay, float eps,
+         bool maximize, py::handle grad_scale, py::handle found_inf, std::optional<float> clip_coef,
+         const std::string& rounding, uint64_t seed, uint64_t rng_step, bool validate_only) {
+        static const std::pair<const char*, MomentFormat> kFormats[] = {
+            {"fp32", MomentFormat::kFp32},
+            {"bf16", MomentFormat::kBf16},
+            {"int8", MomentFormat::kInt8},
+            {"int4", MomentFormat::kInt4},
+            {"fp8", MomentFormat::kFp8E4M3}};
+        std::optional<MomentFormat> f;
+        for (const auto& [name, value] : kFormats) {
+          if (format == name) f = value;
+        }
+        if (!f) {
+          throw py::value_error("multi_tensor_adam_w_compact: format is '" + format +
+                                "', not one of fp32, bf16, int8, int4, fp8");
+        }
+        Buffers b;
+        using T = CompactAdamWParamTensors;
+        const std::vector<T> list = parameter_list<T>(
+            {{"var", var, Access::kWrite, &T::var},
+             {"m", m_, Access::kWrite, &T::m},
+             {"v", v, Access::kWrite, &T::v},
+             {"grad", grad, Access::kRead, &T::grad},
+             {"scale_m", scale_m, Access::kWrite, nullptr, &T::scale_m},
+             {"scale_v", scale_v, Access::kWrite, nullptr, &T::scale_v},
+             {"working", working, Access::kWrite, nullptr, &T::working},
+             {"compensation", compensation, Access::kWrite, nullptr, &T::compensation}},
+            b);
+        const MultiAdamWParams hp{.hyper = {.lr = lr,
+                                            .beta1 = beta1,
+                                            .beta2 = beta2,
+                                            .weight_decay = weight_decay,
+                                            .eps = eps,
+                                            .amsgrad = false,
+                                            .maximize = maximize},
+                                  .step = step};
+        const FusedStepOptions o =
+            fused_options(grad_scale, found_inf, clip_coef, rounding, seed, rng_step, b);
+        run([&] {
+          return validate_only ? multi_tensor_adam_w_compact_validate(list, hp, *f, o)
+                               : multi_tensor_adam_w_compact(list, hp, *f, o);
+        });
+      },
+      py::arg("var"), py::arg("m"), py::arg("v"), py::arg("grad"), py::kw_only(), py::arg("format"),
+      py::arg("scale_m") = py::none(), py::arg("scale_v") = py::none(),
+      py::arg("working") = py::none(), py::arg("compensation") = py::none(), py::arg("step"),
+      py::arg("lr") = 1e-3f, py::arg("beta1") = 0.9f, py::arg("beta2") = 0.999f,
+      py::arg("weight_decay") = 1e-2f, py::arg("eps") = 1e-8f, py::arg("maximize") = false,
+      py::arg("grad_scale") = py::none(), py::arg("found_inf") = py::none(),
+      py::arg("clip_coef") = py::none(), py::arg("rounding") = "nearest", py::arg("seed") = 0,
+      py::arg("rng_step") = 0, py::arg("validate_only") = false,
+      "Fused AdamW with compact moments over lists: format 'fp32', 'bf16', 'int8' (block 256), "
+      "'int4' (two codes a byte, block 128) or 'fp8' (E4M3 codes as uint8, block 256), the "
+      "quantized ones with one FLOAT scale per block; step = steps already taken.");
+
+  m.def(
       "grad_norm",
       [](py::handle grads, double norm_type, py::handle grad_scale) {
         Buffers b;
@@ -917,6 +977,16 @@ void bind_optim(py::module_& m) {
       py::arg("signed") = true,
       "bitsandbytes' dynamic 8-bit code map (256 ascending fp32 entries): signed for Adam's m, "
       "unsigned for v (docs/ops/apply_adam_w_quant.md).");
+
+  m.def(
+      "int4_moment_map",
+      [](bool is_signed) {
+        const std::array<float, 16> map = int4_moment_map(is_signed);
+        return py::array_t<float>(16, map.data());
+      },
+      py::arg("signed") = true,
+      "The 4-bit moments' code map (16 ascending fp32 entries): signed for Adam's m, unsigned "
+      "(k / 16, no zero) for v (docs/optim.md).");
 }
 
 // ---- Runtime, info, the precision kit ---------------------------------------------------------

@@ -377,6 +377,149 @@ def test_int8_state_dict_round_trip_with_bf16_parameters():
 def test_int8_state_refusals():
     p = torch.nn.Parameter(torch.randn(5000))
     with pytest.raises(ValueError, match="state_dtype"):
-        mt.AdamW([p], state_dtype="int4")
-    with pytest.raises(ValueError, match="amsgrad"):
-        mt.Adam([p], state_dtype="int8", amsgrad=True)
+        mt.AdamW([p], state_dtype="int2")
+    for f in ("int8", "bf16"):
+        with pytest.raises(ValueError, match="amsgrad"):
+            mt.Adam([p], state_dtype=f, amsgrad=True)
+
+
+def _int4_dynamic_map():
+    """torchao's signed 4-bit map, built in torch's float32 as torchao builds it."""
+    data = []
+    for i in range(3):
+        boundaries = torch.linspace(0.1, 1, 2 ** i + 1)
+        means = (boundaries[:-1] + boundaries[1:]) / 2.0
+        data += ((10 ** (-2 + i)) * means).tolist()
+        data += (-(10 ** (-2 + i)) * means).tolist()
+    data += [0.0, 1.0]
+    return torch.tensor(sorted(data), dtype=torch.float32)
+
+
+class _TorchaoInt4AdamW:
+    """torchao's 4-bit AdamW written in torch (its reference quantization: the nearest map
+    entry by argmin, blocks of 128, scale = absmax clipped at 1e-12; tensors under 4096
+    elements unquantized), for comparison."""
+
+    def __init__(self, params, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
+        self.params, self.lr, self.betas, self.eps, self.wd = list(params), lr, betas, eps, \
+            weight_decay
+        self.state, self.t = {}, 0
+        self.qmaps = (_int4_dynamic_map(), torch.linspace(0, 1, 17)[1:])
+
+    @staticmethod
+    def _requant(x, qmap):
+        flat = x.reshape(-1, 128)
+        scale = flat.abs().amax(-1).clip(1e-12)
+        codes = (qmap.view(1, -1) - (flat / scale[:, None]).view(-1, 1)).abs().argmin(-1)
+        return (qmap[codes].view(-1, 128) * scale[:, None]).view_as(x)
+
+    @torch.no_grad()
+    def step(self):
+        self.t += 1
+        b1, b2 = self.betas
+        for p in self.params:
+            m, v = self.state.get(p, (torch.zeros_like(p), torch.zeros_like(p)))
+            p.mul_(1 - self.lr * self.wd)
+            m = m.lerp(p.grad, 1 - b1)
+            v = v.lerp(p.grad * p.grad, 1 - b2)
+            denom = (v / (1 - b2 ** self.t)).sqrt() + self.eps
+            p.sub_(self.lr * (m / (1 - b1 ** self.t)) / denom)
+            if p.numel() >= 4096:
+                m, v = self._requant(m, self.qmaps[0]), self._requant(v, self.qmaps[1])
+            self.state[p] = (m, v)
+
+    def zero_grad(self):
+        for p in self.params:
+            p.grad = None
+
+
+def _train_side_by_side(opt_a, opt_b, steps):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.GELU(),
+                                torch.nn.Linear(256, 10))
+    ref = copy.deepcopy(model)
+    opt, opt_ref = opt_a(model.parameters()), opt_b(ref.parameters())
+    x, y = torch.randn(512, 64), torch.randint(0, 10, (512,))
+    for _ in range(steps):
+        for net, o in ((model, opt), (ref, opt_ref)):
+            o.zero_grad()
+            torch.nn.functional.cross_entropy(net(x), y).backward()
+            o.step()
+    with torch.no_grad():
+        loss = torch.nn.functional.cross_entropy(model(x), y).item()
+        loss_ref = torch.nn.functional.cross_entropy(ref(x), y).item()
+    return model, opt, loss, loss_ref
+
+
+def test_int4_state_trains_as_torchaos_4bit_adamw():
+    """state_dtype='int4' follows torchao's 4-bit AdamW: 100 steps of a small classifier end
+    at its loss (measured: 0.730016 both, to 1e-7). From scratch on this task 4-bit moments
+    train far slower than fp32 ones (torch.optim.AdamW: 0.316): every v under 1/32 of its
+    block's largest is coded as 1/16 of it."""
+    model, opt, loss, loss_ao = _train_side_by_side(
+        lambda p: mt.AdamW(p, lr=1e-3, state_dtype="int4"),
+        lambda p: _TorchaoInt4AdamW(p, lr=1e-3), 100)
+    print(f"int4: loss {loss:.7f} vs torchao's rule {loss_ao:.7f}")
+    assert abs(loss / loss_ao - 1) < 1e-4, (loss, loss_ao)
+    w, b = opt.state[model[0].weight], opt.state[model[0].bias]
+    assert w["exp_avg"].dtype == torch.uint8 and w["exp_avg"].shape == (256 * 64 // 2,)
+    assert w["exp_avg_scale"].shape == (256 * 64 // 128,)
+    assert b["exp_avg"].dtype == torch.float32 and "exp_avg_scale" not in b
+
+
+@pytest.mark.parametrize("state_dtype,bound", [("bf16", 0.01), ("fp8", 0.1)])
+def test_compact_state_trains_beside_torch_adamw(state_dtype, bound):
+    """bf16 and fp8 moments: a small classifier trained 100 steps beside torch.optim.AdamW from
+    the same start ends near its loss (measured: bf16 0.4% above, fp8 6.4% below); the state
+    holds the format's tensors."""
+    model, opt, loss, loss_ref = _train_side_by_side(
+        lambda p: mt.AdamW(p, lr=1e-3, state_dtype=state_dtype),
+        lambda p: torch.optim.AdamW(p, lr=1e-3), 100)
+    print(f"{state_dtype}: loss {loss:.6f} vs torch {loss_ref:.6f}")
+    assert abs(loss / loss_ref - 1) < bound, (loss, loss_ref)
+    w, b = opt.state[model[0].weight], opt.state[model[0].bias]
+    if state_dtype == "bf16":
+        assert w["exp_avg"].dtype == torch.bfloat16 and b["exp_avg_sq"].dtype == torch.bfloat16
+    else:
+        assert w["exp_avg_sq"].dtype == torch.uint8 and w["exp_avg_sq"].shape == (256, 64)
+        assert w["exp_avg_sq_scale"].shape == (64,)
+
+
+@pytest.mark.parametrize("state_dtype,dtype", [("int4", torch.float32),
+                                               ("bf16", torch.float32),
+                                               ("fp8", torch.bfloat16)])
+def test_compact_state_dict_round_trip(state_dtype, dtype):
+    """A restored optimizer continues with the same bits: the codes, the fp32 scales and bf16
+    moments of fp32 parameters keep their dtypes through torch's load_state_dict."""
+    gen = torch.Generator().manual_seed(5)
+    p = torch.nn.Parameter(torch.randn(5001, generator=gen).to(dtype))
+    opt = mt.AdamW([p], lr=1e-2, state_dtype=state_dtype)
+    grads = [torch.randn(5001, generator=gen).to(dtype) for _ in range(6)]
+    for g in grads[:3]:
+        p.grad = g
+        opt.step()
+    saved = copy.deepcopy(opt.state_dict())
+    q = torch.nn.Parameter(p.detach().clone())
+    opt_q = mt.AdamW([q], lr=1e-2, state_dtype=state_dtype)
+    opt_q.load_state_dict(saved)
+    for key, value in opt.state[p].items():
+        assert opt_q.state[q][key].dtype == value.dtype, key
+    for g in grads[3:]:
+        p.grad, q.grad = g, g.clone()
+        opt.step()
+        opt_q.step()
+    assert torch.equal(p, q)
+    for key, value in opt.state[p].items():
+        assert torch.equal(value, opt_q.state[q][key]), key
+
+
+def test_int4_maps_match_torchaos_construction():
+    """The 4-bit maps against torchao's rule evaluated in torch's float32 (create_dynamic_map
+    with 3 exponent bits and 4 bits; linspace(0, 1, 17)[1:]): the library computes each entry
+    in double and rounds once, so an entry may differ by an ulp."""
+    want = _int4_dynamic_map()
+    got = torch.from_numpy(mantissa.int4_moment_map(True))
+    ulp = torch.nextafter(want.abs(), torch.tensor(2.0)) - want.abs()
+    assert ((got - want).abs() <= ulp).all(), (got, want)
+    assert torch.equal(torch.from_numpy(mantissa.int4_moment_map(False)),
+                       torch.linspace(0, 1, 17)[1:])

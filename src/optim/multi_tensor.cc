@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/lowp-inl.h"
 #include "core/parallel.h"
 #include "core/reduce-inl.h"
 #include "core/simd-inl.h"
@@ -158,54 +159,197 @@ void StepRange(const detail::MtArgs& a, const detail::MtTensor& t, int64_t begin
   });
 }
 
-// Block b of tensor t, elements [begin, end), with 8-bit moments. The first pass runs AdamW on
-// the dequantized moments, writes the weights, keeps the new moments (fp32, in L1) and takes
-// their absmax; the second codes them (ops/apply_adam_w_quant/quant_state-inl.h) through the
-// maps' tables, which give the search's codes for every moment / absmax (in [-1, 1] or NaN).
-// m's sign rule never moves a code of the signed dynamic map (it holds 0, so the nearest entry
-// of a positive x is never negative): the table's code is the final one.
+// The compact moments (kAdamWCompact), one block of tensor t at a time, in three passes over the
+// block held in L1: Decode (the stored moments as fp32), AdamWBlock (AdamW on them and the
+// weights written; the format plays no part, so its code is shared by every format) and Encode
+// (the new moments coded, the block's scale written). Only AdamWBlock depends on the weight's
+// formats and writer; Decode and Encode depend on the moment format alone.
+struct CompactBlock {
+  int64_t begin, end, b;  // elements [begin, end) of the tensor, block b
+  HWY_ALIGN float m[detail::kQuantBlock];
+  HWY_ALIGN float v[detail::kQuantBlock];
+};
+
+// Runs body(d, i) over [begin, end) in full vectors, then one lane at a time.
+template <class Body>
+HWY_INLINE void ForBlock(int64_t begin, int64_t end, const Body& body) {
+  const hn::ScalableTag<float> d;
+  const hn::CappedTag<float, 1> d1;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  int64_t i = begin;
+  for (; i + lanes <= end; i += lanes) body(d, i);
+  for (; i < end; ++i) body(d1, i);
+}
+
+HWY_NOINLINE void DecodeBlock(const detail::MtArgs& a, const detail::MtTensor& t, CompactBlock& k) {
+  const int64_t begin = k.begin, end = k.end;
+  float* HWY_RESTRICT m = k.m;
+  float* HWY_RESTRICT v = k.v;
+  switch (a.format) {
+    case MomentFormat::kFp32:
+    case MomentFormat::kBf16: {
+      ForBlock(begin, end, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
+        if (a.format == MomentFormat::kFp32) {
+          hn::StoreU(hn::LoadU(d, static_cast<const float*>(t.s0) + i), d, m + (i - begin));
+          hn::StoreU(hn::LoadU(d, static_cast<const float*>(t.s1) + i), d, v + (i - begin));
+        } else {
+          hn::StoreU(LoadF32<Bf16>(d, static_cast<const uint16_t*>(t.s0) + i), d, m + (i - begin));
+          hn::StoreU(LoadF32<Bf16>(d, static_cast<const uint16_t*>(t.s1) + i), d, v + (i - begin));
+        }
+      });
+      return;
+    }
+    case MomentFormat::kInt8:
+    case MomentFormat::kFp8E4M3: {
+      // table[code] * scale
+      const float sm = t.scale_m[k.b], sv = t.scale_v[k.b];
+      const auto* m_codes = static_cast<const uint8_t*>(t.s0);
+      const auto* v_codes = static_cast<const uint8_t*>(t.s1);
+      ForBlock(begin, end, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
+        const auto dm = hn::GatherIndex(d, a.table_m, LoadCodes(d, m_codes + i));
+        const auto dv = hn::GatherIndex(d, a.table_v, LoadCodes(d, v_codes + i));
+        hn::StoreU(hn::Mul(dm, hn::Set(d, sm)), d, m + (i - begin));
+        hn::StoreU(hn::Mul(dv, hn::Set(d, sv)), d, v + (i - begin));
+      });
+      return;
+    }
+    case MomentFormat::kInt4: {
+      // map[nibble] * scale; the block starts at an even element, so at a byte.
+      const float sm = t.scale_m[k.b], sv = t.scale_v[k.b];
+      const auto* m_bytes = static_cast<const uint8_t*>(t.s0);
+      const auto* v_bytes = static_cast<const uint8_t*>(t.s1);
+      const float* qm = a.int4_m->map.data();
+      const float* qv = a.int4_v->map.data();
+      for (int64_t i = begin; i < end; ++i) {
+        const int shift = (i & 1) == 0 ? 4 : 0;
+        const int cm = (m_bytes[i >> 1] >> shift) & 15, cv = (v_bytes[i >> 1] >> shift) & 15;
+        m[i - begin] = qm[cm] * sm;
+        v[i - begin] = qv[cv] * sv;
+      }
+      return;
+    }
+  }
+}
+
+// The count of thresholds t <= x: the 4-bit code of x (NaN: 0).
+template <class D>
+HWY_INLINE hn::Vec<hn::RebindToSigned<D>> Int4Code(D d, const detail::Int4Coder& c, hn::Vec<D> x) {
+  const hn::RebindToSigned<D> di;
+  auto code = hn::Zero(di);
+  for (float t : c.threshold) {
+    // A true mask is all ones (-1): subtracting it counts.
+    code = hn::Sub(code, hn::VecFromMask(di, hn::RebindMask(di, hn::Ge(x, hn::Set(d, t)))));
+  }
+  return code;
+}
+
+// The block's scale of a format from its absmax (NaN kept): int8 the absmax; int4
+// max(absmax, 1e-12); FP8 max(absmax, 1e-12) / 448, one fp32 division.
+float BlockScale(MomentFormat f, float absmax) {
+  if (f == MomentFormat::kInt8 || absmax != absmax) return absmax;
+  const float clipped = absmax < 1e-12f ? 1e-12f : absmax;
+  return f == MomentFormat::kInt4 ? clipped : clipped / 448.0f;
+}
+
+HWY_NOINLINE void EncodeBlock(const detail::MtArgs& a, const detail::MtTensor& t,
+                              const CompactBlock& k, float absmax_m, float absmax_v) {
+  const int64_t begin = k.begin, end = k.end;
+  const float* HWY_RESTRICT m = k.m;
+  const float* HWY_RESTRICT v = k.v;
+  switch (a.format) {
+    case MomentFormat::kFp32:
+    case MomentFormat::kBf16: {
+      ForBlock(begin, end, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
+        const auto nm = hn::LoadU(d, m + (i - begin));
+        const auto nv = hn::LoadU(d, v + (i - begin));
+        if (a.format == MomentFormat::kFp32) {
+          StoreResult<Fp32>(d, nm, static_cast<float*>(t.s0) + i);
+          StoreResult<Fp32>(d, nv, static_cast<float*>(t.s1) + i);
+        } else {
+          StoreResult<Bf16>(d, nm, static_cast<uint16_t*>(t.s0) + i);
+          StoreResult<Bf16>(d, nv, static_cast<uint16_t*>(t.s1) + i);
+        }
+      });
+      return;
+    }
+    default: break;
+  }
+  const float sm = BlockScale(a.format, absmax_m), sv = BlockScale(a.format, absmax_v);
+  auto* m_codes = static_cast<uint8_t*>(t.s0);
+  auto* v_codes = static_cast<uint8_t*>(t.s1);
+  if (a.format == MomentFormat::kInt8) {
+    // moment / absmax through the maps' tables, which give the search's codes for every value
+    // in [-1, 1] or NaN. m's sign rule never moves a code of the signed dynamic map (it holds 0,
+    // so the nearest entry of a positive x is never negative): the table's code is final.
+    ForBlock(begin, end, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
+      const auto xm = hn::Div(hn::LoadU(d, m + (i - begin)), hn::Set(d, sm));
+      const auto xv = hn::Div(hn::LoadU(d, v + (i - begin)), hn::Set(d, sv));
+      StoreCodes(d, TableCode(d, *a.coder_m, xm), m_codes + i);
+      StoreCodes(d, TableCode(d, *a.coder_v, xv), v_codes + i);
+    });
+  } else if (a.format == MomentFormat::kFp8E4M3) {
+    ForBlock(begin, end, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
+      const auto xm = hn::Div(hn::LoadU(d, m + (i - begin)), hn::Set(d, sm));
+      const auto xv = hn::Div(hn::LoadU(d, v + (i - begin)), hn::Set(d, sv));
+      StoreCodes(d, F32ToMiniFloat<kE4M3, true>(d, CanonicalNaN(d, xm)), m_codes + i);
+      StoreCodes(d, F32ToMiniFloat<kE4M3, true>(d, CanonicalNaN(d, xv)), v_codes + i);
+    });
+  } else {
+    // 4 bits: the codes one per byte in L1, then packed two per byte.
+    HWY_ALIGN uint8_t cm[detail::kQuantBlock], cv[detail::kQuantBlock];
+    ForBlock(begin, end, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
+      const auto xm = hn::Div(hn::LoadU(d, m + (i - begin)), hn::Set(d, sm));
+      const auto xv = hn::Div(hn::LoadU(d, v + (i - begin)), hn::Set(d, sv));
+      StoreCodes(d, Int4Code(d, *a.int4_m, xm), cm + (i - begin));
+      StoreCodes(d, Int4Code(d, *a.int4_v, xv), cv + (i - begin));
+    });
+    const int64_t n = end - begin;
+    for (int64_t j = 0; j < n; j += 2) {
+      const int lo_m = j + 1 < n ? cm[j + 1] : 0, lo_v = j + 1 < n ? cv[j + 1] : 0;
+      m_codes[(begin + j) >> 1] = static_cast<uint8_t>(cm[j] << 4 | lo_m);
+      v_codes[(begin + j) >> 1] = static_cast<uint8_t>(cv[j] << 4 | lo_v);
+    }
+  }
+  t.scale_m[k.b] = sm;
+  t.scale_v[k.b] = sv;
+}
+
+// AdamW over the block's decoded moments: the weights written, the new moments left in k, and
+// their absmax (NaN when any is NaN) returned.
 template <class State, class Grad, class Writer>
-void AdamW8bitBlock(const detail::MtArgs& a, const detail::MtTensor& t, int64_t begin,
-                    int64_t end) {
+HWY_NOINLINE std::pair<float, float> AdamWBlock(const detail::MtArgs& a, const detail::MtTensor& t,
+                                                CompactBlock& k) {
   using S = typename State::Storage;
   using G = typename Grad::Storage;
   using D = hn::ScalableTag<float>;
   using D1 = hn::CappedTag<float, 1>;
   S* const var_p = static_cast<S*>(t.var);
-  uint8_t* const m_codes = static_cast<uint8_t*>(t.s0);
-  uint8_t* const v_codes = static_cast<uint8_t*>(t.s1);
   const G* const grad_p = static_cast<const G*>(t.grad);
-  const detail::QuantCoder& cm = *a.coder_m;
-  const detail::QuantCoder& cv = *a.coder_v;
   const bool unscale = a.unscale, maximize = a.maximize;
   const float scale = a.scale, clip = a.clip;
   const detail::AdamWConstants adam_w = a.adam_w;
   uint16_t* const comp = static_cast<uint16_t*>(t.compensation);
   void* const working = t.working;
+  const int64_t begin = k.begin, end = k.end;
   const uint32_t sr_hi_key =
       detail::mix32(t.sr_key ^ static_cast<uint32_t>(static_cast<uint64_t>(begin) >> 32));
-  const int64_t b = begin / detail::kQuantBlock;
-  const float am = t.absmax_m[b], av = t.absmax_v[b];
-  HWY_ALIGN float new_m[detail::kQuantBlock], new_v[detail::kQuantBlock];
+  float* HWY_RESTRICT mm = k.m;
+  float* HWY_RESTRICT vv = k.v;
   const D d;
   const D1 d1;
   auto acc_m = hn::Zero(d), acc_v = hn::Zero(d);
   auto tail_m = hn::Zero(d1), tail_v = hn::Zero(d1);
-  // Pass 1 over lanes [i, i + Lanes(dd)).
   const auto step = [&](auto dd, int64_t i, auto& max_m, auto& max_v) MANTISSA_VECTOR_BODY {
     using DD = decltype(dd);
     const auto var = LoadF32<State>(dd, var_p + i);
     auto g = LoadF32<Grad>(dd, grad_p + i);
     if (unscale) g = hn::Mul(hn::Div(g, hn::Set(dd, scale)), hn::Set(dd, clip));
-    // qmap[code] * absmax
-    const auto m =
-        hn::Mul(hn::GatherIndex(dd, cm.map.data(), LoadCodes(dd, m_codes + i)), hn::Set(dd, am));
-    const auto v =
-        hn::Mul(hn::GatherIndex(dd, cv.map.data(), LoadCodes(dd, v_codes + i)), hn::Set(dd, av));
+    const auto m = hn::LoadU(dd, mm + (i - begin));
+    const auto v = hn::LoadU(dd, vv + (i - begin));
     const auto r = AdamWMath(dd, adam_w, false, maximize, var, m, v, g, hn::Zero(dd));
     StoreWeights<State, Writer>(dd, var, r.var, var_p, comp, working, sr_hi_key, i);
-    hn::StoreU(r.m, dd, new_m + (i - begin));
-    hn::StoreU(r.v, dd, new_v + (i - begin));
+    hn::StoreU(r.m, dd, mm + (i - begin));
+    hn::StoreU(r.v, dd, vv + (i - begin));
     max_m = MaxKeepNaN<DD>(max_m, hn::Abs(r.m));
     max_v = MaxKeepNaN<DD>(max_v, hn::Abs(r.v));
   };
@@ -213,29 +357,23 @@ void AdamW8bitBlock(const detail::MtArgs& a, const detail::MtTensor& t, int64_t 
   int64_t i = begin;
   for (; i + lanes <= end; i += lanes) step(d, i, acc_m, acc_v);
   for (; i < end; ++i) step(d1, i, tail_m, tail_v);
-  const float absmax_m = FinishAbsMax(d, acc_m, tail_m);
-  const float absmax_v = FinishAbsMax(d, acc_v, tail_v);
-  // Pass 2: moment / absmax, coded.
-  const auto code = [&](auto dd, int64_t j) MANTISSA_VECTOR_BODY {
-    const auto x_m = hn::Div(hn::LoadU(dd, new_m + (j - begin)), hn::Set(dd, absmax_m));
-    const auto x_v = hn::Div(hn::LoadU(dd, new_v + (j - begin)), hn::Set(dd, absmax_v));
-    StoreCodes(dd, TableCode(dd, cm, x_m), m_codes + j);
-    StoreCodes(dd, TableCode(dd, cv, x_v), v_codes + j);
-  };
-  i = begin;
-  for (; i + lanes <= end; i += lanes) code(d, i);
-  for (; i < end; ++i) code(d1, i);
-  t.absmax_m[b] = absmax_m;
-  t.absmax_v[b] = absmax_v;
+  return {FinishAbsMax(d, acc_m, tail_m), FinishAbsMax(d, acc_v, tail_v)};
 }
 
 template <detail::MtAlgo kAlgo, class State, class Grad, class Writer>
 void StepPiece(const detail::MtArgs& a, const detail::MtTensor& t, int64_t begin, int64_t end) {
-  if constexpr (kAlgo == detail::MtAlgo::kAdamW8bit) {
-    // begin is a block boundary (run_list lays tensors out at multiples of the block); a block
-    // never straddles a multiple of 2^32 (the stochastic key's high word).
-    for (int64_t b = begin; b < end; b += detail::kQuantBlock) {
-      AdamW8bitBlock<State, Grad, Writer>(a, t, b, std::min(end, b + detail::kQuantBlock));
+  if constexpr (kAlgo == detail::MtAlgo::kAdamWCompact) {
+    // begin is a block boundary (run_list lays tensors out at multiples of kQuantBlock, a
+    // multiple of every format's block); a block never straddles a multiple of 2^32 (the
+    // stochastic key's high word).
+    CompactBlock k;
+    for (int64_t b = begin; b < end; b += a.block) {
+      k.begin = b;
+      k.end = std::min(end, b + a.block);
+      k.b = b / a.block;
+      DecodeBlock(a, t, k);
+      const auto [absmax_m, absmax_v] = AdamWBlock<State, Grad, Writer>(a, t, k);
+      EncodeBlock(a, t, k, absmax_m, absmax_v);
     }
   } else if constexpr (std::is_same_v<Writer, WriteStochastic>) {
     // Split at multiples of 2^32 so that the high word of the element index is constant.
@@ -317,7 +455,7 @@ void MultiTensorStepImpl(const detail::MtArgs& a) {
     case detail::MtAlgo::kSgd: return StepList<detail::MtAlgo::kSgd>(a);
     case detail::MtAlgo::kAdamD: return StepList<detail::MtAlgo::kAdamD>(a);
     case detail::MtAlgo::kAdamW: return StepList<detail::MtAlgo::kAdamW>(a);
-    case detail::MtAlgo::kAdamW8bit: return StepList<detail::MtAlgo::kAdamW8bit>(a);
+    case detail::MtAlgo::kAdamWCompact: return StepList<detail::MtAlgo::kAdamWCompact>(a);
   }
 }
 
@@ -420,6 +558,7 @@ HWY_AFTER_NAMESPACE();
 #include "core/reduce.h"
 #include "core/runtime_internal.h"
 #include "core/validate.h"
+#include "mantissa/lowp.h"
 #include "mantissa/ops/apply_adam_w_quant.h"
 #include "mantissa/ops/foreach_non_finite_check_and_unscale.h"
 #include "mantissa/optim.h"
@@ -602,6 +741,107 @@ struct AdamW8bitParamOp {
 };
 static_assert(well_formed<AdamW8bitParamOp>());
 
+// AdamW with compact moments: AdamWParamOp's var, grad, working and compensation; m and v of any
+// moment dtype and the scales optional here, their format's rules in check_format.
+struct CompactAdamWParamOp {
+  using Tensors = CompactAdamWParamTensors;
+  using Params = ParamRules;
+  static constexpr std::string_view kType = "multi_tensor_adam_w_compact";
+  enum Arg { kVar, kM, kV, kGrad, kScaleM, kScaleV, kWorking, kCompensation };
+  static constexpr std::array kArgs{
+      InOut("var", "var").training_float().rank(0, 8),
+      InOut("m", "m")
+          .dtype_in({DType::kFloat32, DType::kBFloat16, DType::kUInt8, DType::kFloat8E4M3FN})
+          .rank(0, 8),
+      InOut("v", "v")
+          .dtype_in({DType::kFloat32, DType::kBFloat16, DType::kUInt8, DType::kFloat8E4M3FN})
+          .rank(0, 8),
+      In("grad", "grad").training_float().shape_of(kVar).rank(0, 8),
+      InOut("scale_m", "scale_m").float32().rank(1, 1).optional_input(),
+      InOut("scale_v", "scale_v").float32().rank(1, 1).optional_input(),
+      working_copy_of(kVar),
+      compensation_of(kVar),
+  };
+  MANTISSA_TENSOR_MEMBERS(var, m, v, grad, scale_m, scale_v, working, compensation);
+  static constexpr std::array<AttrSpec, 0> kAttrs{};
+  MANTISSA_ATTR_MEMBERS();
+  static constexpr OpHooks<Tensors, Params> kHooks{.params_beyond_attrs = true};
+  static constexpr AclHooks<Tensors, Params> kAclHooks{};
+  static Status check_params(const Tensors& t, const Params& p) {
+    return check_param_forms(kType, t.var, t.grad, t.working, t.compensation, p);
+  }
+};
+static_assert(well_formed<CompactAdamWParamOp>());
+
+std::string_view format_name(MomentFormat f) {
+  switch (f) {
+    case MomentFormat::kFp32: return "kFp32";
+    case MomentFormat::kBf16: return "kBf16";
+    case MomentFormat::kInt8: return "kInt8";
+    case MomentFormat::kInt4: return "kInt4";
+    case MomentFormat::kFp8E4M3: return "kFp8E4M3";
+  }
+  return "?";
+}
+
+// The moment format's rules for one parameter (its declaration's have passed): m's and v's
+// dtype and element count, and the scales present (quantized formats, one per block) or absent.
+Status check_format(const CompactAdamWParamTensors& t, MomentFormat f) {
+  constexpr std::string_view op = CompactAdamWParamOp::kType;
+  const int64_t n = *t.var.numel();
+  const int64_t want = moment_elements(f, n);
+  const std::string_view fname = format_name(f);
+  for (const auto& [view, name] : {std::pair{&t.m, "m"}, std::pair{&t.v, "v"}}) {
+    const DType d = view->dtype;
+    const bool dtype_ok = f == MomentFormat::kFp32   ? d == DType::kFloat32
+                          : f == MomentFormat::kBf16 ? d == DType::kBFloat16
+                          : f == MomentFormat::kFp8E4M3
+                              ? d == DType::kFloat8E4M3FN || d == DType::kUInt8
+                              : d == DType::kUInt8;
+    if (!dtype_ok) {
+      return fail(StatusCode::kParamInvalid, op, "{} is {}, but {} moments are {}", name,
+                  dtype_name(d), fname,
+                  f == MomentFormat::kFp32      ? "FLOAT"
+                  : f == MomentFormat::kBf16    ? "BFLOAT16"
+                  : f == MomentFormat::kFp8E4M3 ? "FLOAT8_E4M3FN or UINT8"
+                                                : "UINT8");
+    }
+    if (f == MomentFormat::kInt4) {
+      if (*view->numel() != want) {
+        return fail(StatusCode::kParamInvalid, op,
+                    "{} has {} elements, but var's {} elements need {} bytes of 4-bit codes", name,
+                    *view->numel(), n, want);
+      }
+    } else {
+      MANTISSA_RETURN_IF_ERROR(check_same_shape(op, Arg{name, *view}, Arg{"var", t.var}));
+    }
+  }
+  const int64_t block = moment_block(f);
+  for (const auto& [scale, name] :
+       {std::pair{&t.scale_m, "scale_m"}, std::pair{&t.scale_v, "scale_v"}}) {
+    if (block == 0) {
+      if (*scale) {
+        return fail(StatusCode::kParamInvalid, op, "{} is given, but {} moments have no scale",
+                    name, fname);
+      }
+      continue;
+    }
+    if (!*scale) {
+      return fail(StatusCode::kParamNullptr, op,
+                  "{} is missing; {} moments need one scale per "
+                  "block of {}",
+                  name, fname, block);
+    }
+    const int64_t blocks = (n + block - 1) / block;
+    if (*(*scale)->numel() != blocks) {
+      return fail(StatusCode::kParamInvalid, op,
+                  "{} has {} elements, but var's {} elements in blocks of {} need {}", name,
+                  *(*scale)->numel(), n, block, blocks);
+    }
+  }
+  return {};
+}
+
 // Re-labels a per-parameter failure "op: params[i]: ...".
 Status at_param(Status s, std::string_view op, std::size_t i) {
   if (s.ok()) return s;
@@ -741,9 +981,9 @@ MtTensor common_tensor(const P& p, const TensorView& var, const TensorView& grad
 
 void run_list(MtArgs& a, std::span<const MtTensor> tensors, const FusedStepOptions& o) {
   std::vector<int64_t> offsets(tensors.size() + 1, 0);
-  // 8-bit moments: each tensor starts at a multiple of the block, so that every chunk (a
-  // multiple of the block too) cuts tensors at block boundaries.
-  const int64_t align = a.algo == MtAlgo::kAdamW8bit ? kQuantBlock : 1;
+  // Compact moments: each tensor starts at a multiple of kQuantBlock (a multiple of every
+  // format's block), so that every chunk (a multiple of it too) cuts tensors at block boundaries.
+  const int64_t align = a.algo == MtAlgo::kAdamWCompact ? kQuantBlock : 1;
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     offsets[i + 1] = offsets[i] + (tensors[i].n + align - 1) / align * align;
   }
@@ -939,30 +1179,142 @@ Status multi_tensor_adam_w_8bit_validate(std::span<const AdamW8bitParamTensors> 
       });
 }
 
+namespace detail {
+namespace {
+
+// Every E4M3FN code's value (0x7F and 0xFF: NaN).
+const std::array<float, 256>& e4m3_table() {
+  static const std::array<float, 256> kTable = [] {
+    std::array<float, 256> t{};
+    for (uint32_t c = 0; c < 256; ++c) t[c] = minifloat_to_float(kE4M3, c);
+    return t;
+  }();
+  return kTable;
+}
+
+// Runs a validated compact AdamW list.
+void run_compact(std::span<const CompactAdamWParamTensors> params, const MultiAdamWParams& p,
+                 MomentFormat format, const FusedStepOptions& o) {
+  std::vector<MtTensor> tensors;
+  tensors.reserve(params.size());
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const CompactAdamWParamTensors& q = params[i];
+    MtTensor t = common_tensor(q, q.var, q.grad, o, i);
+    t.s0 = q.m.data;
+    t.s1 = q.v.data;
+    if (q.scale_m) t.scale_m = static_cast<float*>(q.scale_m->data);
+    if (q.scale_v) t.scale_v = static_cast<float*>(q.scale_v->data);
+    tensors.push_back(t);
+  }
+  MtArgs a;
+  a.algo = MtAlgo::kAdamWCompact;
+  a.maximize = p.hyper.maximize;
+  a.adam_w = adam_w_constants(static_cast<double>(p.step), p.hyper.lr, p.hyper.beta1, p.hyper.beta2,
+                              p.hyper.weight_decay, p.hyper.eps);
+  a.format = format;
+  a.block = format == MomentFormat::kInt4 ? 128 : kQuantBlock;
+  if (format == MomentFormat::kInt8) {
+    a.coder_m = &dynamic_quant_coder(true);
+    a.coder_v = &dynamic_quant_coder(false);
+    a.table_m = a.coder_m->map.data();
+    a.table_v = a.coder_v->map.data();
+  } else if (format == MomentFormat::kInt4) {
+    a.int4_m = &int4_coder(true);
+    a.int4_v = &int4_coder(false);
+  } else if (format == MomentFormat::kFp8E4M3) {
+    a.table_m = a.table_v = e4m3_table().data();
+  }
+  run_list(a, tensors, o);
+}
+
+CompactAdamWParamTensors as_compact(const AdamW8bitParamTensors& t) {
+  return {.var = t.var,
+          .m = t.m,
+          .v = t.v,
+          .grad = t.grad,
+          .scale_m = t.absmax_m,
+          .scale_v = t.absmax_v,
+          .working = t.working,
+          .compensation = t.compensation};
+}
+
+}  // namespace
+}  // namespace detail
+
 Status multi_tensor_adam_w_8bit(std::span<const AdamW8bitParamTensors> params,
                                 const MultiAdamWParams& p, const FusedStepOptions& o) {
   return detail::guarded_entry("multi_tensor_adam_w_8bit", [&]() -> Status {
     MANTISSA_RETURN_IF_ERROR(multi_tensor_adam_w_8bit_validate(params, p, o));
     if (detail::skipped(o)) return {};
-    std::vector<detail::MtTensor> tensors;
-    tensors.reserve(params.size());
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      const AdamW8bitParamTensors& q = params[i];
-      detail::MtTensor t = detail::common_tensor(q, q.var, q.grad, o, i);
-      t.s0 = q.m.data;
-      t.s1 = q.v.data;
-      t.absmax_m = static_cast<float*>(q.absmax_m.data);
-      t.absmax_v = static_cast<float*>(q.absmax_v.data);
-      tensors.push_back(t);
-    }
-    detail::MtArgs a;
-    a.algo = detail::MtAlgo::kAdamW8bit;
-    a.maximize = p.hyper.maximize;
-    a.adam_w = detail::adam_w_constants(static_cast<double>(p.step), p.hyper.lr, p.hyper.beta1,
-                                        p.hyper.beta2, p.hyper.weight_decay, p.hyper.eps);
-    a.coder_m = &detail::dynamic_quant_coder(true);
-    a.coder_v = &detail::dynamic_quant_coder(false);
-    detail::run_list(a, tensors, o);
+    std::vector<CompactAdamWParamTensors> list;
+    list.reserve(params.size());
+    for (const AdamW8bitParamTensors& t : params) list.push_back(detail::as_compact(t));
+    detail::run_compact(list, p, MomentFormat::kInt8, o);
+    return {};
+  });
+}
+
+// ---- AdamW with compact moments -------------------------------------------------------------
+
+int64_t moment_block(MomentFormat f) noexcept {
+  switch (f) {
+    case MomentFormat::kInt8:
+    case MomentFormat::kFp8E4M3: return 256;
+    case MomentFormat::kInt4: return 128;
+    default: return 0;
+  }
+}
+
+int64_t moment_elements(MomentFormat f, int64_t n) noexcept {
+  return f == MomentFormat::kInt4 ? n / 2 + n % 2 : n;
+}
+
+Status multi_tensor_adam_w_compact_validate(std::span<const CompactAdamWParamTensors> params,
+                                            const MultiAdamWParams& p, MomentFormat format,
+                                            const FusedStepOptions& o) {
+  using Op = detail::CompactAdamWParamOp;
+  constexpr std::string_view op = Op::kType;
+  const auto f = static_cast<int32_t>(format);
+  if (f < 0 || f > 4) {
+    return detail::fail(StatusCode::kParamInvalid, op, "unknown MomentFormat {}", f);
+  }
+  if (p.step < 0) {
+    return detail::fail(StatusCode::kParamInvalid, op,
+                        "step is {}, but it counts the steps already taken and must be >= 0",
+                        p.step);
+  }
+  if (p.hyper.amsgrad) {
+    return detail::fail(StatusCode::kParamInvalid, op,
+                        "amsgrad is set, but compact moments keep no running maximum of v");
+  }
+  // Each parameter's declaration (present, dtypes, ranks), then its format's rules (the byte
+  // counts the aliasing rule reads), then the list's rules (validate_list).
+  MANTISSA_RETURN_IF_ERROR(detail::check_options(op, o));
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    MANTISSA_RETURN_IF_ERROR(
+        detail::at_param(detail::validate<Op>(params[i], detail::ParamRules{o.rounding}), op, i));
+    MANTISSA_RETURN_IF_ERROR(detail::at_param(detail::check_format(params[i], format), op, i));
+  }
+  return detail::validate_list<Op>(
+      params, o,
+      [](std::vector<detail::Range>& r, const CompactAdamWParamTensors& t, std::size_t i) {
+        detail::add_range(r, t.var, true, i, "var");
+        detail::add_range(r, t.m, true, i, "m");
+        detail::add_range(r, t.v, true, i, "v");
+        if (t.scale_m) detail::add_range(r, *t.scale_m, true, i, "scale_m");
+        if (t.scale_v) detail::add_range(r, *t.scale_v, true, i, "scale_v");
+        detail::add_range(r, t.grad, false, i, "grad");
+        detail::add_common(r, t.working, t.compensation, i);
+      });
+}
+
+Status multi_tensor_adam_w_compact(std::span<const CompactAdamWParamTensors> params,
+                                   const MultiAdamWParams& p, MomentFormat format,
+                                   const FusedStepOptions& o) {
+  return detail::guarded_entry("multi_tensor_adam_w_compact", [&]() -> Status {
+    MANTISSA_RETURN_IF_ERROR(multi_tensor_adam_w_compact_validate(params, p, format, o));
+    if (detail::skipped(o)) return {};
+    detail::run_compact(params, p, format, o);
     return {};
   });
 }

@@ -6,6 +6,7 @@
 #include <span>
 
 #include "mantissa/dtype.h"
+#include "mantissa/optim.h"
 #include "mantissa/tensor.h"
 #include "ops/apply_adam_d/apply_adam_d_kernel.h"
 #include "ops/apply_adam_w_quant/quant_coder.h"
@@ -34,11 +35,12 @@ constexpr uint32_t sr_tensor_key(uint64_t seed, uint64_t step, uint32_t tensor) 
   return mix32(h ^ tensor);
 }
 
-// The block of the 8-bit moments (kAdamW8bit); chunks of kDefaultGrain elements hold whole blocks.
+// The largest block of the compact moments (kAdamWCompact); chunks of kDefaultGrain elements
+// hold whole blocks of every format.
 inline constexpr int64_t kQuantBlock = 256;
 
-// kAdamW8bit: AdamW with 8-bit block-wise moments (s0, s1 hold the codes).
-enum class MtAlgo : int32_t { kSgd, kAdamD, kAdamW, kAdamW8bit };
+// kAdamWCompact: AdamW with moments in a MomentFormat (s0, s1 hold them), run block by block.
+enum class MtAlgo : int32_t { kSgd, kAdamD, kAdamW, kAdamWCompact };
 // How the new weights are written: RNE to var's dtype; that plus a 16-bit working copy (fp32
 // var); Kahan-compensated bf16; stochastically rounded bf16.
 enum class MtWriter : int32_t { kPlain, kWorkingCopy, kKahan, kStochastic };
@@ -65,9 +67,9 @@ struct MtTensor {
   float sgd_m = 0.0f;
   bool sgd_write_state = false;  // momentum != 0 in var's dtype
   AdamDConstants adam_d;
-  // kAdamW8bit: one absmax per block of kQuantBlock elements, each.
-  float* absmax_m = nullptr;
-  float* absmax_v = nullptr;
+  // kAdamWCompact, quantized formats: one scale per block, each.
+  float* scale_m = nullptr;
+  float* scale_v = nullptr;
 };
 
 struct MtArgs {
@@ -85,9 +87,17 @@ struct MtArgs {
   bool adam_d_nesterov = false;
   // AdamW
   AdamWConstants adam_w;
-  // kAdamW8bit: the signed and unsigned dynamic maps and their coders.
+  // kAdamWCompact: the format and its block; kInt8 the dynamic maps' coders, kInt4 the 4-bit
+  // coders; kInt8 and kFp8E4M3 decode through a 256-entry table per moment (the map, or every
+  // E4M3 code's value).
+  MomentFormat format = MomentFormat::kFp32;
+  int64_t block = kQuantBlock;
   const QuantCoder* coder_m = nullptr;
   const QuantCoder* coder_v = nullptr;
+  const Int4Coder* int4_m = nullptr;
+  const Int4Coder* int4_v = nullptr;
+  const float* table_m = nullptr;
+  const float* table_v = nullptr;
   bool amsgrad = false;
   bool maximize = false;
 };

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <climits>
 #include <condition_variable>
 #include <cstdlib>
@@ -328,41 +329,80 @@ class MultiStepCall final : public PreparedCall {
 
 // multi_tensor_adam_w_8bit over the list: codes spread over the maps, absmax of ordinary
 // moments (0.01 for m, 1e-4 for v).
-class AdamW8bitListCall final : public PreparedCall {
+// multi_tensor_adam_w_compact over a list, moments in `format`: random codes (or moments) and
+// scales of a trained state's magnitude.
+class CompactListCall final : public PreparedCall {
  public:
-  AdamW8bitListCall(DType dtype, const std::vector<Shape>& shapes)
-      : var_(dtype, shapes, 0.0f, 2.0f), g_(dtype, shapes, 0.0f, 0.4f) {
+  CompactListCall(DType dtype, const std::vector<Shape>& shapes, MomentFormat format)
+      : format_(format), var_(dtype, shapes, 0.0f, 2.0f), g_(dtype, shapes, 0.0f, 0.4f) {
     uint32_t state = 7u;
+    const int64_t block = moment_block(format);
+    const bool bf16 = format == MomentFormat::kBf16;
+    const std::size_t width = format == MomentFormat::kFp32 ? 4 : bf16 ? 2 : 1;
     for (std::size_t i = 0; i < shapes.size(); ++i) {
-      const int64_t n = *var_.views[i].numel(), blocks = (n + 255) / 256;
+      const int64_t n = *var_.views[i].numel();
+      const int64_t bytes = moment_elements(format, n) * static_cast<int64_t>(width);
       for (auto* codes : {&m_, &v_}) {
-        codes->emplace_back(static_cast<std::size_t>(n));
+        codes->emplace_back(static_cast<std::size_t>(bytes));
         for (uint8_t& c : codes->back()) {
           state = state * 1664525u + 1013904223u;
           c = static_cast<uint8_t>(state >> 24);
         }
       }
-      am_.emplace_back(static_cast<std::size_t>(blocks), 0.01f);
-      av_.emplace_back(static_cast<std::size_t>(blocks), 1e-4f);
+      if (width > 1) {  // moments of a trained state's magnitude, v positive
+        for (auto* moments : {&m_.back(), &v_.back()}) {
+          for (std::size_t k = 0; k < moments->size(); k += width) {
+            state = state * 1664525u + 1013904223u;
+            const float x = (moments == &m_.back() ? 1e-3f : 1e-6f) *
+                            static_cast<float>(state >> 8) / 16777216.0f;
+            if (bf16) {
+              const uint16_t h = static_cast<uint16_t>(std::bit_cast<uint32_t>(x) >> 16);
+              std::memcpy(moments->data() + k, &h, 2);
+            } else {
+              std::memcpy(moments->data() + k, &x, 4);
+            }
+          }
+        }
+      }
+      const std::size_t blocks = block == 0 ? 0 : static_cast<std::size_t>((n + block - 1) / block);
+      const float fp8 = format == MomentFormat::kFp8E4M3 ? 1.0f / 448.0f : 1.0f;
+      am_.emplace_back(blocks, 0.01f * fp8);
+      av_.emplace_back(blocks, 1e-4f * fp8);
     }
+    const DType moment_dtype = format == MomentFormat::kFp32 ? DType::kFloat32
+                               : bf16                        ? DType::kBFloat16
+                                                             : DType::kUInt8;
     for (std::size_t i = 0; i < shapes.size(); ++i) {
       const TensorView& x = var_.views[i];
-      const std::span<const int64_t> shape(x.shape.data(), static_cast<std::size_t>(x.rank));
-      const std::array<int64_t, 1> blocks{static_cast<int64_t>(am_[i].size())};
-      params_.push_back({x, TensorView(m_[i].data(), DType::kUInt8, shape),
-                         TensorView(v_[i].data(), DType::kUInt8, shape),
-                         TensorView(am_[i].data(), DType::kFloat32, blocks),
-                         TensorView(av_[i].data(), DType::kFloat32, blocks), g_.views[i],
-                         std::nullopt, std::nullopt});
+      std::span<const int64_t> shape(x.shape.data(), static_cast<std::size_t>(x.rank));
+      const std::array<int64_t, 1> packed{static_cast<int64_t>(m_[i].size())};
+      if (format == MomentFormat::kInt4) shape = packed;
+      CompactAdamWParamTensors t{x,
+                                 TensorView(m_[i].data(), moment_dtype, shape),
+                                 TensorView(v_[i].data(), moment_dtype, shape),
+                                 g_.views[i],
+                                 std::nullopt,
+                                 std::nullopt,
+                                 std::nullopt,
+                                 std::nullopt};
+      if (block > 0) {
+        const std::array<int64_t, 1> blocks{static_cast<int64_t>(am_[i].size())};
+        t.scale_m = TensorView(am_[i].data(), DType::kFloat32, blocks);
+        t.scale_v = TensorView(av_[i].data(), DType::kFloat32, blocks);
+      }
+      params_.push_back(t);
     }
   }
-  void run() override { (void)multi_tensor_adam_w_8bit(params_, {.hyper = {}, .step = 9}); }
+  void run() override {
+    (void)multi_tensor_adam_w_compact(params_, {.hyper = {}, .step = 9}, format_);
+  }
 
  private:
+  MomentFormat format_;
   ListBuffers var_, g_;
   std::vector<std::vector<uint8_t>> m_, v_;
   std::vector<std::vector<float>> am_, av_;
-  std::vector<AdamW8bitParamTensors> params_;
+  std::vector<CompactAdamWParamTensors> params_;
 };
 
 // ForeachNorm over four tensors of about n/4 elements (the list path), one norm per tensor.
@@ -625,10 +665,17 @@ int64_t case_elements(const OpCase& c, int64_t n) {
 }
 
 std::vector<ListCase> list_cases() {
-  return {{"unscale", {1, 0}}, {"check-only", {0, 1}},
-          {"inspect", {0, 1}}, {"unscale+inspect", {1, 0}},
-          {"adamw", {3, 1}},   {"adamw8bit", {1, 1}, 2},
-          {"adam", {3, 1}},    {"sgd", {3, 1}}};
+  return {{"unscale", {1, 0}},
+          {"check-only", {0, 1}},
+          {"inspect", {0, 1}},
+          {"unscale+inspect", {1, 0}},
+          {"adamw", {3, 1}},
+          {"adamw8bit", {1, 1}, 2},
+          {"adamw4bit", {1, 1}, 1},
+          {"adamwfp8", {1, 1}, 2},
+          {"adamwbf16m", {1, 1}, 4},
+          {"adam", {3, 1}},
+          {"sgd", {3, 1}}};
 }
 
 Traffic ListCase::probe_traffic(std::size_t element_size, int64_t* stream_bytes) const {
@@ -650,7 +697,15 @@ std::unique_ptr<PreparedCall> prepare_list(const std::string& op, DType dtype,
   }
   if (op == "adamw")
     return std::make_unique<MultiStepCall>(MultiStepCall::Kind::kAdamW, dtype, shapes);
-  if (op == "adamw8bit") return std::make_unique<AdamW8bitListCall>(dtype, shapes);
+  if (op == "adamw8bit")
+    return std::make_unique<CompactListCall>(dtype, shapes, MomentFormat::kInt8);
+  if (op == "adamw4bit")
+    return std::make_unique<CompactListCall>(dtype, shapes, MomentFormat::kInt4);
+  if (op == "adamwfp8") {
+    return std::make_unique<CompactListCall>(dtype, shapes, MomentFormat::kFp8E4M3);
+  }
+  if (op == "adamwbf16m")
+    return std::make_unique<CompactListCall>(dtype, shapes, MomentFormat::kBf16);
   if (op == "adam")
     return std::make_unique<MultiStepCall>(MultiStepCall::Kind::kAdamD, dtype, shapes);
   if (op == "sgd") return std::make_unique<MultiStepCall>(MultiStepCall::Kind::kSgd, dtype, shapes);

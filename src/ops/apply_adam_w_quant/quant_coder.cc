@@ -1,11 +1,13 @@
 // The dynamic maps' coders (quant_coder.h).
 #include "ops/apply_adam_w_quant/quant_coder.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
 
 #include "mantissa/ops/apply_adam_w_quant.h"
+#include "mantissa/optim.h"
 
 namespace mantissa::detail {
 namespace {
@@ -81,4 +83,66 @@ const QuantCoder& dynamic_quant_coder(bool is_signed) {
   return is_signed ? kSigned : kUnsigned;
 }
 
+int int4_code(const float* map, float x) {
+  int c = 0;
+  for (int step = 8; step >= 1; step /= 2) {
+    if (x >= map[c + step]) c += step;
+  }
+  if (c < 15 && x - map[c] >= (map[c + 1] - map[c]) * 0.5f) ++c;
+  return c;
+}
+
+const Int4Coder& int4_coder(bool is_signed) {
+  static const auto build4 = [](bool s) {
+    Int4Coder c;
+    c.map = int4_moment_map(s);
+    for (int k = 1; k < 16; ++k) {
+      // The least value of [q_(k-1), q_k] coded k or above (q_k itself is).
+      uint32_t lo = key_of(c.map[static_cast<std::size_t>(k - 1)]);
+      uint32_t hi = key_of(c.map[static_cast<std::size_t>(k)]);
+      while (lo < hi) {
+        const uint32_t mid = lo + (hi - lo) / 2;
+        if (int4_code(c.map.data(), from_key(mid)) >= k) {
+          hi = mid;
+        } else {
+          lo = mid + 1;
+        }
+      }
+      c.threshold[static_cast<std::size_t>(k - 1)] = from_key(lo);
+    }
+    return c;
+  };
+  static const Int4Coder kSigned = build4(true);
+  static const Int4Coder kUnsigned = build4(false);
+  return is_signed ? kSigned : kUnsigned;
+}
+
 }  // namespace mantissa::detail
+
+namespace mantissa {
+
+std::array<float, 16> int4_moment_map(bool is_signed) {
+  std::array<float, 16> map{};
+  if (!is_signed) {
+    for (int k = 1; k <= 16; ++k)
+      map[static_cast<std::size_t>(k - 1)] = static_cast<float>(k) / 16.0f;
+    return map;
+  }
+  std::size_t k = 0;
+  constexpr double kScale[3] = {1e-2, 1e-1, 1.0};  // 10^e for e = -2..0, the nearest doubles
+  for (int e = 0; e < 3; ++e) {
+    const int items = 1 << e;
+    for (int j = 0; j < items; ++j) {
+      // The midpoint of the j-th of `items` equal parts of [0.1, 1], as dynamic_quant_map.
+      const double mid = 0.1 + 0.9 * (2.0 * j + 1.0) / (2.0 * items);
+      map[k++] = static_cast<float>(kScale[e] * mid);
+      map[k++] = static_cast<float>(-(kScale[e] * mid));
+    }
+  }
+  map[k++] = 0.0f;
+  map[k++] = 1.0f;
+  std::sort(map.begin(), map.end());
+  return map;
+}
+
+}  // namespace mantissa

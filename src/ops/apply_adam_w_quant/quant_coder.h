@@ -12,7 +12,7 @@
 // value of the bucket then has code c, or c + 1 when its low 16 bits say it is above t_c. That
 // holds wherever the buckets are finer than the map's spacing, as they are over [-1, 1] for the
 // dynamic maps (`coarse_buckets` counts the buckets of [-1, 1] where they are not: 0, checked in
-// tests/test_multi_tensor_8bit.cc with every bucket's ends and thresholds). Values above q_255
+// tests/test_multi_tensor_compact.cc with every bucket's ends and thresholds). Values above q_255
 // are outside the table's promise; the 8-bit step never codes one (|m| / max|m| <= 1).
 #pragma once
 
@@ -37,5 +37,17 @@ const QuantCoder& dynamic_quant_coder(bool is_signed);
 // The documented search (docs/ops/apply_adam_w_quant.md), one value: the scalar definition the
 // coder is built from.
 int search_code(const float* map, float x);
+
+// The 4-bit moments' coder (MomentFormat::kInt4): torchao's rounding of x to a 16-entry
+// ascending map q, as one value: c = the largest k with q_k <= x (0 when none, NaN included),
+// then c + 1 when c < 15 and fp32(x - q_c) >= fp32(fp32(q_(c+1) - q_c) * 0.5). The code never
+// decreases as x grows, so it is the number of thresholds t_k <= x, t_k (k = 1..15) the least
+// fp32 value coded k or above: 15 comparisons, no gathers, in the kernel.
+struct Int4Coder {
+  std::array<float, 16> map{};
+  std::array<float, 15> threshold{};
+};
+const Int4Coder& int4_coder(bool is_signed);
+int int4_code(const float* map, float x);
 
 }  // namespace mantissa::detail

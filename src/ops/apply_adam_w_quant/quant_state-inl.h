@@ -1,8 +1,8 @@
 // The 8-bit block-wise optimizer state's lane operations, shared by ApplyAdamWQuant
 // (ops/apply_adam_w_quant/apply_adam_w_quant.cc) and the quantized multi-tensor AdamW
-// (optim/multi_tensor.cc), so both code the same moment with the same bits: codes loaded and
-// stored, the block absmax, CANN's search for the nearest map entry and m's sign rule
-// (docs/ops/apply_adam_w_quant.md).
+// (optim/multi_tensor.cc), so both code the same moment with the same bits: the block absmax,
+// CANN's search for the nearest map entry, its table form and m's sign rule
+// (docs/ops/apply_adam_w_quant.md). Codes are loaded and stored by core/lowp-inl.h.
 
 // Per-target include guard (Highway's idiom for *-inl.h files).
 #if defined(MANTISSA_OPS_QUANT_STATE_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -15,23 +15,13 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/lowp-inl.h"  // LoadCodes, StoreCodes
 #include "core/simd-inl.h"
 #include "hwy/highway.h"
 #include "ops/apply_adam_w_quant/quant_coder.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace mantissa::HWY_NAMESPACE {
-
-// The codes of a vector of lanes: uint8 in memory, int32 lanes in registers.
-template <class D>
-HWY_INLINE hn::Vec<hn::RebindToSigned<D>> LoadCodes(D, const uint8_t* HWY_RESTRICT p) {
-  return hn::PromoteTo(hn::RebindToSigned<D>(), hn::LoadU(hn::Rebind<uint8_t, D>(), p));
-}
-template <class D>
-HWY_INLINE void StoreCodes(D, hn::Vec<hn::RebindToSigned<D>> codes, uint8_t* HWY_RESTRICT p) {
-  const hn::Rebind<uint8_t, D> d8;
-  hn::StoreU(hn::DemoteTo(d8, codes), d8, p);  // codes are in [0, 255]: exact
-}
 
 // max(acc, x) where a NaN x makes the result NaN and a NaN acc stays (the block's absmax is NaN
 // when any of its moments is).
