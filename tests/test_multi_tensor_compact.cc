@@ -687,7 +687,7 @@ TEST(MultiTensorCompact, Int4CodesFollowTorchaosRounding) {
     const auto& q = is_signed ? kSigned4 : kUnsigned4;
     auto count = [&](float x) {  // as the kernel codes: the thresholds <= x
       uint32_t code = 0;
-      for (float t : c.threshold) code += x >= t ? 1 : 0;
+      for (int k = 0; k < 15; ++k) code += x >= c.threshold[k] ? 1 : 0;
       return code;
     };
     auto check = [&](float x) {
@@ -703,6 +703,7 @@ TEST(MultiTensorCompact, Int4CodesFollowTorchaosRounding) {
       EXPECT_EQ(count(std::nextafter(c.threshold[k], -2.0f)), static_cast<uint32_t>(k));
     }
     for (int k = 0; k < 16; ++k) check(q[k]);
+    EXPECT_EQ(c.threshold[15], std::numeric_limits<float>::infinity());
     std::mt19937 rng(4);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     for (int i = 0; i < 100000; ++i) check(u(rng));

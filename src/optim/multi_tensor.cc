@@ -181,6 +181,25 @@ HWY_INLINE void ForBlock(int64_t begin, int64_t end, const Body& body) {
   for (; i < end; ++i) body(d1, i);
 }
 
+// map[c] for codes c in [0, 16), without a gather: the map in pieces of Lanes(d) entries, each
+// looked up by the codes' low bits, the piece chosen by their high bits (one permutation with 16
+// lanes).
+template <class D>
+HWY_INLINE hn::Vec<D> Lookup16(D d, const float* HWY_RESTRICT map,
+                               hn::Vec<hn::RebindToSigned<D>> c) {
+  const hn::RebindToSigned<D> di;
+  const int lanes = static_cast<int>(hn::Lanes(d));
+  const auto low = hn::And(c, hn::Set(di, lanes - 1));
+  const auto index = hn::IndicesFromVec(d, low);
+  const auto high = hn::Sub(c, low);
+  auto r = hn::TableLookupLanes(hn::LoadU(d, map), index);
+  for (int piece = lanes; piece < 16; piece += lanes) {
+    const auto hit = hn::RebindMask(d, hn::Eq(high, hn::Set(di, piece)));
+    r = hn::IfThenElse(hit, hn::TableLookupLanes(hn::LoadU(d, map + piece), index), r);
+  }
+  return r;
+}
+
 HWY_NOINLINE void DecodeBlock(const detail::MtArgs& a, const detail::MtTensor& t, CompactBlock& k) {
   const int64_t begin = k.begin, end = k.end;
   float* HWY_RESTRICT m = k.m;
@@ -199,46 +218,72 @@ HWY_NOINLINE void DecodeBlock(const detail::MtArgs& a, const detail::MtTensor& t
       });
       return;
     }
-    case MomentFormat::kInt8:
+    case MomentFormat::kInt8: {
+      // map[code] * scale
+      const float sm = t.scale_m[k.b], sv = t.scale_v[k.b];
+      const auto* m_codes = static_cast<const uint8_t*>(t.s0);
+      const auto* v_codes = static_cast<const uint8_t*>(t.s1);
+      const float* HWY_RESTRICT qm = a.coder_m->map.data();
+      const float* HWY_RESTRICT qv = a.coder_v->map.data();
+      ForBlock(begin, end, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
+        const auto dm = hn::GatherIndex(d, qm, LoadCodes(d, m_codes + i));
+        const auto dv = hn::GatherIndex(d, qv, LoadCodes(d, v_codes + i));
+        hn::StoreU(hn::Mul(dm, hn::Set(d, sm)), d, m + (i - begin));
+        hn::StoreU(hn::Mul(dv, hn::Set(d, sv)), d, v + (i - begin));
+      });
+      return;
+    }
     case MomentFormat::kFp8E4M3: {
-      // table[code] * scale
+      // The E4M3 code's value (exact, by lane arithmetic: no table) * scale
       const float sm = t.scale_m[k.b], sv = t.scale_v[k.b];
       const auto* m_codes = static_cast<const uint8_t*>(t.s0);
       const auto* v_codes = static_cast<const uint8_t*>(t.s1);
       ForBlock(begin, end, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
-        const auto dm = hn::GatherIndex(d, a.table_m, LoadCodes(d, m_codes + i));
-        const auto dv = hn::GatherIndex(d, a.table_v, LoadCodes(d, v_codes + i));
+        const auto dm = MiniFloatToF32<kE4M3>(d, LoadCodes(d, m_codes + i));
+        const auto dv = MiniFloatToF32<kE4M3>(d, LoadCodes(d, v_codes + i));
         hn::StoreU(hn::Mul(dm, hn::Set(d, sm)), d, m + (i - begin));
         hn::StoreU(hn::Mul(dv, hn::Set(d, sv)), d, v + (i - begin));
       });
       return;
     }
     case MomentFormat::kInt4: {
-      // map[nibble] * scale; the block starts at an even element, so at a byte.
+      // map[nibble] * scale: the nibbles unpacked to bytes (the block starts at an even
+      // element, so at a byte), then looked up in registers.
       const float sm = t.scale_m[k.b], sv = t.scale_v[k.b];
-      const auto* m_bytes = static_cast<const uint8_t*>(t.s0);
-      const auto* v_bytes = static_cast<const uint8_t*>(t.s1);
+      const auto* HWY_RESTRICT m_bytes = static_cast<const uint8_t*>(t.s0) + begin / 2;
+      const auto* HWY_RESTRICT v_bytes = static_cast<const uint8_t*>(t.s1) + begin / 2;
+      HWY_ALIGN uint8_t cm[detail::kQuantBlock], cv[detail::kQuantBlock];
+      const int64_t n = end - begin;
+      for (int64_t j = 0; j < (n + 1) / 2; ++j) {
+        cm[2 * j] = static_cast<uint8_t>(m_bytes[j] >> 4);
+        cm[2 * j + 1] = static_cast<uint8_t>(m_bytes[j] & 15);
+        cv[2 * j] = static_cast<uint8_t>(v_bytes[j] >> 4);
+        cv[2 * j + 1] = static_cast<uint8_t>(v_bytes[j] & 15);
+      }
       const float* qm = a.int4_m->map.data();
       const float* qv = a.int4_v->map.data();
-      for (int64_t i = begin; i < end; ++i) {
-        const int shift = (i & 1) == 0 ? 4 : 0;
-        const int cm = (m_bytes[i >> 1] >> shift) & 15, cv = (v_bytes[i >> 1] >> shift) & 15;
-        m[i - begin] = qm[cm] * sm;
-        v[i - begin] = qv[cv] * sv;
-      }
+      ForBlock(begin, end, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
+        const auto dm = Lookup16(d, qm, LoadCodes(d, cm + (i - begin)));
+        const auto dv = Lookup16(d, qv, LoadCodes(d, cv + (i - begin)));
+        hn::StoreU(hn::Mul(dm, hn::Set(d, sm)), d, m + (i - begin));
+        hn::StoreU(hn::Mul(dv, hn::Set(d, sv)), d, v + (i - begin));
+      });
       return;
     }
   }
 }
 
-// The count of thresholds t <= x: the 4-bit code of x (NaN: 0).
+// The 4-bit code of x: the count of thresholds t_k <= x (NaN: 0), by a 4-step binary search
+// over them (table: t_1..t_15, then +inf), each step one in-register lookup.
 template <class D>
-HWY_INLINE hn::Vec<hn::RebindToSigned<D>> Int4Code(D d, const detail::Int4Coder& c, hn::Vec<D> x) {
+HWY_INLINE hn::Vec<hn::RebindToSigned<D>> Int4Code(D d, const float* HWY_RESTRICT table,
+                                                   hn::Vec<D> x) {
   const hn::RebindToSigned<D> di;
   auto code = hn::Zero(di);
-  for (float t : c.threshold) {
-    // A true mask is all ones (-1): subtracting it counts.
-    code = hn::Sub(code, hn::VecFromMask(di, hn::RebindMask(di, hn::Ge(x, hn::Set(d, t)))));
+  for (int step = 8; step >= 1; step /= 2) {
+    const auto t = Lookup16(d, table, hn::Add(code, hn::Set(di, step - 1)));
+    const auto up = hn::RebindMask(di, hn::Ge(x, t));
+    code = hn::IfThenElse(up, hn::Add(code, hn::Set(di, step)), code);
   }
   return code;
 }
@@ -249,6 +294,23 @@ float BlockScale(MomentFormat f, float absmax) {
   if (f == MomentFormat::kInt8 || absmax != absmax) return absmax;
   const float clipped = absmax < 1e-12f ? 1e-12f : absmax;
   return f == MomentFormat::kInt4 ? clipped : clipped / 448.0f;
+}
+
+// bytes[j] = (codes[2j] << 4) | codes[2j + 1] for j < n (codes 0..15).
+HWY_INLINE void PackNibbles(const uint8_t* HWY_RESTRICT codes, int64_t n,
+                            uint8_t* HWY_RESTRICT bytes) {
+  const hn::ScalableTag<int16_t> d16;
+  const hn::Rebind<uint8_t, decltype(d16)> d8;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d16));
+  int64_t j = 0;
+  for (; j + lanes <= n; j += lanes) {
+    // Little-endian: a 16-bit lane holds codes[2j] in its low byte, codes[2j + 1] in its high.
+    const auto pair = hn::LoadU(d16, reinterpret_cast<const int16_t*>(codes + 2 * j));
+    const auto packed =
+        hn::Or(hn::ShiftLeft<4>(hn::And(pair, hn::Set(d16, 0xF))), hn::ShiftRight<8>(pair));
+    hn::StoreU(hn::DemoteTo(d8, packed), d8, bytes + j);
+  }
+  for (; j < n; ++j) bytes[j] = static_cast<uint8_t>(codes[2 * j] << 4 | codes[2 * j + 1]);
 }
 
 HWY_NOINLINE void EncodeBlock(const detail::MtArgs& a, const detail::MtTensor& t,
@@ -295,20 +357,21 @@ HWY_NOINLINE void EncodeBlock(const detail::MtArgs& a, const detail::MtTensor& t
       StoreCodes(d, F32ToMiniFloat<kE4M3, true>(d, CanonicalNaN(d, xv)), v_codes + i);
     });
   } else {
-    // 4 bits: the codes one per byte in L1, then packed two per byte.
-    HWY_ALIGN uint8_t cm[detail::kQuantBlock], cv[detail::kQuantBlock];
+    // 4 bits: the codes one per byte in L1 (a zero after an odd count), then packed two per
+    // byte: read as 16-bit lanes, (c[2j] << 4) | c[2j + 1], narrowed.
+    HWY_ALIGN uint8_t cm[detail::kQuantBlock + 2], cv[detail::kQuantBlock + 2];
+    const float* tm = a.int4_m->threshold.data();
+    const float* tv = a.int4_v->threshold.data();
     ForBlock(begin, end, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
       const auto xm = hn::Div(hn::LoadU(d, m + (i - begin)), hn::Set(d, sm));
       const auto xv = hn::Div(hn::LoadU(d, v + (i - begin)), hn::Set(d, sv));
-      StoreCodes(d, Int4Code(d, *a.int4_m, xm), cm + (i - begin));
-      StoreCodes(d, Int4Code(d, *a.int4_v, xv), cv + (i - begin));
+      StoreCodes(d, Int4Code(d, tm, xm), cm + (i - begin));
+      StoreCodes(d, Int4Code(d, tv, xv), cv + (i - begin));
     });
-    const int64_t n = end - begin;
-    for (int64_t j = 0; j < n; j += 2) {
-      const int lo_m = j + 1 < n ? cm[j + 1] : 0, lo_v = j + 1 < n ? cv[j + 1] : 0;
-      m_codes[(begin + j) >> 1] = static_cast<uint8_t>(cm[j] << 4 | lo_m);
-      v_codes[(begin + j) >> 1] = static_cast<uint8_t>(cv[j] << 4 | lo_v);
-    }
+    const int64_t n = end - begin, bytes = (n + 1) / 2;
+    cm[n] = cv[n] = 0;
+    PackNibbles(cm, bytes, m_codes + begin / 2);
+    PackNibbles(cv, bytes, v_codes + begin / 2);
   }
   t.scale_m[k.b] = sm;
   t.scale_v[k.b] = sv;
@@ -558,7 +621,6 @@ HWY_AFTER_NAMESPACE();
 #include "core/reduce.h"
 #include "core/runtime_internal.h"
 #include "core/validate.h"
-#include "mantissa/lowp.h"
 #include "mantissa/ops/apply_adam_w_quant.h"
 #include "mantissa/ops/foreach_non_finite_check_and_unscale.h"
 #include "mantissa/optim.h"
@@ -1182,16 +1244,6 @@ Status multi_tensor_adam_w_8bit_validate(std::span<const AdamW8bitParamTensors> 
 namespace detail {
 namespace {
 
-// Every E4M3FN code's value (0x7F and 0xFF: NaN).
-const std::array<float, 256>& e4m3_table() {
-  static const std::array<float, 256> kTable = [] {
-    std::array<float, 256> t{};
-    for (uint32_t c = 0; c < 256; ++c) t[c] = minifloat_to_float(kE4M3, c);
-    return t;
-  }();
-  return kTable;
-}
-
 // Runs a validated compact AdamW list.
 void run_compact(std::span<const CompactAdamWParamTensors> params, const MultiAdamWParams& p,
                  MomentFormat format, const FusedStepOptions& o) {
@@ -1216,13 +1268,9 @@ void run_compact(std::span<const CompactAdamWParamTensors> params, const MultiAd
   if (format == MomentFormat::kInt8) {
     a.coder_m = &dynamic_quant_coder(true);
     a.coder_v = &dynamic_quant_coder(false);
-    a.table_m = a.coder_m->map.data();
-    a.table_v = a.coder_v->map.data();
   } else if (format == MomentFormat::kInt4) {
     a.int4_m = &int4_coder(true);
     a.int4_v = &int4_coder(false);
-  } else if (format == MomentFormat::kFp8E4M3) {
-    a.table_m = a.table_v = e4m3_table().data();
   }
   run_list(a, tensors, o);
 }

@@ -88,16 +88,13 @@ struct MtArgs {
   // AdamW
   AdamWConstants adam_w;
   // kAdamWCompact: the format and its block; kInt8 the dynamic maps' coders, kInt4 the 4-bit
-  // coders; kInt8 and kFp8E4M3 decode through a 256-entry table per moment (the map, or every
-  // E4M3 code's value).
+  // coders.
   MomentFormat format = MomentFormat::kFp32;
   int64_t block = kQuantBlock;
   const QuantCoder* coder_m = nullptr;
   const QuantCoder* coder_v = nullptr;
   const Int4Coder* int4_m = nullptr;
   const Int4Coder* int4_v = nullptr;
-  const float* table_m = nullptr;
-  const float* table_v = nullptr;
   bool amsgrad = false;
   bool maximize = false;
 };

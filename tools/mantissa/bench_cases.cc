@@ -23,7 +23,7 @@
 
 namespace mantissa::bench {
 
-// bench_probe.cc: 0..4 read-write and 0..3 read-only streams; `sink` receives the reads when
+// bench_probe.cc: 0..5 read-write and 0..4 read-only streams; `sink` receives the reads when
 // nothing is written.
 void probe_range(int rmw_streams, int ro_streams, float* const* rmw, const float* const* ro,
                  float* sink, int64_t begin, int64_t end);
@@ -774,10 +774,10 @@ struct Probe::Impl {
 };
 
 Probe::Probe(Traffic traffic, int64_t bytes_per_stream) : impl_(std::make_unique<Impl>()) {
-  if (traffic.rmw_streams < 0 || traffic.rmw_streams > 4 || traffic.ro_streams < 0 ||
-      traffic.ro_streams > 3) {
+  if (traffic.rmw_streams < 0 || traffic.rmw_streams > 5 || traffic.ro_streams < 0 ||
+      traffic.ro_streams > 4) {
     throw std::invalid_argument(
-        fmt::format("the probe runs 0..4 read-write and 0..3 read-only streams, not {}+{}",
+        fmt::format("the probe runs 0..5 read-write and 0..4 read-only streams, not {}+{}",
                     traffic.rmw_streams, traffic.ro_streams));
   }
   impl_->traffic = traffic;

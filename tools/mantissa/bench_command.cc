@@ -112,10 +112,10 @@ bool write_records(const std::string& path, const nlohmann::json& records) {
 // `mantissa bench --probe RMW,RO`: the probe alone, for scripts that time other libraries'
 // calls against the machine's bandwidth with the same access pattern.
 int run_probe(const BenchOptions& o) {
-  if (o.probe.size() != 2 || o.probe[0] < 0 || o.probe[0] > 4 || o.probe[1] < 0 || o.probe[1] > 3 ||
+  if (o.probe.size() != 2 || o.probe[0] < 0 || o.probe[0] > 5 || o.probe[1] < 0 || o.probe[1] > 4 ||
       o.probe[0] + o.probe[1] == 0) {
     fmt::print(stderr,
-               "mantissa bench: --probe takes RMW,RO: 0..4 read-modify-write and 0..3 read-only "
+               "mantissa bench: --probe takes RMW,RO: 0..5 read-modify-write and 0..4 read-only "
                "streams, at least one\n");
     return 2;
   }

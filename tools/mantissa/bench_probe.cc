@@ -42,16 +42,24 @@ void ProbeStreams(float* const* rmw, const float* const* ro, float* sink, int64_
   if constexpr (kRmw == 0) *sink = hn::GetLane(hn::SumOfLanes(d, acc)) + tail;
 }
 
-// Every pattern of 0..4 read-modify-write and 0..3 read-only streams.
+// Every pattern of 0..5 read-modify-write and 0..4 read-only streams (4-bit moments' step:
+// 5 + 4 streams of one byte).
 void ProbeRange(int rmw_streams, int ro_streams, float* const* rmw, const float* const* ro,
                 float* sink, int64_t begin, int64_t end) {
   using Fn = void (*)(float* const*, const float* const*, float*, int64_t, int64_t);
-  static constexpr Fn kTable[5][4] = {
-      {ProbeStreams<0, 0>, ProbeStreams<0, 1>, ProbeStreams<0, 2>, ProbeStreams<0, 3>},
-      {ProbeStreams<1, 0>, ProbeStreams<1, 1>, ProbeStreams<1, 2>, ProbeStreams<1, 3>},
-      {ProbeStreams<2, 0>, ProbeStreams<2, 1>, ProbeStreams<2, 2>, ProbeStreams<2, 3>},
-      {ProbeStreams<3, 0>, ProbeStreams<3, 1>, ProbeStreams<3, 2>, ProbeStreams<3, 3>},
-      {ProbeStreams<4, 0>, ProbeStreams<4, 1>, ProbeStreams<4, 2>, ProbeStreams<4, 3>},
+  static constexpr Fn kTable[6][5] = {
+      {ProbeStreams<0, 0>, ProbeStreams<0, 1>, ProbeStreams<0, 2>, ProbeStreams<0, 3>,
+       ProbeStreams<0, 4>},
+      {ProbeStreams<1, 0>, ProbeStreams<1, 1>, ProbeStreams<1, 2>, ProbeStreams<1, 3>,
+       ProbeStreams<1, 4>},
+      {ProbeStreams<2, 0>, ProbeStreams<2, 1>, ProbeStreams<2, 2>, ProbeStreams<2, 3>,
+       ProbeStreams<2, 4>},
+      {ProbeStreams<3, 0>, ProbeStreams<3, 1>, ProbeStreams<3, 2>, ProbeStreams<3, 3>,
+       ProbeStreams<3, 4>},
+      {ProbeStreams<4, 0>, ProbeStreams<4, 1>, ProbeStreams<4, 2>, ProbeStreams<4, 3>,
+       ProbeStreams<4, 4>},
+      {ProbeStreams<5, 0>, ProbeStreams<5, 1>, ProbeStreams<5, 2>, ProbeStreams<5, 3>,
+       ProbeStreams<5, 4>},
   };
   kTable[rmw_streams][ro_streams](rmw, ro, sink, begin, end);
 }

@@ -110,6 +110,7 @@ const Int4Coder& int4_coder(bool is_signed) {
       }
       c.threshold[static_cast<std::size_t>(k - 1)] = from_key(lo);
     }
+    c.threshold[15] = std::numeric_limits<float>::infinity();
     return c;
   };
   static const Int4Coder kSigned = build4(true);

@@ -42,10 +42,10 @@ int search_code(const float* map, float x);
 // ascending map q, as one value: c = the largest k with q_k <= x (0 when none, NaN included),
 // then c + 1 when c < 15 and fp32(x - q_c) >= fp32(fp32(q_(c+1) - q_c) * 0.5). The code never
 // decreases as x grows, so it is the number of thresholds t_k <= x, t_k (k = 1..15) the least
-// fp32 value coded k or above: 15 comparisons, no gathers, in the kernel.
+// fp32 value coded k or above: in the kernel, a 4-step binary search over them in registers.
 struct Int4Coder {
   std::array<float, 16> map{};
-  std::array<float, 15> threshold{};
+  std::array<float, 16> threshold{};  // t_1..t_15, then +inf (the kernel's search reads 16)
 };
 const Int4Coder& int4_coder(bool is_signed);
 int int4_code(const float* map, float x);

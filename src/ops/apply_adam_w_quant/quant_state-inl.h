@@ -12,6 +12,7 @@
 #define MANTISSA_OPS_QUANT_STATE_INL_H_
 #endif
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -31,19 +32,18 @@ HWY_INLINE hn::Vec<D> MaxKeepNaN(hn::Vec<D> acc, hn::Vec<D> x) {
 }
 
 // A block's absmax from the MaxKeepNaN accumulators of its full vectors (acc) and of its tail
-// (one lane): lane order does not matter, since max is exact; a NaN becomes the canonical quiet
-// NaN, whichever NaN came first.
+// (one lane): lane order does not matter, since max is exact; a NaN anywhere gives the
+// canonical quiet NaN, whichever NaN came first. Reduced in registers, without branches on the
+// lanes' values.
 template <class D, class V1>
 HWY_INLINE float FinishAbsMax(D d, hn::Vec<D> acc, V1 tail) {
-  HWY_ALIGN float lanes[hn::MaxLanes(d)];
-  hn::Store(acc, d, lanes);
-  float r = hn::GetLane(tail);
-  for (size_t k = 0; k < hn::Lanes(d); ++k) {
-    if (lanes[k] > r || lanes[k] != lanes[k]) r = lanes[k];
-  }
-  if (r != r) {
+  const float t = hn::GetLane(tail);
+  const float r = std::max(hn::GetLane(hn::MaxOfLanes(d, acc)), t);
+  if (!hn::AllFalse(d, hn::IsNaN(acc)) || t != t) {
     const uint32_t quiet = 0x7FC00000u;
-    std::memcpy(&r, &quiet, sizeof r);
+    float q;
+    std::memcpy(&q, &quiet, sizeof q);
+    return q;
   }
   return r;
 }
