@@ -474,6 +474,58 @@ TEST(GptRun, LearnsTheCorpus) {
   EXPECT_EQ(r.skipped_steps, 0);
 }
 
+// --optimizer-state: each format trains, with the state's bytes the format says and the same
+// digest for 1 and 3 threads; a format that is var's own dtype changes nothing.
+TEST(GptRun, EachOptimizerStateFormatTrains) {
+  ThreadCountGuard guard;
+  const trainer::TextCorpus corpus = synthetic_corpus();
+  trainer::GptTrainOptions o = small_run(MlpKind::kGelu, NormKind::kLayerNorm);
+  o.steps = 6;
+  o.eval_every = 6;
+  for (train::Mode mode : {train::Mode::kFp32, train::Mode::kBf16Pure}) {
+    trainer::GptResult plain;
+    ASSERT_TRUE(trainer::train_gpt(corpus, mode, o, {}, &plain).ok());
+    // The state per parameter: var (and working copy) plus 8 bytes of fp32 moments or 4 of
+    // bf16 ones; the tied embedding (256 x 16 = 4096 elements) is the one parameter large
+    // enough for the quantized formats.
+    const int64_t var_bytes = mode == train::Mode::kFp32 ? 4 : 2;
+    const int64_t n = plain.params, embedding = 256 * 16;
+    EXPECT_EQ(plain.state_bytes, n * 3 * var_bytes);
+    for (MomentFormat f : {MomentFormat::kFp32, MomentFormat::kBf16, MomentFormat::kInt8,
+                           MomentFormat::kInt4, MomentFormat::kFp8E4M3}) {
+      SCOPED_TRACE(std::string(train::mode_name(mode)) + " format " +
+                   std::to_string(static_cast<int>(f)));
+      o.optimizer_state = f;
+      trainer::GptResult r;
+      ASSERT_TRUE(set_num_threads(1).ok());
+      ASSERT_TRUE(trainer::train_gpt(corpus, mode, o, {}, &r).ok());
+      ASSERT_TRUE(set_num_threads(3).ok());
+      trainer::GptResult again;
+      ASSERT_TRUE(trainer::train_gpt(corpus, mode, o, {}, &again).ok());
+      EXPECT_EQ(again.digest, r.digest);
+      EXPECT_LT(r.val_loss, plain.evals.front().val_loss * 1.5);
+      EXPECT_TRUE(std::isfinite(r.val_loss));
+      int64_t want = n * var_bytes;  // the weights
+      if (f == MomentFormat::kFp32 || f == MomentFormat::kBf16) {
+        want += n * (f == MomentFormat::kFp32 ? 8 : 4);
+      } else {
+        const int64_t codes = f == MomentFormat::kInt4 ? embedding : 2 * embedding;
+        const int64_t scales = 2 * 4 * embedding / moment_block(f);
+        want += (n - embedding) * 2 * var_bytes + codes + scales;
+      }
+      EXPECT_EQ(r.state_bytes, want);
+      const bool own = (f == MomentFormat::kFp32 && mode == train::Mode::kFp32) ||
+                       (f == MomentFormat::kBf16 && mode == train::Mode::kBf16Pure);
+      if (own) {
+        EXPECT_EQ(r.digest, plain.digest);
+      } else {
+        EXPECT_NE(r.digest, plain.digest);
+      }
+    }
+    o.optimizer_state.reset();
+  }
+}
+
 // ---- Precision per unit (policies) ---------------------------------------------------------
 
 TEST(GptPolicy, PresetsGiveTheirModesBitForBit) {

@@ -27,6 +27,7 @@ refused 2 "--data takes text:FILE, got '$work/short.txt'" "${tiny[@]}" --data "$
 refused 2 "--heads must divide --d-model (16), got 3" --model gpt --d-model 16 --heads 3
 refused 2 "--epochs is not available with --model gpt" "${tiny[@]}" --epochs 3
 refused 2 "--steps needs --model gpt" --steps 3
+refused 2 "--optimizer-state needs --model gpt" --optimizer-state int8
 refused 2 "unknown precision mode 'fp8'" "${tiny[@]}" --precision fp8
 
 # A corpus with structure: words from a small lexicon.

@@ -219,14 +219,41 @@ class PairwiseSum {
   std::vector<std::vector<float>> spare_;
 };
 
+// --optimizer-state: every parameter's moments made anew (zero: fresh state) in the format, but
+// the quantized formats' small parameters and the parameters whose var already has the
+// format's dtype (the plain step keeps their moments so, with the same bits).
+void use_moment_format(Gpt& model, MomentFormat f) {
+  for (auto& p : model.params()) {
+    const int64_t n = p->var.numel(), block = moment_block(f);
+    if (block > 0 && n < GptTrainOptions::kMinQuantElements) continue;
+    if ((f == MomentFormat::kFp32 && p->var.dtype() == DType::kFloat32) ||
+        (f == MomentFormat::kBf16 && p->var.dtype() == DType::kBFloat16)) {
+      continue;
+    }
+    p->moments = f;
+    const DType d = f == MomentFormat::kFp32   ? DType::kFloat32
+                    : f == MomentFormat::kBf16 ? DType::kBFloat16
+                                               : DType::kUInt8;
+    const std::vector<int64_t> shape =
+        f == MomentFormat::kInt4 ? std::vector<int64_t>{moment_elements(f, n)} : p->var.shape();
+    p->m.reset(d, shape);
+    p->v.reset(d, shape);
+    if (block > 0) {
+      p->scale_m.reset(DType::kFloat32, {(n + block - 1) / block});
+      p->scale_v.reset(DType::kFloat32, {(n + block - 1) / block});
+    }
+  }
+}
+
 // AdamW over the parameters: one fused call per (rounding, decay, storage) group, each with its
-// own stochastic-rounding stream. The storage (var's dtype, the working copy's) is one per
-// (rounding, decay) pair in a precision mode; a policy may mix them.
+// own stochastic-rounding stream. The storage (var's dtype, the working copy's, the moments'
+// format) is one per (rounding, decay) pair in a precision mode; a policy may mix them.
 Status adamw_step(Gpt& model, const GptTrainOptions& o, const amp::StepScaling& s,
                   std::optional<float> clip_coef, float lr, int64_t steps_taken) {
   int group = 0;
   auto storage = [](const Parameter& p) {
-    return static_cast<int>(p.var.dtype()) * 64 +
+    return (p.moments ? 1 + static_cast<int>(*p.moments) : 0) * 4096 +
+           static_cast<int>(p.var.dtype()) * 64 +
            (p.working.empty() ? 63 : static_cast<int>(p.working.dtype()));
   };
   for (WeightRounding rounding :
@@ -246,17 +273,32 @@ Status adamw_step(Gpt& model, const GptTrainOptions& o, const amp::StepScaling& 
       }
       for (std::size_t k = 0; k < kinds.size(); ++k) {
         std::vector<AdamWParamTensors> list;
+        std::vector<CompactAdamWParamTensors> compact;
+        std::optional<MomentFormat> format;
+        auto optional_view = [](const Tensor& t) {
+          return t.empty() ? std::optional<TensorView>() : t.view();
+        };
         for (auto& p : model.params()) {
           if (!member(*p) || storage(*p) != kinds[k]) continue;
-          list.push_back(
-              {.var = p->var.view(),
-               .m = p->m.view(),
-               .v = p->v.view(),
-               .max_grad_norm = std::nullopt,
-               .grad = p->grad.view(),
-               .working = p->working.empty() ? std::optional<TensorView>() : p->working.view(),
-               .compensation =
-                   p->compensation.empty() ? std::optional<TensorView>() : p->compensation.view()});
+          format = p->moments;  // one per storage kind
+          if (p->moments) {
+            compact.push_back({.var = p->var.view(),
+                               .m = p->m.view(),
+                               .v = p->v.view(),
+                               .grad = p->grad.view(),
+                               .scale_m = optional_view(p->scale_m),
+                               .scale_v = optional_view(p->scale_v),
+                               .working = optional_view(p->working),
+                               .compensation = optional_view(p->compensation)});
+          } else {
+            list.push_back({.var = p->var.view(),
+                            .m = p->m.view(),
+                            .v = p->v.view(),
+                            .max_grad_norm = std::nullopt,
+                            .grad = p->grad.view(),
+                            .working = optional_view(p->working),
+                            .compensation = optional_view(p->compensation)});
+          }
         }
         FusedStepOptions fo;
         fo.grad_scale = s.grad_scale;
@@ -272,7 +314,11 @@ Status adamw_step(Gpt& model, const GptTrainOptions& o, const amp::StepScaling& 
         hp.hyper.eps = o.eps;
         hp.hyper.weight_decay = decay ? o.weight_decay : 0.0f;
         hp.step = steps_taken;
-        TRAINER_TRY(multi_tensor_adam_w(list, hp, fo));
+        if (format) {
+          TRAINER_TRY(multi_tensor_adam_w_compact(compact, hp, *format, fo));
+        } else {
+          TRAINER_TRY(multi_tensor_adam_w(list, hp, fo));
+        }
       }
     }
   }
@@ -329,6 +375,7 @@ Status train_gpt(const TextCorpus& corpus, const GptPrecision& precision, const 
                    " bytes) must each hold context + 1 = " + std::to_string(T + 1) + " bytes");
   }
   Gpt model(o.model, precision, o.seed);
+  if (o.optimizer_state) use_moment_format(model, *o.optimizer_state);
 
   amp::LossScalerOptions so;
   so.enabled = precision.loss_scaling;

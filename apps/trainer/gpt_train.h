@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,11 @@ struct GptTrainOptions {
   double clip = 1.0;  // global L2 norm; 0: no clipping
   int64_t scale_growth_interval = 100;
   uint64_t seed = 0;  // initial weights, batches, stochastic rounding
+  // AdamW's moments (--optimizer-state): unset, in each parameter's var dtype; else in this
+  // format for every parameter, the quantized formats (int8, int4, FP8) only for parameters of
+  // at least kMinQuantElements elements (smaller ones keep var's dtype), as mantissa.torch.
+  std::optional<MomentFormat> optimizer_state;
+  static constexpr int64_t kMinQuantElements = 4096;
   Status validate() const;
   int64_t micro_batch_count() const;
   // The learning rate of step t (0-based): computed in double, rounded once to fp32.

@@ -11,6 +11,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -36,8 +37,13 @@ struct Parameter {
   Tensor var;           // what the optimizer updates: fp32, or c without master weights
   Tensor working;       // master weights only: the c copy the passes read
   Tensor grad;          // c
-  Tensor m, v;          // optimizer state, var's dtype
+  Tensor m, v;          // optimizer state, var's dtype (or in `moments`)
   Tensor compensation;  // Kahan rounding only: bf16
+  // Compact optimizer state (train --optimizer-state): m and v in this format
+  // (multi_tensor_adam_w_compact), with one FLOAT scale per block in scale_m and scale_v for the
+  // quantized formats. Unset: m and v in var's dtype.
+  std::optional<MomentFormat> moments;
+  Tensor scale_m, scale_v;
   WeightRounding rounding = WeightRounding::kNearest;
   // The fp32 gradient of the current backward pass (var's element count), owned by the model:
   // every layer that uses the parameter adds to it (the first one writes), in the graph's
@@ -56,7 +62,8 @@ struct Parameter {
   float* first_grad() { return seen_++ == 0 ? grad32 : (--seen_, nullptr); }
   void begin_backward() { seen_ = 0; }
   int64_t state_bytes() const {
-    return var.bytes() + working.bytes() + m.bytes() + v.bytes() + compensation.bytes();
+    return var.bytes() + working.bytes() + m.bytes() + v.bytes() + compensation.bytes() +
+           scale_m.bytes() + scale_v.bytes();
   }
 
  private:

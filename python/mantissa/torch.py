@@ -252,9 +252,14 @@ class AdamW(_FusedOptimizer):
 
     @staticmethod
     def _format(group, p):
-        """The compact moment format of p (None: the moments in the parameter's dtype)."""
+        """The compact moment format of p (None: the moments in the parameter's dtype, which
+        "fp32" and "bf16" are too where the weights the step updates have that dtype: the plain
+        step gives the same bits, faster)."""
         f = group.get("state_dtype")
         if f in _QUANTIZED and p.numel() < MIN_QUANT_SIZE:
+            return None
+        weights = torch.float32 if group["master_weights"] and p.dtype in _LOW else p.dtype
+        if (f, weights) in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
             return None
         return f
 

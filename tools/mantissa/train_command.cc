@@ -890,6 +890,12 @@ std::function<int()> add_train_command(CLI::App& app) {
                   "Write each parameter's initial weights (fp32) as DIR/NAME.npy")
       ->check(CLI::ExistingDirectory)
       ->group(kGpt);
+  cmd->add_option(
+         "--optimizer-state", g.optimizer_state,
+         "AdamW's moments: fp32, bf16, int8, int4 or fp8 (default: in each weight's "
+         "optimizer dtype; the quantized formats for parameters of 4096 elements and more)")
+      ->check(CLI::IsMember({"fp32", "bf16", "int8", "int4", "fp8"}))
+      ->group(kGpt);
   cmd->add_option("--scale-growth-interval", g.scale_growth_interval,
                   "Clean steps before the loss scaler grows the scale (default 100)")
       ->check(CLI::Range(int64_t{1}, int64_t{2147483647}))
@@ -915,6 +921,7 @@ std::function<int()> add_train_command(CLI::App& app) {
                                      "--mlp",
                                      "--norm",
                                      "--untie",
+                                     "--optimizer-state",
                                      "--scale-growth-interval"};
     for (const char* name :
          gpt ? std::span<const char* const>(kMlpOnly) : std::span<const char* const>(kGptOnly)) {

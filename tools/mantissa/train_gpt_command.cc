@@ -272,6 +272,17 @@ int run_train_gpt(const GptCommandOptions& o_in, train::Communicator* comm, bool
   to.weight_decay = static_cast<float>(o.weight_decay);
   to.clip = o.clip;
   to.scale_growth_interval = o.scale_growth_interval;
+  if (!o.optimizer_state.empty()) {
+    static const std::pair<const char*, MomentFormat> kFormats[] = {
+        {"fp32", MomentFormat::kFp32},
+        {"bf16", MomentFormat::kBf16},
+        {"int8", MomentFormat::kInt8},
+        {"int4", MomentFormat::kInt4},
+        {"fp8", MomentFormat::kFp8E4M3}};
+    for (const auto& [name, f] : kFormats) {
+      if (o.optimizer_state == name) to.optimizer_state = f;
+    }
+  }
   to.seed = o.seed;
   if (Status st = to.validate(); !st.ok()) {
     fmt::print(stderr, "mantissa {}\n", st.message());
@@ -350,10 +361,11 @@ int run_train_gpt(const GptCommandOptions& o_in, train::Communicator* comm, bool
       to.model.d_model, to.model.heads, to.model.context, to.model.vocab,
       tn::mlp_name(to.model.mlp), tn::norm_name(to.model.norm), to.model.tied ? ", tied head" : "");
   fmt::print(
-      "data {} ({} files): {} train / {} validation bytes\nmodel {}\nAdamW lr {:g} (warmup "
+      "data {} ({} files): {} train / {} validation bytes\nmodel {}\nAdamW{} lr {:g} (warmup "
       "{}, cosine to {:g}), weight decay {:g} on matrices, clip {:g}, batch {} x {} tokens, "
       "{} steps in {} micro-batches{}, seed {}, {} threads, SIMD {}\n",
-      corpus.source, corpus.files, corpus.train.size(), corpus.validation.size(), shape, to.lr,
+      corpus.source, corpus.files, corpus.train.size(), corpus.validation.size(), shape,
+      o.optimizer_state.empty() ? std::string() : " (" + o.optimizer_state + " moments)", to.lr,
       to.warmup >= 0 ? to.warmup : std::max<int64_t>(1, to.steps / 20), to.lr * to.min_lr_ratio,
       to.weight_decay, to.clip, to.batch_size, to.model.context, to.steps, to.micro_batch_count(),
       ranks > 1 ? fmt::format(" over {} ranks", ranks) : std::string(), to.seed, num_threads(),
@@ -381,30 +393,32 @@ int run_train_gpt(const GptCommandOptions& o_in, train::Communicator* comm, bool
   for (const Run& run : runs) {
     const std::string& name = run.name;
     if (log.is_open()) {
-      nlohmann::json start{{"event", "start"},
-                           {"mode", name},
-                           {"model", "gpt"},
-                           {"data", corpus.source},
-                           {"train_bytes", corpus.train.size()},
-                           {"validation_bytes", corpus.validation.size()},
-                           {"layers", to.model.layers},
-                           {"d_model", to.model.d_model},
-                           {"heads", to.model.heads},
-                           {"context", to.model.context},
-                           {"vocab", to.model.vocab},
-                           {"mlp", tn::mlp_name(to.model.mlp)},
-                           {"norm", tn::norm_name(to.model.norm)},
-                           {"tied", to.model.tied},
-                           {"steps", to.steps},
-                           {"batch_size", to.batch_size},
-                           {"lr", to.lr},
-                           {"weight_decay", to.weight_decay},
-                           {"clip", to.clip},
-                           {"seed", to.seed},
-                           {"micro_batches", to.micro_batch_count()},
-                           {"ranks", ranks},
-                           {"threads", num_threads()},
-                           {"simd_target", simd_target()}};
+      nlohmann::json start{
+          {"event", "start"},
+          {"mode", name},
+          {"model", "gpt"},
+          {"data", corpus.source},
+          {"train_bytes", corpus.train.size()},
+          {"validation_bytes", corpus.validation.size()},
+          {"layers", to.model.layers},
+          {"d_model", to.model.d_model},
+          {"heads", to.model.heads},
+          {"context", to.model.context},
+          {"vocab", to.model.vocab},
+          {"mlp", tn::mlp_name(to.model.mlp)},
+          {"norm", tn::norm_name(to.model.norm)},
+          {"tied", to.model.tied},
+          {"steps", to.steps},
+          {"batch_size", to.batch_size},
+          {"lr", to.lr},
+          {"weight_decay", to.weight_decay},
+          {"clip", to.clip},
+          {"optimizer_state", o.optimizer_state.empty() ? "default" : o.optimizer_state},
+          {"seed", to.seed},
+          {"micro_batches", to.micro_batch_count()},
+          {"ranks", ranks},
+          {"threads", num_threads()},
+          {"simd_target", simd_target()}};
       if (run.policy) start["policy"] = nlohmann::json::parse(tr::policy_json(*run.policy));
       log << start.dump() << "\n";
     }

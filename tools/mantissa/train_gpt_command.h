@@ -24,6 +24,7 @@ struct GptCommandOptions {
   int64_t micro_batches = 0;  // 0: the trainer's default
   double lr = 1e-3, weight_decay = 0.1, clip = 1.0;
   int64_t scale_growth_interval = 100;
+  std::string optimizer_state;  // "" (moments in var's dtype) or fp32, bf16, int8, int4, fp8
   uint64_t seed = 0;
   int show_severity = 7;
   std::string log_path, plot_path;
