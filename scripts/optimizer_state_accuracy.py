@@ -19,21 +19,21 @@ Models (the ones of scripts/train_side_by_side.py, whose helpers this script use
   digits MLP  python3-sklearn's digits, mantissa's split and standardisation, Linear-LayerNorm-
               ReLU x 2 (256 wide) and a classifier: AdamW lr 1e-3, wd 0.01, batch 64; each seed
               gives every optimizer the same initial weights and batch order
-  GPT         the GPT of `mantissa train --model gpt` rebuilt in PyTorch from mantissa's
-              exported initial weights, on the fortunes corpus with mantissa's batches, warmup +
-              cosine lr 1e-3, betas 0.9/0.95, weight decay 0.1 on matrices, clipping at 1 (needs
-              the built `mantissa` tool)
+  GPT         `mantissa train --model gpt --optimizer-state FORMAT` itself (the built tool), in
+              the fp32 and bf16-amp precision modes: the fortunes corpus, warmup + cosine lr
+              1e-3, betas 0.9/0.95, weight decay 0.1 on matrices, clipping at 1; the same initial
+              weights and batches for every format (torch's AdamW is not in this part)
 
 Writes state_accuracy.md (the tables), state_accuracy.json (every run) and state_accuracy.svg
-(the GPT's validation loss against steps for each format) into --out.
+(the fp32-mode GPT's validation loss against steps for each format) into --out.
 """
 import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 import torch
@@ -46,6 +46,8 @@ import mantissa.torch  # noqa: E402
 
 DIGITS = "/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz"
 FORMATS = ("torch", "fp32", "bf16", "int8", "int4", "fp8")
+GPT_FORMATS = FORMATS[1:]
+GPT_MODES = ("fp32", "bf16-amp")
 
 
 def make_optimizer(fmt, groups, **kw):
@@ -87,39 +89,24 @@ def mlp_run(data, fmt, seed, epochs, batch=64, hidden=(256, 256)):
                 "params": sum(p.numel() for p in model.parameters())}
 
 
-def gpt_run(init_dir, c, a, train, val_batches, fmt):
-    p, decay = sbs.load_init(init_dir, c)
-    mask = torch.triu(torch.ones(c["context"], c["context"], dtype=torch.bool), diagonal=1)
-    opt = make_optimizer(
-        fmt, [{"params": [t for n, t in p.items() if decay[n]], "weight_decay": a.weight_decay},
-              {"params": [t for n, t in p.items() if not decay[n]], "weight_decay": 0.0}],
-        lr=a.lr, betas=(0.9, 0.95), eps=1e-8)
-    params = list(p.values())
-    count = sum(len(tok) for tok, _ in val_batches)
-
-    def evaluate():
-        with torch.no_grad():
-            return sum(sbs.gpt_loss(p, c, tok, tgt, mask).item() * len(tok)
-                       for tok, tgt in val_batches) / count
-
-    evals, seconds = [(0, evaluate())], []
-    for step in range(c["steps"]):
-        tok, tgt = sbs.training_batch(train, c["context"], c["batch_size"], c["seed"], step)
-        t0 = time.perf_counter()
-        loss = sbs.gpt_loss(p, c, tok, tgt, mask)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, a.clip)
-        for g in opt.param_groups:
-            g["lr"] = sbs.lr_at(step, a, c["steps"])
-        opt.step()
-        seconds.append(time.perf_counter() - t0)
-        if (step + 1) % c["eval_every"] == 0 or step + 1 == c["steps"]:
-            evals.append((step + 1, evaluate()))
-            print(f"  {fmt} step {step + 1}: validation loss {evals[-1][1]:.4f}", flush=True)
-    return {"evals": evals, "final_val_loss": evals[-1][1], "state_bytes": state_bytes(opt),
-            "params": sum(t.numel() for t in params),
-            "step_time_s": statistics.median(seconds)}
+def gpt_run(tool, fmt, mode, steps, threads):
+    """`mantissa train --model gpt` in one precision mode with the moments in `fmt` (fp32: the
+    default, the weights' optimizer dtype); its evaluations, final loss and state bytes."""
+    with tempfile.TemporaryDirectory() as work:
+        log = os.path.join(work, "gpt.jsonl")
+        cmd = [tool, "train", "--model", "gpt", "--precision", mode, "--steps", str(steps),
+               "--eval-every", "50", "--log", log]
+        if fmt != "fp32":
+            cmd += ["--optimizer-state", fmt]
+        env = dict(os.environ, MANTISSA_NUM_THREADS=str(threads))
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
+        records = [json.loads(line) for line in open(log)]
+    evals = [(0, None)] + [(r["step"], r["val_loss"]) for r in records if r["event"] == "eval"]
+    final = next(r for r in records if r["event"] == "final")
+    print(f"  gpt {mode} {fmt}: validation loss {final['val_loss']:.4f}", flush=True)
+    return {"evals": evals[1:], "final_val_loss": final["val_loss"],
+            "state_bytes": final["state_bytes"], "params": final["params"],
+            "step_time_s": final["step_time_s"]}
 
 
 def svg(gpt, path):
@@ -194,28 +181,23 @@ def main():
 
     gpt = {}
     if not a.skip_gpt:
-        ga = argparse.Namespace(lr=1e-3, weight_decay=0.1, clip=1.0, warmup=None, data=None)
-        c = {"layers": 4, "d_model": 128, "heads": 4, "context": 128, "vocab": 256,
-             "mlp": "gelu", "norm": "layernorm", "tied": True, "batch_size": 16,
-             "steps": a.steps, "eval_every": 50, "eval_windows": 128, "seed": 0}
-        train, val, _ = sbs.load_text(None, c["context"])
-        count = min(c["eval_windows"], len(val) - c["context"])
-        val_batches = sbs.validation_batches(val, c["context"], count, c["batch_size"])
         tool = os.path.join(a.build, "mantissa")
-        with tempfile.TemporaryDirectory() as init_dir:
-            sbs.mantissa_gpt(tool, sbs.gpt_flags(c, ga, 0), "fp32", a.threads, export=init_dir)
-            for f in FORMATS:
-                gpt[f] = gpt_run(init_dir, c, ga, train, val_batches, f)
-        base = gpt["fp32"]["final_val_loss"]
-        lines += [f"GPT (4 layers, d 128, context 128, {gpt['fp32']['params']} parameters), "
-                  f"fortunes corpus, {a.steps} steps of 16 x 128 bytes, fp32 weights", "",
-                  "| moments | state bytes | validation loss | vs fp32 moments |",
-                  "|---|---|---|---|"]
-        for f in FORMATS:
-            r = gpt[f]
-            lines.append(f"| {f} | {r['state_bytes']} | {r['final_val_loss']:.4f} | "
-                         f"{(r['final_val_loss'] / base - 1) * 100:+.2f}% |")
-        svg(gpt, os.path.join(a.out, "state_accuracy.svg"))
+        for mode in GPT_MODES:
+            gpt[mode] = {f: gpt_run(tool, f, mode, a.steps, a.threads) for f in GPT_FORMATS}
+        for mode in GPT_MODES:
+            runs = gpt[mode]
+            base = runs["fp32"]["final_val_loss"]
+            lines += [f"GPT of `mantissa train --model gpt` (4 layers, d 128, context 128, "
+                      f"{runs['fp32']['params']} parameters), fortunes corpus, {a.steps} steps of "
+                      f"16 x 128 bytes, precision mode {mode}", "",
+                      "| moments | state bytes (weights and moments) | validation loss | "
+                      "vs fp32 moments |", "|---|---|---|---|"]
+            for f in GPT_FORMATS:
+                r = runs[f]
+                lines.append(f"| {f} | {r['state_bytes']} | {r['final_val_loss']:.4f} | "
+                             f"{(r['final_val_loss'] / base - 1) * 100:+.2f}% |")
+            lines.append("")
+        svg(gpt[GPT_MODES[0]], os.path.join(a.out, "state_accuracy.svg"))
     text = "\n".join(lines) + "\n"
     print(text)
     with open(os.path.join(a.out, "state_accuracy.md"), "w") as fh:
