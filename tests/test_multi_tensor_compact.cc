@@ -720,9 +720,15 @@ TEST(MultiTensorCompact, ValidationNamesTheArgumentAndWritesNothing) {
     const char* named;
   };
   const std::vector<Row> rows{
-      {"int4 codes of var's shape", MomentFormat::kInt4, [](auto& t) { t[2].m.shape[0] = 129; },
-       mantissa::StatusCode::kParamInvalid, "params[2]: m has 129 elements"},
-      {"int4 v fp32", MomentFormat::kInt4, [](auto& t) { t[1].v.dtype = DType::kFloat32; },
+      // (Each mutated view stays inside its buffer: a larger one could overlap a neighbour's
+      // allocation, and the aliasing rule would then speak first.)
+      {"int4 codes one byte short", MomentFormat::kInt4, [](auto& t) { t[2].m.shape[0] = 64; },
+       mantissa::StatusCode::kParamInvalid, "params[2]: m has 64 elements"},
+      {"int4 v fp32", MomentFormat::kInt4,
+       [](auto& t) {
+         t[1].v.dtype = DType::kFloat32;  // 16 x 4 bytes: the 64 bytes of {127}'s codes
+         t[1].v.shape[0] = 16;
+       },
        mantissa::StatusCode::kParamInvalid, "params[1]: v"},
       {"fp8 scale missing", MomentFormat::kFp8E4M3, [](auto& t) { t[4].scale_v.reset(); },
        mantissa::StatusCode::kParamNullptr, "params[4]: scale_v"},

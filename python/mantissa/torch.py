@@ -112,9 +112,10 @@ class _FusedOptimizer(Optimizer):
 
     def load_state_dict(self, state_dict):
         """torch's load_state_dict, except that the fp32 state of master-weight parameters
-        (master_param and the moments or momentum buffer) stays fp32, and 8-bit moments keep
-        their uint8 codes and fp32 absmax: torch casts every state tensor to its parameter's
-        dtype, which would round the masters to 16 bits."""
+        (master_param and the moments or momentum buffer) stays fp32, quantized moments keep
+        their uint8 codes and fp32 scales, and moments of a state_dtype keep that dtype: torch
+        casts every state tensor to its parameter's dtype, which would round the masters to 16
+        bits."""
         saved_groups = state_dict["param_groups"]
         saved_state = state_dict["state"]
         super().load_state_dict(state_dict)
