@@ -2,6 +2,8 @@
 // (exponent bits, mantissa bits) layout.
 #include "precision/fp.h"
 
+#include <array>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 
@@ -27,16 +29,18 @@ double decode_bits(uint32_t bits, DType dtype) noexcept {
     const uint64_t payload = mantissa << (52 - f.mantissa_bits);
     return std::bit_cast<double>(dsign | 0x7FF8000000000000ull | payload);
   }
+  // Every finite value of these formats is a normal double: a normal one takes the double's
+  // exponent and its mantissa bits shifted up; a subnormal one is mantissa * 2^(1-bias-mbits),
+  // an exact product with a power of two built from its bits. (std::ldexp did the same and was
+  // the kit's hottest call.)
   const int bias = static_cast<int>(exp_max >> 1);
-  double magnitude;
   if (exponent == 0) {
-    magnitude = std::ldexp(static_cast<double>(mantissa), 1 - bias - f.mantissa_bits);
-  } else {
-    const uint64_t significand = mantissa | (1ull << f.mantissa_bits);
-    magnitude = std::ldexp(static_cast<double>(significand),
-                           static_cast<int>(exponent) - bias - f.mantissa_bits);
+    const auto scale = static_cast<uint64_t>(1 - bias - f.mantissa_bits + 1023) << 52;
+    const double magnitude = static_cast<double>(mantissa) * std::bit_cast<double>(scale);
+    return std::bit_cast<double>(dsign | std::bit_cast<uint64_t>(magnitude));
   }
-  return sign ? -magnitude : magnitude;
+  const auto dexp = static_cast<uint64_t>(static_cast<int>(exponent) - bias + 1023);
+  return std::bit_cast<double>(dsign | dexp << 52 | mantissa << (52 - f.mantissa_bits));
 }
 
 uint32_t round_to_bits(double x, DType dtype) noexcept {
@@ -129,7 +133,9 @@ bool is_fp8(DType dtype) noexcept {
   return dtype == DType::kFloat8E4M3FN || dtype == DType::kFloat8E5M2;
 }
 
-double decode_fp8(uint32_t code, DType dtype) noexcept {
+namespace {
+
+double decode_fp8_by_formula(uint32_t code, DType dtype) noexcept {
   const bool e4m3 = dtype == DType::kFloat8E4M3FN;
   const int mbits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
   const uint32_t emax = e4m3 ? 15u : 31u;
@@ -140,6 +146,26 @@ double decode_fp8(uint32_t code, DType dtype) noexcept {
   if (e == 0) return sign * std::ldexp(static_cast<double>(m), 1 - bias - mbits);
   return sign *
          std::ldexp(static_cast<double>(m + (1u << mbits)), static_cast<int>(e) - bias - mbits);
+}
+
+// The 256 values of each format, decoded once by the formula (round_to_fp8_saturating compares
+// against every code).
+struct Fp8Values {
+  std::array<double, 256> e4m3, e5m2;
+  Fp8Values() noexcept {
+    for (uint32_t c = 0; c < 256; ++c) {
+      e4m3[c] = decode_fp8_by_formula(c, DType::kFloat8E4M3FN);
+      e5m2[c] = decode_fp8_by_formula(c, DType::kFloat8E5M2);
+    }
+  }
+};
+
+}  // namespace
+
+double decode_fp8(uint32_t code, DType dtype) noexcept {
+  static const Fp8Values values;
+  const auto& table = dtype == DType::kFloat8E4M3FN ? values.e4m3 : values.e5m2;
+  return table[code & 0xFFu];
 }
 
 uint32_t round_to_fp8_saturating(double x, DType dtype) noexcept {
