@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -94,6 +95,40 @@ TEST_F(CheckCli, InvalidEnvironmentSettingsAreRefused) {
   const std::string ok = "MANTISSA_SIMD_TARGET=SCALAR MANTISSA_NUM_THREADS=3 " + tool_.string() +
                          " info > /dev/null 2>&1";
   EXPECT_EQ(std::system(ok.c_str()), 0);
+}
+
+// MANTISSA_SIMD_TARGET holds for the whole process: after the tool has asked for the chosen
+// target's name (as `info`, `bench` and `train` do in their headers), a dispatched call still
+// runs that target.
+TEST_F(CheckCli, TheEnvironmentsTargetIsWhatDispatchRuns) {
+  auto info = [&](const std::string& env) {
+    const fs::path out = dir_ / "info.txt";
+    const std::string cmd = env + " " + tool_.string() + " info > " + out.string() + " 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << env;
+    std::map<std::string, std::string> rows;
+    std::ifstream in(out);
+    for (std::string line; std::getline(in, line);) {
+      const auto colon = line.find(':');
+      if (colon == std::string::npos) continue;
+      std::istringstream value(line.substr(colon + 1));
+      std::string first;
+      value >> first;
+      rows[line.substr(0, colon)] = first;
+      if (line.rfind("available targets:", 0) == 0)
+        rows[line.substr(0, colon)] = line.substr(colon + 1);
+    }
+    return rows;
+  };
+  const auto all = info("");
+  EXPECT_EQ(all.at("dispatch runs"), all.at("chosen target"));
+  std::istringstream targets(all.at("available targets"));
+  int forced = 0;
+  for (std::string target; targets >> target; ++forced) {
+    const auto rows = info("MANTISSA_SIMD_TARGET=" + target);
+    EXPECT_EQ(rows.at("chosen target"), target);
+    EXPECT_EQ(rows.at("dispatch runs"), target) << "MANTISSA_SIMD_TARGET=" << target;
+  }
+  EXPECT_GE(forced, 2);
 }
 
 TEST_F(CheckCli, PassingCasesExitZeroWithTheSummaryLine) {

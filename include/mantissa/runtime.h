@@ -38,6 +38,9 @@ MANTISSA_API Status set_simd_target(std::string_view name);
 // How operators on the current target convert between fp32 and fp16/bf16, e.g.
 // "fp16: F16C (vcvtph2ps, vcvtps2ph); bf16: shift to widen; ...". For `mantissa info`.
 MANTISSA_API std::string conversion_paths();
+// The target a dispatched call runs now, named as simd_target() names it, by making such a call:
+// the two agree unless the dispatch and the choice have come apart. For `mantissa info`.
+MANTISSA_API std::string dispatched_simd_target();
 
 // CPU features relevant to the kernels, e.g. "sse4.2 avx2 fma f16c avx512f ...".
 MANTISSA_API std::string cpu_features();

@@ -33,6 +33,9 @@ void F32ToBf16Impl(const void* s, void* d, int64_t n) {
 void F16ToF32Impl(const void* s, void* d, int64_t n) { ConvertRange<Fp16, Fp32>(s, d, n); }
 void Bf16ToF32Impl(const void* s, void* d, int64_t n) { ConvertRange<Bf16, Fp32>(s, d, n); }
 
+// The name of the target this copy was compiled for.
+const char* DispatchedTargetImpl() { return hwy::TargetName(HWY_TARGET); }
+
 // Two static strings: no std::string is built in target-specific code.
 void ConversionPathsImpl(const char** fp16, const char** bf16) {
   *fp16 = ConversionPathFp16();
@@ -57,6 +60,7 @@ HWY_EXPORT(F32ToBf16Impl);
 HWY_EXPORT(F16ToF32Impl);
 HWY_EXPORT(Bf16ToF32Impl);
 HWY_EXPORT(ConversionPathsImpl);
+HWY_EXPORT(DispatchedTargetImpl);
 
 void convert_fp32_to_fp16(const float* src, uint16_t* dst, std::size_t n) {
   const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
@@ -77,6 +81,13 @@ void convert_bf16_to_fp32(const uint16_t* src, float* dst, std::size_t n) {
   const detail::DefaultFpEnv fp_env;  // the default environment, whatever the caller set
   detail::ensure_runtime_initialized();
   HWY_DYNAMIC_DISPATCH(Bf16ToF32Impl)(src, dst, static_cast<int64_t>(n));
+}
+
+std::string dispatched_simd_target() {
+  detail::ensure_runtime_initialized();
+  std::string name = HWY_DYNAMIC_DISPATCH(DispatchedTargetImpl)();
+  if (detail::bf16_conversion_instructions()) name += "_BF16";  // the pseudo-target's narrowing
+  return name;
 }
 
 std::string conversion_paths() {

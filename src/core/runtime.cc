@@ -27,6 +27,11 @@ namespace {
 
 std::atomic<int> g_threads{0};
 int64_t g_available_targets = 0;  // supported & compiled & not above the environment's cap
+// The targets MANTISSA_SIMD_TARGET leaves (0: no cap), pinned with Highway's target mock rather
+// than hwy::DisableTargets: every hwy::SupportedTargets() call without a mock re-detects the CPU
+// and points dynamic dispatch at the best target found, so a disabled mask lasted only until the
+// next such call (simd_target() is one), after which the kernels ran above the cap.
+int64_t g_pinned_targets = 0;
 // The AVX-512 target whose kernels may also narrow bf16 with AVX512-BF16. Together they form the
 // pseudo-target "<base>_BF16" (AVX3_BF16), ranked just above the base; 0 where the CPU lacks
 // AVX512-BF16, no AVX-512 target is available, or MANTISSA_SIMD_TARGET caps at a plain target.
@@ -118,9 +123,10 @@ void initialize() {
           "{}); ",
           env, usable);
     } else {
-      // Targets with a lower bit than `cap` are better; disable them.
-      hwy::DisableTargets(cap - 1);
+      // Targets with a lower bit than `cap` are better; leave them out.
       available &= ~(cap - 1);
+      g_pinned_targets = available;
+      hwy::SetSupportedTargetsForTest(available);
     }
   }
   if (!g_environment_error.empty()) {
@@ -186,7 +192,7 @@ Status set_simd_target(std::string_view name) {
   detail::ensure_runtime_initialized();
   bool bf16 = false;
   if (name.empty() || name == "auto") {
-    hwy::SetSupportedTargetsForTest(0);
+    hwy::SetSupportedTargetsForTest(g_pinned_targets);  // the environment's cap, if any
     bf16 = g_bf16_base != 0;
   } else {
     int64_t target = target_from_name(name);

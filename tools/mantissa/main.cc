@@ -27,6 +27,8 @@ int run_info() {
   fmt::print("compiled targets:  {}\n", compiled);
   fmt::print("available targets: {}\n", available);
   fmt::print("chosen target:     {}\n", mantissa::simd_target());
+  // What a dispatched call runs now: the chosen target, unless dispatch and choice came apart.
+  fmt::print("dispatch runs:     {}\n", mantissa::dispatched_simd_target());
   fmt::print("threads:           {}\n", mantissa::num_threads());
   // The conversions each available target runs (the chosen one first): which CPU feature
   // selects which path.
