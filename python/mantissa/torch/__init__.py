@@ -15,7 +15,7 @@ from collections import defaultdict
 import torch
 from torch.optim.optimizer import Optimizer, required
 
-from . import _mantissa as _m
+from .. import _mantissa as _m
 
 __all__ = ["AdamW", "Adam", "SGD", "GradScaler"]
 
