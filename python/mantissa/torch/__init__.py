@@ -7,6 +7,10 @@ arguments, param groups and state_dict names (``step``, ``exp_avg``, ``exp_avg_s
 ``GradScaler`` is ``torch.cuda.amp.GradScaler``'s interface on the library's
 ForeachNonFiniteCheckAndUnscale and AmpUpdateScale, for CPU training.
 
+``mantissa.torch.functional`` and ``mantissa.torch.nn`` hold functions and modules for torch
+models on the library's operators, and ``deterministic(model)`` swaps a model's torch modules
+for them: the same bits on every thread count and SIMD target.
+
 Where the bits differ from torch's and by how much: docs/python.md.
 """
 
@@ -17,7 +21,7 @@ from torch.optim.optimizer import Optimizer, required
 
 from .. import _mantissa as _m
 
-__all__ = ["AdamW", "Adam", "SGD", "GradScaler"]
+__all__ = ["AdamW", "Adam", "SGD", "GradScaler", "deterministic", "functional", "nn"]
 
 _LOW = (torch.float16, torch.bfloat16)
 _ROUNDINGS = ("nearest", "kahan", "stochastic")
@@ -740,3 +744,8 @@ class GradScaler:
         self._growth_interval = state_dict["growth_interval"]
         self._init_growth_tracker = state_dict["_growth_tracker"]
         self._growth_tracker.fill_(int(state_dict["_growth_tracker"]))
+
+
+# Layers and functions for torch models (imported last: they use nothing above).
+from . import functional, nn  # noqa: E402
+from .nn import deterministic  # noqa: E402
