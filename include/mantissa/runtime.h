@@ -42,6 +42,13 @@ MANTISSA_API std::string conversion_paths();
 // the two agree unless the dispatch and the choice have come apart. For `mantissa info`.
 MANTISSA_API std::string dispatched_simd_target();
 
+// The report `mantissa info` prints (and `python3 -m mantissa info`), one item a line: the
+// version, the CPU features, the compiled, available and chosen targets, the target a dispatched
+// call runs, the thread count, and the conversions of each available target (the chosen one
+// marked '*'). It switches to each available target in turn to read its conversions, then
+// restores the target chosen before: like set_simd_target, call it between operator calls.
+MANTISSA_API std::string info_text();
+
 // CPU features relevant to the kernels, e.g. "sse4.2 avx2 fma f16c avx512f ...".
 MANTISSA_API std::string cpu_features();
 // "mantissa 0.1.0"

@@ -1026,6 +1026,10 @@ void bind_runtime(py::module_& m) {
         return d;
       },
       "The library's version, SIMD targets, threads and conversion paths.");
+  m.def("info_text", &info_text,
+        "The report `mantissa info` prints (python3 -m mantissa info): version, CPU features, "
+        "SIMD targets, threads, each available target's conversions. Visits each target and "
+        "restores the chosen one: call it between operator calls.");
 
 #ifdef MANTISSA_HAVE_PRECISION_KIT
   m.def(

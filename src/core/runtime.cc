@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -253,6 +254,34 @@ std::string cpu_features() {
 }
 
 const char* version() noexcept { return "mantissa 0.1.0"; }
+
+std::string info_text() {
+  std::string out;
+  auto line = std::back_inserter(out);
+  fmt::format_to(line, "{}\n", version());
+  fmt::format_to(line, "cpu features:      {}\n", cpu_features());
+  std::string compiled, available;
+  for (const auto& t : compiled_simd_targets()) compiled += t + " ";
+  for (const auto& t : available_simd_targets()) available += t + " ";
+  fmt::format_to(line, "compiled targets:  {}\n", compiled);
+  fmt::format_to(line, "available targets: {}\n", available);
+  const std::string chosen = simd_target();
+  fmt::format_to(line, "chosen target:     {}\n", chosen);
+  // What a dispatched call runs now: the chosen target, unless dispatch and choice came apart.
+  fmt::format_to(line, "dispatch runs:     {}\n", dispatched_simd_target());
+  fmt::format_to(line, "threads:           {}\n", num_threads());
+  // The conversions each available target runs (the chosen one marked): which CPU feature
+  // selects which path.
+  fmt::format_to(line, "conversions:\n");
+  for (const auto& t : available_simd_targets()) {
+    if (!set_simd_target(t).ok()) continue;
+    fmt::format_to(line, "  {:<10}{} {}\n", t, t == chosen ? "*" : " ", conversion_paths());
+  }
+  // Back to the target chosen before: the default choice, or the one set_simd_target forced.
+  (void)set_simd_target("auto");
+  if (simd_target() != chosen) (void)set_simd_target(chosen);
+  return out;
+}
 
 std::string environment_error() {
   detail::ensure_runtime_initialized();

@@ -19,26 +19,7 @@
 namespace {
 
 int run_info() {
-  fmt::print("{}\n", mantissa::version());
-  fmt::print("cpu features:      {}\n", mantissa::cpu_features());
-  std::string compiled, available;
-  for (const auto& t : mantissa::compiled_simd_targets()) compiled += t + " ";
-  for (const auto& t : mantissa::available_simd_targets()) available += t + " ";
-  fmt::print("compiled targets:  {}\n", compiled);
-  fmt::print("available targets: {}\n", available);
-  fmt::print("chosen target:     {}\n", mantissa::simd_target());
-  // What a dispatched call runs now: the chosen target, unless dispatch and choice came apart.
-  fmt::print("dispatch runs:     {}\n", mantissa::dispatched_simd_target());
-  fmt::print("threads:           {}\n", mantissa::num_threads());
-  // The conversions each available target runs (the chosen one first): which CPU feature
-  // selects which path.
-  const std::string chosen = mantissa::simd_target();
-  fmt::print("conversions:\n");
-  for (const auto& t : mantissa::available_simd_targets()) {
-    if (!mantissa::set_simd_target(t).ok()) continue;
-    fmt::print("  {:<10}{} {}\n", t, t == chosen ? "*" : " ", mantissa::conversion_paths());
-  }
-  (void)mantissa::set_simd_target("auto");
+  fmt::print("{}", mantissa::info_text());  // the library's report, as python3 -m mantissa info
   return 0;
 }
 
