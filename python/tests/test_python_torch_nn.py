@@ -288,3 +288,19 @@ def test_a_swapped_transformer_trains_to_the_same_bits_on_every_thread_count_and
         assert _train_digest(threads, "auto", autocast)[0] == digest, threads
     for target in mantissa.available_simd_targets():
         assert _train_digest(2, target, autocast)[0] == digest, target
+
+
+@pytest.mark.parametrize("average", [True, False])
+def test_attention_weights_and_masks_match_torch(average):
+    ours, theirs = _pair(lambda: nn.MultiheadAttention(16, 4))  # [L, B, E], torch's default
+    q, kv = _rand(5, 3, 16, requires_grad=False), _rand(6, 3, 16, seed=1, requires_grad=False)
+    attn_mask = torch.zeros(5, 6, dtype=torch.bool)
+    attn_mask[:, 4] = True
+    padding = torch.zeros(3, 6, dtype=torch.bool)
+    padding[1, 5] = True
+    kw = dict(attn_mask=attn_mask, key_padding_mask=padding, average_attn_weights=average)
+    out, weights = ours(q, kv, kv, **kw)
+    ref_out, ref_weights = theirs(q, kv, kv, **kw)
+    torch.testing.assert_close(out, ref_out, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(weights, ref_weights, rtol=1e-5, atol=1e-6)
+    assert (weights[..., 4] == 0).all() and (weights[1, ..., 5] == 0).all()

@@ -420,9 +420,15 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise _error(161002, f"scaled_dot_product_attention: dropout_p is {dropout_p}; mantissa's "
                      "attention has no dropout (0 only)")
     query, key, value = _cast_for_product(query, key, value)
+    return _attention(query, key, value, attn_mask, is_causal, scale)[0]
+
+
+def _attention(query, key, value, attn_mask, is_causal, scale):
+    """(output, probabilities) of scaled_dot_product_attention, its operands already cast."""
     if scale is None:
         scale = 1.0 / math.sqrt(query.shape[-1])
-    scores = matmul(query, _mT(key), out_dtype=torch.float32) * scale
+    scores = matmul(query, _mT(key), out_dtype=torch.float32)
+    scores = scores.mul_(scale)  # in place: _MatMul keeps its operands, not its output
     if is_causal:
         L, S = scores.shape[-2], scores.shape[-1]
         upper = torch.ones(L, S, dtype=torch.bool).triu(1)
@@ -432,5 +438,5 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             scores = scores.masked_fill(~attn_mask, float("-inf"))
         else:
             scores = scores + attn_mask.to(torch.float32)
-    probs = softmax(scores, -1).to(value.dtype)
-    return matmul(probs, value)
+    probs = softmax(scores, -1)
+    return matmul(probs.to(value.dtype), value), probs

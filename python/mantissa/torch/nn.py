@@ -7,7 +7,6 @@ stand alone on torch 1.13. ``deterministic(model)`` swaps a model's torch module
 What runs in which dtype: mantissa.torch.functional and docs/python.md.
 """
 
-import math
 import warnings
 
 import torch
@@ -164,8 +163,8 @@ class MultiheadAttention(nn.MultiheadAttention):
             mask = kp if mask is None else mask + kp
         if is_causal and attn_mask is None:
             mask = _additive(torch.ones(L, S, dtype=torch.bool).triu(1))
-        out = F.scaled_dot_product_attention(heads(q, L), heads(k, S), heads(v, S),
-                                             attn_mask=mask)
+        q, k, v = F._cast_for_product(heads(q, L), heads(k, S), heads(v, S))
+        out, probs = F._attention(q, k, v, mask, False, None)
         out = out.permute(2, 0, 1, 3).reshape(L, B, E)  # [L, B, E]
         out = F.linear(out, self.out_proj.weight, self.out_proj.bias)
         if self.batch_first and batched:
@@ -174,7 +173,7 @@ class MultiheadAttention(nn.MultiheadAttention):
             out = out.squeeze(1)
         weights = None
         if need_weights:
-            weights = _attention_weights(heads(q, L), heads(k, S), mask, E, average_attn_weights)
+            weights = _mean_over_heads(probs) if average_attn_weights else probs
             if not batched:
                 weights = weights.squeeze(0)
         return out, weights
@@ -189,16 +188,8 @@ def _additive(mask):
     return mask.to(torch.float32)
 
 
-def _attention_weights(q, k, mask, embed_dim, average):
-    # The probabilities again (the same calls: the same bits as inside the attention), averaged
-    # over the heads in head order when asked.
-    scores = F.matmul(q, k.transpose(-2, -1), out_dtype=torch.float32) * (1.0 / math.sqrt(
-        q.shape[-1]))
-    if mask is not None:
-        scores = scores + mask
-    probs = F.softmax(scores, -1)
-    if not average:
-        return probs
+def _mean_over_heads(probs):
+    # Summed in head order (a torch mean's order may depend on the thread count).
     total = probs[:, 0]
     for h in range(1, probs.shape[1]):
         total = total + probs[:, h]
