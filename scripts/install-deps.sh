@@ -21,13 +21,14 @@ test=(
   libgtest-dev googletest libbenchmark-dev
   python3-torch                                             # references in the tests
   pybind11-dev python3-pybind11 python3-pytest python3-dev  # the Python module (python/)
+  python3-pip python3-venv python3-setuptools python3-wheel # pip install ./python, in a venv
   clang libclang-rt-14-dev                                  # the libFuzzer targets (fuzz/)
   lld                                                       # a faster linker for the tests
   openmpi-bin libopenmpi-dev  # MPI for `mantissa train --distributed` (data-parallel)
 )
 bench=(
   libdnnl-dev          # oneDNN, the peer of scripts/bench_stable_kernels.py and bench_matmul.py
-  libopenblas0-pthread libopenblas-pthread-dev  # OpenBLAS's sgemm, a peer of bench_matmul.py
+  libopenblas0-pthread libopenblas-pthread-dev  # OpenBLAS: torch's BLAS and bench_matmul.py's peer
   python3-torchvision  # model shapes for bench/lists (scripts/bench_lists.py --write-lists)
 )
 
