@@ -11,7 +11,8 @@ for torch's module and for the same module after mantissa.torch.deterministic() 
 weights). bf16 rows convert the module and its input to bfloat16 (``module.bfloat16()``), as a
 bf16 model runs. torch 1.13 has no RMSNorm or SwiGLU module: their torch rows are the
 LLaMA-style compositions ``x * rsqrt(mean(x^2) + eps) * w`` and ``silu(a) * b``. Times are
-medians of calls interleaved peer by peer; ratio = torch's time / mantissa's (above 1:
+medians of calls in blocks interleaved peer by peer (each block's first call untimed: the
+other peer's thread pool spins for a while after its last call); ratio = torch's time / mantissa's (above 1:
 mantissa is faster). torch's GEMMs go through libblas.so.3 (named in the output; OpenBLAS when
 `scripts/install-deps.sh bench` installed it), its other kernels are ATen's.
 """
@@ -156,9 +157,13 @@ def main():
                 while min(len(v) for v in times.values()) < 3 or \
                         time.perf_counter() - start < 2 * a.min_time:
                     for k in ("t", "o"):
-                        t0 = time.perf_counter()
+                        # Blocks of calls, the first untimed: the other peer's thread pool
+                        # (OpenMP, OpenBLAS) keeps spinning for a while after its last call.
                         call(k)
-                        times[k].append(time.perf_counter() - t0)
+                        for _ in range(2):
+                            t0 = time.perf_counter()
+                            call(k)
+                            times[k].append(time.perf_counter() - t0)
                 med = {k: sorted(v)[len(v) // 2] for k, v in times.items()}
                 rows.append({"layer": name, "shape": label, "dtype": dname, "threads": threads,
                              "torch_ms": 1e3 * med["t"], "mantissa_ms": 1e3 * med["o"],

@@ -105,6 +105,8 @@ AGREEMENT = [
     ("GELU", lambda: nn.GELU(), (10, 64)),
     ("GELU-tanh", lambda: nn.GELU("tanh"), (10, 64)),
     ("MultiheadAttention", lambda: nn.MultiheadAttention(32, 4, batch_first=True), (2, 7, 32)),
+    ("MultiheadAttention-LBE", lambda: nn.MultiheadAttention(32, 4), (7, 2, 32)),
+    ("MultiheadAttention-unbatched", lambda: nn.MultiheadAttention(32, 4), (7, 32)),
 ]
 
 

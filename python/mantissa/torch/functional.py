@@ -87,8 +87,7 @@ class _MatMul(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        g = _dense(g)
+        a, b = ctx.saved_tensors  # g as autograd gives it: the GEMM reads strided operands
         da = db = None
         if ctx.needs_input_grad[0]:
             da = torch.empty(a.shape, dtype=a.dtype)
@@ -130,8 +129,7 @@ class _Linear(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, g):
-        x, weight = ctx.saved_tensors
-        g = _dense(g)
+        x, weight = ctx.saved_tensors  # g may be strided: the GEMM reads it where it is
         dx = dw = db = None
         if ctx.needs_input_grad[0]:
             dx = torch.empty(x.shape, dtype=x.dtype)

@@ -130,26 +130,29 @@ class MultiheadAttention(nn.MultiheadAttention):
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):
         batched = query.dim() == 3
-        if not batched:
+        self_attention = query is key and key is value
+        batch_first = self.batch_first and batched
+        if not batched:  # [T, E] as [T, 1, E]
             query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
             if key_padding_mask is not None:
                 key_padding_mask = key_padding_mask.unsqueeze(0)
-        elif self.batch_first:
-            query, key, value = (t.transpose(0, 1) for t in (query, key, value))
-        # From here [L, B, E] (torch's layout).
-        L, B, E = query.shape
-        S = key.shape[0]
-        H, D = self.num_heads, self.head_dim
+        # The tokens stay in the caller's layout, [B, T, E] (batch_first) or [T, B, E]: a
+        # projection treats every token alike, and the heads are strided views of either.
+        B = query.shape[0] if batch_first else query.shape[1]
+        L = query.shape[1] if batch_first else query.shape[0]
+        S = key.shape[1] if batch_first else key.shape[0]
+        E, H, D = self.embed_dim, self.num_heads, self.head_dim
         w, b = self.in_proj_weight, self.in_proj_bias
-        if query is key and key is value:
+        if self_attention:  # one product for q, k and v (the same bits as three)
             q, k, v = F.linear(query, w, b).chunk(3, dim=-1)
         else:
             wq, wk, wv = w.chunk(3)
             bq, bk, bv = (None, None, None) if b is None else b.chunk(3)
             q, k, v = F.linear(query, wq, bq), F.linear(key, wk, bk), F.linear(value, wv, bv)
 
-        # [T, B, H*D] -> [B, H, T, D], strided views (the GEMM reads them where they are).
-        def heads(t, T):
+        def heads(t, T):  # -> [B, H, T, D], a view (the GEMM reads it where it is)
+            if batch_first:
+                return t.reshape(B, T, H, D).permute(0, 2, 1, 3)
             return t.reshape(T, B, H, D).permute(1, 2, 0, 3)
 
         mask = None  # additive fp32 [B or 1, H or 1, L, S]
@@ -165,11 +168,12 @@ class MultiheadAttention(nn.MultiheadAttention):
             mask = _additive(torch.ones(L, S, dtype=torch.bool).triu(1))
         q, k, v = F._cast_for_product(heads(q, L), heads(k, S), heads(v, S))
         out, probs = F._attention(q, k, v, mask, False, None)
-        out = out.permute(2, 0, 1, 3).reshape(L, B, E)  # [L, B, E]
+        if batch_first:
+            out = out.permute(0, 2, 1, 3).reshape(B, L, E)
+        else:
+            out = out.permute(2, 0, 1, 3).reshape(L, B, E)
         out = F.linear(out, self.out_proj.weight, self.out_proj.bias)
-        if self.batch_first and batched:
-            out = out.transpose(0, 1)
-        elif not batched:
+        if not batched:
             out = out.squeeze(1)
         weights = None
         if need_weights:
