@@ -199,32 +199,54 @@ def main():
 
 
 def write_svg(path, torch_losses, mantissa_losses, a):
-    w, h, left, top, bottom = 640, 300, 60, 30, 40
+    """Two panels: both loss curves, and their difference per step (log scale)."""
+    import math
+
+    w, h, left, top, gap, h2 = 640, 250, 60, 30, 50, 130
     lo = min(torch_losses + mantissa_losses)
     hi = max(torch_losses + mantissa_losses)
     n = len(torch_losses)
 
-    def pts(ys):
-        return " ".join(f"{left + (w - left - 20) * i / max(1, n - 1):.1f},"
-                        f"{top + (h - top - bottom) * (hi - y) / (hi - lo or 1):.1f}"
-                        for i, y in enumerate(ys))
+    def x(i):
+        return left + (w - left - 20) * i / max(1, n - 1)
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
+    def y1(v):
+        return top + (h - top - 20) * (hi - v) / (hi - lo or 1)
+
+    d_lo, d_hi = -9, -5  # log10 of |difference|; 0 is drawn at the bottom
+    y0 = h + gap
+
+    def y2(d):
+        e = d_lo if d == 0 else max(d_lo, min(d_hi, math.log10(d)))
+        return y0 + h2 * (d_hi - e) / (d_hi - d_lo)
+
+    total = y0 + h2 + 30
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{total}" '
            'font-family="sans-serif" font-size="11">',
            f'<text x="{left}" y="18" font-size="13">Training loss: torch\'s modules and '
-           f'mantissa\'s ({escape("bf16 autocast" if a.bf16 else "fp32")})</text>']
+           f'mantissa\'s ({escape("bf16 autocast" if a.bf16 else "fp32")}), 1 thread each</text>']
     for k in range(5):
         v = lo + (hi - lo) * k / 4
-        y = top + (h - top - bottom) * (hi - v) / (hi - lo or 1)
-        out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{w - 20}" y2="{y:.1f}" stroke="#ddd"/>'
-                   f'<text x="{left - 5}" y="{y + 4:.1f}" text-anchor="end">{v:.2f}</text>')
-    out.append(f'<polyline fill="none" stroke="#d62728" stroke-width="1.5" '
-               f'points="{pts(torch_losses)}"/>')
-    out.append(f'<polyline fill="none" stroke="#1f77b4" stroke-width="1.5" stroke-dasharray="4 3" '
-               f'points="{pts(mantissa_losses)}"/>')
-    out.append(f'<text x="{left}" y="{h - 10}">step 0 .. {n - 1}</text>'
-               f'<text x="{w - 260}" y="{h - 10}" fill="#d62728">torch</text>'
-               f'<text x="{w - 200}" y="{h - 10}" fill="#1f77b4">mantissa (dashed)</text>')
+        out.append(f'<line x1="{left}" y1="{y1(v):.1f}" x2="{w - 20}" y2="{y1(v):.1f}" '
+                   f'stroke="#ddd"/><text x="{left - 5}" y="{y1(v) + 4:.1f}" '
+                   f'text-anchor="end">{v:.2f}</text>')
+    for ys, colour, dash in ((torch_losses, "#d62728", ""),
+                             (mantissa_losses, "#1f77b4", ' stroke-dasharray="4 3"')):
+        pts = " ".join(f"{x(i):.1f},{y1(v):.1f}" for i, v in enumerate(ys))
+        out.append(f'<polyline fill="none" stroke="{colour}" stroke-width="1.5"{dash} '
+                   f'points="{pts}"/>')
+    out.append(f'<text x="{w - 260}" y="{top + 14}" fill="#d62728">torch</text>'
+               f'<text x="{w - 200}" y="{top + 14}" fill="#1f77b4">mantissa (dashed)</text>')
+    out.append(f'<text x="{left}" y="{y0 - 10}" font-size="12">|torch - mantissa| per step '
+               '(0 drawn at the bottom)</text>')
+    for e in range(d_lo, d_hi + 1):
+        yy = y2(10.0**e)
+        out.append(f'<line x1="{left}" y1="{yy:.1f}" x2="{w - 20}" y2="{yy:.1f}" stroke="#ddd"/>'
+                   f'<text x="{left - 5}" y="{yy + 4:.1f}" text-anchor="end">1e{e}</text>')
+    for i, (t, m) in enumerate(zip(torch_losses, mantissa_losses)):
+        out.append(f'<circle cx="{x(i):.1f}" cy="{y2(abs(t - m)):.1f}" r="1.8" fill="#444">'
+                   f'<title>step {i}: {abs(t - m):.3g}</title></circle>')
+    out.append(f'<text x="{left}" y="{total - 8}">step 0 .. {n - 1}</text>')
     out.append("</svg>")
     with open(path, "w") as f:
         f.write("\n".join(out) + "\n")
