@@ -306,3 +306,26 @@ def test_attention_weights_and_masks_match_torch(average):
     torch.testing.assert_close(out, ref_out, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(weights, ref_weights, rtol=1e-5, atol=1e-6)
     assert (weights[..., 4] == 0).all() and (weights[1, ..., 5] == 0).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_16_bit_modules_run_in_their_dtype_and_agree_with_fp32(dtype):
+    def run(model_dtype, threads):
+        torch.manual_seed(0)
+        model = mt.deterministic(nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.LayerNorm(32),
+                                               nn.Linear(32, 8)), strict=True).to(model_dtype)
+        x = _rand(6, 16, requires_grad=False).to(model_dtype).requires_grad_()
+        mantissa.set_num_threads(threads)
+        try:
+            loss = mnn.CrossEntropyLoss()(model(x), torch.tensor([1, 2, 3, 4, 5, 6]))
+            loss.backward()
+        finally:
+            mantissa.set_num_threads(0)
+        return loss, [x.grad] + [p.grad for p in model.parameters()]
+
+    loss, grads = run(dtype, 1)
+    assert loss.dtype == dtype and all(g.dtype == dtype for g in grads)
+    loss3, grads3 = run(dtype, 3)
+    assert torch.equal(loss, loss3) and all(torch.equal(a, b) for a, b in zip(grads, grads3))
+    loss32, _ = run(torch.float32, 1)
+    assert abs(loss.float() - loss32).item() < 0.05 * loss32.item()
