@@ -329,3 +329,35 @@ def test_16_bit_modules_run_in_their_dtype_and_agree_with_fp32(dtype):
     assert torch.equal(loss, loss3) and all(torch.equal(a, b) for a, b in zip(grads, grads3))
     loss32, _ = run(torch.float32, 1)
     assert abs(loss.float() - loss32).item() < 0.05 * loss32.item()
+
+
+def test_decoder_layers_and_the_encoders_inference_path_run_on_mantissa():
+    torch.manual_seed(0)
+    dec = nn.TransformerDecoderLayer(16, 2, 32, dropout=0.0, activation="gelu", batch_first=True)
+    ref = nn.TransformerDecoderLayer(16, 2, 32, dropout=0.0, activation="gelu", batch_first=True)
+    ref.load_state_dict(dec.state_dict())
+    mt.deterministic(dec, strict=True)
+    assert dec.activation is MF.gelu and isinstance(dec.multihead_attn, mnn.MultiheadAttention)
+    tgt, mem = _rand(2, 5, 16, requires_grad=False), _rand(2, 7, 16, seed=1, requires_grad=False)
+    torch.testing.assert_close(dec(tgt, mem), ref(tgt, mem), rtol=1e-5, atol=1e-5)
+
+    layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
+    enc = nn.TransformerEncoder(layer, 2).eval()
+    ref = nn.TransformerEncoder(nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0,
+                                                           batch_first=True), 2).eval()
+    ref.load_state_dict(enc.state_dict())
+    mt.deterministic(enc, strict=True)
+    padding = torch.zeros(2, 5, dtype=torch.bool)
+    padding[1, 3:] = True
+    with torch.no_grad():  # torch's nested-tensor fast path would apply here
+        out = enc(tgt, src_key_padding_mask=padding)
+        with warnings.catch_warnings():  # torch's nested tensors are a "prototype"
+            warnings.simplefilter("ignore")
+            expected = ref(tgt, src_key_padding_mask=padding)
+    assert not out.is_nested
+    # torch's fast path leaves the padded positions' outputs as zeros; compare the others.
+    torch.testing.assert_close(out[~padding], expected[~padding], rtol=1e-5, atol=1e-5)
+
+    silu_layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, activation=F.silu)
+    with pytest.raises(mantissa.Error, match="activation silu"):
+        mt.deterministic(silu_layer, strict=True)

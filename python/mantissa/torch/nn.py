@@ -236,12 +236,25 @@ class TransformerEncoderLayer(nn.TransformerEncoderLayer):
 
 
 def _adopt_encoder_layer(layer):
-    import torch.nn.functional as torch_F
-
     for name in ("linear1", "linear2", "norm1", "norm2", "self_attn"):
         _swap(getattr(layer, name), strict=True)
-    if layer.activation is torch_F.gelu:
+    _adopt_activation(layer)
+
+
+def _adopt_activation(layer):
+    # torch's transformer layers hold their activation as a function: torch's GELU becomes
+    # mantissa's (torch's element-wise transcendental kernels differ between SIMD widths).
+    if layer.activation is torch.nn.functional.gelu:
         layer.activation = F.gelu
+
+
+def _unexact_activation(module):
+    """The name of a torch activation function a module holds that is not exact, or None."""
+    act = getattr(module, "activation", None)
+    if act is None or isinstance(act, nn.Module) or act in (F.gelu, torch.nn.functional.relu,
+                                                              torch.relu):
+        return None
+    return getattr(act, "__name__", repr(act))
 
 
 # torch's module type -> mantissa's. Swapping changes the instance's class and nothing else:
@@ -274,6 +287,13 @@ def _swap(module, strict):
         why = _mha_unsupported(module)
         if why is not None:
             return why
+    if type(module) is nn.TransformerDecoderLayer:  # no fast path: its parts are swapped
+        _adopt_activation(module)
+    if type(module) is nn.TransformerEncoder:
+        # Its inference fast path would hand the layers nested tensors (torch's own kernels).
+        module.enable_nested_tensor = False
+        if hasattr(module, "use_nested_tensor"):
+            module.use_nested_tensor = False
     target = _SWAPS.get(type(module))
     if target is None:
         return None
@@ -288,7 +308,9 @@ def deterministic(model, strict=False):
     LogSoftmax, GELU, CrossEntropyLoss, MultiheadAttention, TransformerEncoderLayer) for
     mantissa's, in place, and returns the model.
 
-    A model built only from supported modules (and the exact ones: Identity, ReLU, Flatten,
+    TransformerDecoderLayer and TransformerEncoder are containers of those (their GELU activation
+    function becomes mantissa's; the encoder's nested-tensor inference path is turned off). A
+    model built only from supported modules (and the exact ones: Identity, ReLU, Flatten,
     Unflatten, Embedding) then trains to the same bits on every thread count and SIMD target,
     with mantissa's optimizers. Modules left as torch's that compute (dropout, convolutions, ...,
     or a MultiheadAttention with an option mantissa lacks) are named in a warning, or with
@@ -300,6 +322,10 @@ def deterministic(model, strict=False):
         if why is not None:
             left.append(f"{name or type(model).__name__} ({type(module).__name__}: {why})")
     for name, module in model.named_modules():
+        activation = _unexact_activation(module)
+        if activation is not None:
+            left.append(f"{name or type(model).__name__} ({type(module).__name__}: activation "
+                        f"{activation})")
         if isinstance(module, _OURS) or isinstance(module, _EXACT) or not _computes(module):
             continue
         if isinstance(module, nn.Dropout) and module.p == 0.0:
