@@ -248,6 +248,26 @@ out = np.rint(x / s + z).astype(np.int32)
 for i, v in enumerate(out.reshape(-1)): print("out[%d] is: %d" % (i, v))
 '
 
+# The QuantMax sample (upstream's inputs): x * 1 in float32, then each value's E4M3FN code by
+# enumeration of the 256 codes (the nearest finite one, a tie to the even code, saturated at 448);
+# amax = max |x| (docs/ops/quant_max.md).
+check_sample test_aclnn_quant_max '
+import numpy as np
+def e4m3(c):
+    s = -1.0 if c & 0x80 else 1.0
+    e, m = (c >> 3) & 15, c & 7
+    if e == 15 and m == 7: return float("nan")
+    return s * (m / 8.0 * 2.0 ** -6 if e == 0 else (1 + m / 8.0) * 2.0 ** (e - 7))
+codes = [c for c in range(256) if not np.isnan(e4m3(c))]
+def code(v):
+    v = float(np.clip(v, -448.0, 448.0))
+    return min(codes, key=lambda c: (abs(e4m3(c) - v), c & 1, (c & 0x80) != (0x80 if np.signbit(v) else 0)))
+x = np.array([1, -2, 3, -4, 5, -6, 7, -8, 0.5, -0.5, 0, 448, -448, 0.125, -0.125, 2.5], np.float32)
+y = x * np.float32(1.0)
+for i, v in enumerate(y): print("yOut[%d] is: %d" % (i, code(v)))
+print("amaxOut is: %f" % np.abs(x).max())
+'
+
 # The DynamicQuant sample (upstream's inputs): float32 products, the row max over 127, the
 # quotient rounded half to even (docs/ops/dynamic_quant.md).
 check_sample test_aclnn_dynamic_quant '

@@ -511,6 +511,28 @@ void bind_ops(py::module_& m) {
       "Quantize: y = round_half_even(x / scales + zero_points), saturating, into y's dtype.");
 
   m.def(
+      "quant_max",
+      [quantized_view](py::handle x, py::handle scale, py::handle y, py::handle amax,
+                       const std::string& dtype, const std::string& round_mode) {
+        Buffers b;
+        QuantMaxTensors t;
+        t.x = view_of(x, Access::kRead, b, "x");
+        t.scale = view_of(scale, Access::kRead, b, "scale");
+        t.y = quantized_view(y, dtype.c_str(), b);
+        t.amax = view_of(amax, Access::kWrite, b, "amax");
+        QuantMaxParams p{.dst_type = t.y.dtype};
+        if (!quant_max_round_mode_from_name(round_mode.c_str(), p.round_mode)) {
+          raise_error(StatusCode::kParamInvalid,
+                      "round_mode \"" + round_mode + "\" is not rint, round or hybrid");
+        }
+        run([&] { return quant_max(t, p); });
+      },
+      py::arg("x"), py::arg("scale"), py::arg("y"), py::arg("amax"), py::kw_only(),
+      py::arg("dtype") = "fp8_e4m3", py::arg("round_mode") = "rint",
+      "QuantMax: y = FP8(x * scale) (nearest even, saturated; y a uint8 array of FP8 codes "
+      "named by dtype: 'fp8_e4m3' or 'fp8_e5m2') and amax = max |x| in one pass.");
+
+  m.def(
       "ascend_quant_v3",
       [quantized_view](py::handle x, py::handle scale, py::handle y, py::handle offset,
                        bool sqrt_mode, const std::string& round_mode,

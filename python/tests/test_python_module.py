@@ -213,6 +213,18 @@ def test_quantize_operators():
     fp8 = np.zeros(x.shape, np.uint8)
     mantissa.quantize(x, np.array([1.0], f32), fp8, dtype="fp8_e4m3")
     assert fp8[0, 0] == 0x30  # 0.5 in E4M3FN
+    # QuantMax: FP8 codes of x * scale and max |x| in one pass (E4M3FN: 2 * 300 saturates).
+    codes, amax = np.zeros(x.shape, np.uint8), np.zeros(1, f32)
+    mantissa.quant_max(x, np.array([2.0], f32), codes, amax)
+    assert codes[0, 0] == 0x38 and codes[0, 3] == 0x7E and amax[0] == 300.0  # 1.0; 448
+    e5 = np.zeros(x.shape, np.uint8)
+    xt = torch.tensor(x, dtype=torch.bfloat16)
+    amax_t = torch.zeros(1, dtype=torch.bfloat16)
+    mantissa.quant_max(xt, np.array([1.0], f32), e5, amax_t, dtype="fp8_e5m2")
+    assert e5[0, 1] == 0x3E and amax_t.item() == 300.0  # 1.5 in E5M2
+    with pytest.raises(mantissa.Error) as e:
+        mantissa.quant_max(x, np.array([1.0], f32), codes, amax, round_mode="hybrid")
+    assert e.value.code == 161002 and "rint" in str(e.value)
     xd = torch.tensor([[1.0, -4.0, 2.0], [0.5, 0.25, -0.125]], dtype=torch.float16)
     yd, sd = torch.zeros(2, 3, dtype=torch.int8), torch.zeros(2)
     mantissa.dynamic_quant(xd, yd, sd)
@@ -650,7 +662,7 @@ def test_every_declared_operator_is_in_mantissa_ops():
                  "quantize", "dynamic_quant", "ascend_quant_v3", "amp_update_scale",
                  "softmax_cross_entropy_with_logits", "matmul", "batch_matmul", "addmm",
                  "add_rms_norm", "cross_entropy_loss", "cross_entropy_loss_grad", "swi_glu",
-                 "swi_glu_grad", "gelu_v2", "gelu_backward", "gelu_backward_v2"):
+                 "swi_glu_grad", "gelu_v2", "gelu_backward", "gelu_backward_v2", "quant_max"):
         assert hasattr(mantissa.ops, name), name
         assert getattr(mantissa, name) is not None
     x = np.linspace(-3, 3, 64, dtype=np.float32).reshape(4, 16)
