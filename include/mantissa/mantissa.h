@@ -2,6 +2,7 @@
 #pragma once
 
 #include "mantissa/amp/anomaly.h"
+#include "mantissa/amp/fp8_scaling.h"
 #include "mantissa/amp/loss_scaler.h"
 #include "mantissa/calibrate.h"
 #include "mantissa/dtype.h"

@@ -532,6 +532,109 @@ void bind_ops(py::module_& m) {
       "QuantMax: y = FP8(x * scale) (nearest even, saturated; y a uint8 array of FP8 codes "
       "named by dtype: 'fp8_e4m3' or 'fp8_e5m2') and amax = max |x| in one pass.");
 
+  // FP8 scaling recipes (mantissa/amp/fp8_scaling.h).
+  const auto fp8_name = [](DType d) { return d == DType::kFloat8E5M2 ? "fp8_e5m2" : "fp8_e4m3"; };
+  const auto fp8_from_name = [](const std::string& name) {
+    if (name == "fp8_e4m3") return DType::kFloat8E4M3FN;
+    if (name == "fp8_e5m2") return DType::kFloat8E5M2;
+    raise_error(StatusCode::kParamInvalid,
+                "dtype \"" + name + "\" is not \"fp8_e4m3\" or \"fp8_e5m2\"");
+  };
+  py::class_<amp::DelayedScaling>(
+      m, "DelayedScaling",
+      "One tensor's FP8 delayed scaling (Transformer Engine's DelayedScaling): quantize() casts "
+      "with the scale of the earlier steps' amax history and records this one's; update() once "
+      "per step. state() / load_state() round-trip it bit for bit.")
+      .def(py::init([](int64_t amax_history_len, const std::string& amax_compute_algo,
+                       int32_t margin, const std::string& fp8_format, const std::string& role) {
+             amp::DelayedScalingRecipe r{.amax_history_len = amax_history_len, .margin = margin};
+             if (amax_compute_algo == "max") {
+               r.amax_compute_algo = amp::AmaxComputeAlgo::kMax;
+             } else if (amax_compute_algo == "most_recent") {
+               r.amax_compute_algo = amp::AmaxComputeAlgo::kMostRecent;
+             } else {
+               raise_error(StatusCode::kParamInvalid, "amax_compute_algo \"" + amax_compute_algo +
+                                                          "\" is not \"max\" or \"most_recent\"");
+             }
+             if (fp8_format == "hybrid") {
+               r.fp8_format = amp::Fp8Format::kHybrid;
+             } else if (fp8_format == "e4m3") {
+               r.fp8_format = amp::Fp8Format::kE4M3;
+             } else {
+               raise_error(StatusCode::kParamInvalid,
+                           "fp8_format \"" + fp8_format + "\" is not \"hybrid\" or \"e4m3\"");
+             }
+             amp::Fp8Role fr = amp::Fp8Role::kForward;
+             if (role == "gradient") {
+               fr = amp::Fp8Role::kGradient;
+             } else if (role != "forward") {
+               raise_error(StatusCode::kParamInvalid,
+                           "role \"" + role + "\" is not \"forward\" or \"gradient\"");
+             }
+             amp::DelayedScaling s;
+             raise_if_failed(amp::DelayedScaling::create(r, fr, &s));
+             return s;
+           }),
+           py::kw_only(), py::arg("amax_history_len") = 1024, py::arg("amax_compute_algo") = "max",
+           py::arg("margin") = 0, py::arg("fp8_format") = "hybrid", py::arg("role") = "forward")
+      .def_property_readonly("scale", &amp::DelayedScaling::scale)
+      .def_property_readonly("scale_inv", &amp::DelayedScaling::scale_inv)
+      .def_property_readonly(
+          "dtype", [fp8_name](const amp::DelayedScaling& s) { return fp8_name(s.dtype()); })
+      .def_property_readonly("amax_history",
+                             [](const amp::DelayedScaling& s) {
+                               const auto h = s.amax_history();
+                               return std::vector<float>(h.begin(), h.end());
+                             })
+      .def_property_readonly("steps", &amp::DelayedScaling::steps)
+      .def("record", &amp::DelayedScaling::record, py::arg("amax"))
+      .def("update", &amp::DelayedScaling::update)
+      .def(
+          "quantize",
+          [quantized_view, fp8_name](amp::DelayedScaling& s, py::handle x, py::handle y) {
+            Buffers b;
+            const TensorView xv = view_of(x, Access::kRead, b, "x");
+            const TensorView yv = quantized_view(y, fp8_name(s.dtype()), b);
+            run([&] { return s.quantize(xv, yv); });
+          },
+          py::arg("x"), py::arg("y"),
+          "Casts x into y (a uint8 array of this tensor's FP8 codes) and records max |x|.")
+      .def("state", &amp::DelayedScaling::state)
+      .def("load_state", [](amp::DelayedScaling& s, const std::string& text) {
+        raise_if_failed(s.load_state(text));
+      });
+
+  m.def(
+      "current_scale",
+      [fp8_from_name](float amax, const std::string& dtype, bool power_of_two_scales,
+                      float amax_epsilon) {
+        return amp::current_scale(
+            amax, fp8_from_name(dtype),
+            {.power_of_two_scales = power_of_two_scales, .amax_epsilon = amax_epsilon});
+      },
+      py::arg("amax"), py::kw_only(), py::arg("dtype") = "fp8_e4m3",
+      py::arg("power_of_two_scales") = false, py::arg("amax_epsilon") = 0.0f,
+      "Current scaling's scale: fp8_max / max(amax, amax_epsilon) (1 for 0, inf, NaN; FLT_MAX "
+      "where it overflows), optionally rounded down to a power of two.");
+  m.def(
+      "current_scaling_quantize",
+      [quantized_view](py::handle x, py::handle y, const std::string& dtype,
+                       bool power_of_two_scales, float amax_epsilon) {
+        Buffers b;
+        const TensorView xv = view_of(x, Access::kRead, b, "x");
+        const TensorView yv = quantized_view(y, dtype.c_str(), b);
+        float scale = 0.0f, amax = 0.0f;
+        run([&] {
+          return amp::current_scaling_quantize(
+              xv, yv, {.power_of_two_scales = power_of_two_scales, .amax_epsilon = amax_epsilon},
+              &scale, &amax);
+        });
+        return py::make_tuple(scale, amax);
+      },
+      py::arg("x"), py::arg("y"), py::kw_only(), py::arg("dtype") = "fp8_e4m3",
+      py::arg("power_of_two_scales") = false, py::arg("amax_epsilon") = 0.0f,
+      "Casts x into y (uint8 FP8 codes) with the scale of its own amax; returns (scale, amax).");
+
   m.def(
       "ascend_quant_v3",
       [quantized_view](py::handle x, py::handle scale, py::handle y, py::handle offset,

@@ -801,3 +801,52 @@ print("ok")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=300, env=dict(os.environ))
     assert done.returncode == 0 and done.stdout.strip() == "ok", (done.returncode, done.stderr)
+
+
+def test_fp8_delayed_and_current_scaling():
+    # Transformer Engine's rule in numpy float32, with its rolled history: the scale from the
+    # window's max, kept for 0 and non-finite amaxes.
+    def reference(amaxes, length, margin, fmax):
+        history, scale, scales = np.zeros(length, np.float32), np.float32(1.0), []
+        for a in amaxes:
+            history[0] = max(history[0], np.float32(a)) if not np.isnan(a) else np.nan
+            amax = np.float32(np.max(history))  # NaN propagates
+            if np.isfinite(amax) and amax > 0:
+                scale = np.float32(np.float32(fmax) / amax) / np.float32(2.0 ** margin)
+            history = np.roll(history, -1)
+            history[0] = 0
+            scales.append(scale)
+        return scales
+
+    amaxes = [3.0, 0.5, 0.0, 7.0, float("nan"), 2.0, 1e30, 0.25, 6.0, 1.5, 4.0, 0.125]
+    s = mantissa.DelayedScaling(amax_history_len=3, margin=1, role="gradient")
+    assert s.dtype == "fp8_e5m2" and s.scale == 1.0
+    got = []
+    for a in amaxes:
+        s.record(a)
+        s.update()
+        got.append(s.scale)
+    want = reference(amaxes, 3, 1, 57344.0)
+    assert [np.float32(g).tobytes() for g in got] == [w.tobytes() for w in want]
+    # quantize() casts with the current scale and records max |x|; state() round-trips.
+    x = torch.linspace(-5, 5, 40, dtype=torch.bfloat16)
+    y = np.zeros(40, np.uint8)
+    saved = s.state()
+    s.quantize(x, y)
+    assert s.amax_history[0] == 5.0
+    y_ref, amax = np.zeros(40, np.uint8), np.zeros(1, f32)
+    mantissa.quant_max(x.float().numpy(), np.array([s.scale], f32), y_ref, amax, dtype="fp8_e5m2")
+    assert y.tolist() == y_ref.tolist()
+    r = mantissa.DelayedScaling()
+    r.load_state(saved)
+    assert r.state() == saved and r.steps == len(amaxes)
+    with pytest.raises(mantissa.Error) as e:
+        mantissa.DelayedScaling(amax_history_len=0)
+    assert e.value.code == 161002 and "amax_history_len" in str(e.value)
+    # Current scaling.
+    assert mantissa.current_scale(1.0) == 448.0
+    assert mantissa.current_scale(3.0, power_of_two_scales=True) == 128.0
+    assert mantissa.current_scale(0.0) == 1.0
+    yc = np.zeros(40, np.uint8)
+    scale, amax = mantissa.current_scaling_quantize(x, yc, dtype="fp8_e4m3")
+    assert amax == 5.0 and scale == np.float32(448.0) / np.float32(5.0)

@@ -1,0 +1,108 @@
+// FP8 scaling recipes on the QuantMax operator (docs/fp8_training.md):
+//   - tensor-wise delayed scaling, Transformer Engine's DelayedScaling: each tensor keeps a
+//     history of its amax; the scale it is cast with comes from the history of earlier steps;
+//   - tensor-wise current scaling: the scale comes from this step's own amax, optionally rounded
+//     down to a power of two.
+// The state (scale, history, step count) is a versioned JSON text that load_state() restores
+// bit for bit, so a resumed run casts exactly as an uninterrupted one.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mantissa/dtype.h"
+#include "mantissa/export.h"
+#include "mantissa/status.h"
+#include "mantissa/tensor.h"
+
+namespace mantissa::amp {
+
+// E4M3: every tensor FLOAT8_E4M3FN. Hybrid: forward tensors (weights, activations) E4M3FN,
+// gradients FLOAT8_E5M2 (Transformer Engine's HYBRID).
+enum class Fp8Format : int32_t { kE4M3 = 0, kHybrid = 1 };
+enum class Fp8Role : int32_t { kForward = 0, kGradient = 1 };
+enum class AmaxComputeAlgo : int32_t { kMax = 0, kMostRecent = 1 };
+
+// The FP8 dtype of a tensor of this role under this format.
+MANTISSA_API DType fp8_dtype(Fp8Format format, Fp8Role role) noexcept;
+// The largest finite value of an FP8 dtype: 448 (E4M3FN), 57344 (E5M2); 0 for any other dtype.
+MANTISSA_API float fp8_max(DType fp8) noexcept;
+
+// Transformer Engine's DelayedScaling defaults.
+struct DelayedScalingRecipe {
+  Fp8Format fp8_format = Fp8Format::kHybrid;
+  int64_t amax_history_len = 1024;  // [1, 65536]
+  AmaxComputeAlgo amax_compute_algo = AmaxComputeAlgo::kMax;
+  int32_t margin = 0;  // [-126, 127]: the scale is divided by 2^margin
+};
+
+// One tensor's delayed scaling. A training step records the amax of every cast of the tensor
+// (record(), or quantize(), which casts and records), then calls update() once:
+//   amax      = max of the history (NaN if any entry is NaN), or its entry 0 (most_recent)
+//   scale     = (fp8_max / amax) / 2^margin in fp32, when amax is finite and > 0; otherwise the
+//               scale is kept. An infinite result (a tiny amax) becomes FLT_MAX.
+//   history   rolled by one (entry 0 becomes the last, the others move down one), then entry 0
+//             set to 0 for the next step's amax: the history holds the last amax_history_len
+//             steps' amaxes.
+// The first step casts with scale 1 (no history yet). Several casts in one step (gradient
+// accumulation's micro-batches) keep the largest amax: record() takes the max into entry 0.
+class MANTISSA_API DelayedScaling {
+ public:
+  DelayedScaling();  // the default recipe, a forward tensor
+
+  // Validates the recipe (161002 naming the field and its value); *out unchanged on error.
+  static Status create(const DelayedScalingRecipe& recipe, Fp8Role role, DelayedScaling* out);
+
+  const DelayedScalingRecipe& recipe() const { return recipe_; }
+  Fp8Role role() const { return role_; }
+  DType dtype() const { return dtype_; }
+  float scale() const { return scale_; }
+  float scale_inv() const { return 1.0f / scale_; }  // what a cast value is multiplied back by
+  std::span<const float> amax_history() const { return history_; }
+  int64_t steps() const { return steps_; }  // update() calls
+
+  // history[0] = max(history[0], amax); a NaN on either side gives NaN.
+  void record(float amax);
+  // The end of a step (the rule above).
+  void update();
+  // QuantMax(x, scale()) into y (dtype(); x FLOAT, FLOAT16 or BFLOAT16), then record(amax of x).
+  Status quantize(const TensorView& x, const TensorView& y);
+
+  // Format "mantissa.fp8_delayed_scaling" version 1: the recipe, the role, the scale and the
+  // history as fp32 bit patterns (NaN included), the step count. load_state() restores it
+  // exactly; malformed text, another format or version, or invalid values give 161002 and leave
+  // the state unchanged.
+  std::string state() const;
+  Status load_state(std::string_view text);
+
+ private:
+  DelayedScalingRecipe recipe_;
+  Fp8Role role_ = Fp8Role::kForward;
+  DType dtype_ = DType::kFloat8E4M3FN;
+  float scale_ = 1.0f;
+  std::vector<float> history_;
+  int64_t steps_ = 0;
+};
+
+struct CurrentScalingOptions {
+  bool power_of_two_scales = false;  // round the scale down to a power of two
+  float amax_epsilon = 0.0f;         // amax below it is taken as it (>= 0)
+};
+
+// Transformer Engine's rule: amax = max(amax, epsilon); scale 1 when amax is 0, infinite or NaN;
+// otherwise fp8_max / amax in fp32, FLT_MAX where that overflows, rounded down to a power of two
+// when asked (its exponent kept, its mantissa cleared).
+MANTISSA_API float current_scale(float amax, DType fp8,
+                                 const CurrentScalingOptions& o = {}) noexcept;
+
+// Casts x (FLOAT, FLOAT16 or BFLOAT16) to y (FLOAT8_E4M3FN or FLOAT8_E5M2) with the scale of its
+// own amax: max |x| (exact; one pass), current_scale(), then QuantMax (a second pass). Writes
+// the scale and the amax used; nothing is written on error.
+MANTISSA_API Status current_scaling_quantize(const TensorView& x, const TensorView& y,
+                                             const CurrentScalingOptions& o, float* scale,
+                                             float* amax);
+
+}  // namespace mantissa::amp
