@@ -268,6 +268,33 @@ for i, v in enumerate(y): print("yOut[%d] is: %d" % (i, code(v)))
 print("amaxOut is: %f" % np.abs(x).max())
 '
 
+# The DynamicMxQuantV3 sample (upstream's inputs, whose expected codes its docs print: y 0, 72,
+# 96, 120 and mxscale 128, 0): the cuBLAS rule in float32 (S = amax * fp32(1 / 448), the
+# exponent rounded up unless S is a power of two), then each element's E4M3FN code by
+# enumeration (docs/ops/dynamic_mx_quant.md).
+check_sample test_aclnn_dynamic_mx_quant_v3 '
+import numpy as np
+def e4m3(c):
+    s = -1.0 if c & 0x80 else 1.0
+    e, m = (c >> 3) & 15, c & 7
+    if e == 15 and m == 7: return float("nan")
+    return s * (m / 8.0 * 2.0 ** -6 if e == 0 else (1 + m / 8.0) * 2.0 ** (e - 7))
+codes = [c for c in range(256) if not np.isnan(e4m3(c))]
+def code(v):
+    v = float(np.clip(v, -448.0, 448.0))
+    return min(codes, key=lambda c: (abs(e4m3(c) - v), c & 1))
+x = np.array([0, 8, 64, 512], np.float32)
+amax = max(np.abs(x).max(), np.float32(0.5))
+s = (amax * np.float32(1.0 / 448)).astype(np.float32)
+bits = int(s.view(np.uint32))
+e, man = bits >> 23, bits & 0x7FFFFF
+scale_code = e + (1 if (0 < e < 254 and man > 0) or (e == 0 and man > 0x400000) else 0)
+factor = np.float32(2.0 ** (127 - scale_code))
+for i, v in enumerate(x * factor): print("yOut[%d] is: %d" % (i, code(v)))
+print("mxscaleOut[0] is: %d" % scale_code)
+print("mxscaleOut[1] is: 0")
+'
+
 # The DynamicQuant sample (upstream's inputs): float32 products, the row max over 127, the
 # quotient rounded half to even (docs/ops/dynamic_quant.md).
 check_sample test_aclnn_dynamic_quant '

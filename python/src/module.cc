@@ -532,6 +532,34 @@ void bind_ops(py::module_& m) {
       "QuantMax: y = FP8(x * scale) (nearest even, saturated; y a uint8 array of FP8 codes "
       "named by dtype: 'fp8_e4m3' or 'fp8_e5m2') and amax = max |x| in one pass.");
 
+  m.def(
+      "dynamic_mx_quant",
+      [quantized_view](py::handle x, py::handle y, py::handle mxscale, int64_t axis,
+                       const std::string& dtype, int64_t blocksize, int64_t scale_alg,
+                       float max_low_bound, const std::string& round_mode) {
+        Buffers b;
+        DynamicMxQuantTensors t;
+        t.x = view_of(x, Access::kRead, b, "x");
+        t.y = quantized_view(y, dtype.c_str(), b);
+        t.mxscale = quantized_view(mxscale, "e8m0", b);
+        DynamicMxQuantParams p{.axis = axis,
+                               .dst_type = t.y.dtype,
+                               .blocksize = blocksize,
+                               .scale_alg = scale_alg,
+                               .max_low_bound = max_low_bound};
+        if (!mx_round_mode_from_name(round_mode.c_str(), p.round_mode)) {
+          raise_error(StatusCode::kParamInvalid,
+                      "round_mode \"" + round_mode + "\" is not rint, floor or round");
+        }
+        run([&] { return dynamic_mx_quant(t, p); });
+      },
+      py::arg("x"), py::arg("y"), py::arg("mxscale"), py::kw_only(), py::arg("axis") = -1,
+      py::arg("dtype") = "fp8_e4m3", py::arg("blocksize") = 32, py::arg("scale_alg") = 0,
+      py::arg("max_low_bound") = 0.0f, py::arg("round_mode") = "rint",
+      "DynamicMxQuant: MX quantization along `axis` in blocks of `blocksize`; y a uint8 array of "
+      "FP8 codes named by dtype, mxscale a uint8 array of E8M0 codes in CANN's pairs layout "
+      "(x's shape, dim axis -> ceil(ceil(n / blocksize) / 2), and a last dim of 2).");
+
   // FP8 scaling recipes (mantissa/amp/fp8_scaling.h).
   const auto fp8_name = [](DType d) { return d == DType::kFloat8E5M2 ? "fp8_e5m2" : "fp8_e4m3"; };
   const auto fp8_from_name = [](const std::string& name) {

@@ -850,3 +850,22 @@ def test_fp8_delayed_and_current_scaling():
     yc = np.zeros(40, np.uint8)
     scale, amax = mantissa.current_scaling_quantize(x, yc, dtype="fp8_e4m3")
     assert amax == 5.0 and scale == np.float32(448.0) / np.float32(5.0)
+
+
+def test_dynamic_mx_quant():
+    # CANN's sample: bf16 (0, 8, 64, 512), cuBLAS scale rule with max_low_bound 0.5 -> codes
+    # (0, 72, 96, 120) and scale code 128 (2^1), the pad 0.
+    x = torch.tensor([[0.0, 8.0, 64.0, 512.0]], dtype=torch.bfloat16)
+    y, s = np.zeros((1, 4), np.uint8), np.full((1, 1, 2), 0xAA, np.uint8)
+    mantissa.dynamic_mx_quant(x, y, s, scale_alg=1, max_low_bound=0.5)
+    assert y.tolist() == [[0, 72, 96, 120]] and s.tolist() == [[[128, 0]]]
+    # OCP rule along an earlier axis: x [64, 3] over axis 0 is two blocks per column, one pair.
+    x2 = np.ones((64, 3), f32)
+    x2[40, 1] = 448.0
+    y2, s2 = np.zeros((64, 3), np.uint8), np.zeros((1, 3, 2), np.uint8)
+    mantissa.dynamic_mx_quant(x2, y2, s2, axis=0)
+    assert s2[0, :, 0].tolist() == [119, 119, 119]  # block 0: amax 1 -> 2^-8
+    assert s2[0, :, 1].tolist() == [119, 127, 119]  # block 1: column 1 holds 448 -> 2^0
+    with pytest.raises(mantissa.Error) as e:
+        mantissa.dynamic_mx_quant(x2, y2, s2, axis=0, blocksize=48)
+    assert e.value.code == 161002 and "blocksize" in str(e.value)

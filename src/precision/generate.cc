@@ -117,6 +117,7 @@ std::size_t HostTensor::element_size() const noexcept {
     case DType::kUInt8:
     case DType::kFloat8E4M3FN:
     case DType::kFloat8E5M2:
+    case DType::kFloat8E8M0:      // E8M0 scale codes: value() is the code (0..255)
     case DType::kInt4: return 1;  // INT4: two per byte (bits() and set_bits() take nibbles)
     default: return 4;
   }

@@ -1,0 +1,306 @@
+// DynamicMxQuant: contract and validation, then the kernel written once for every SIMD target.
+// Per block (normative):
+//   amax  = max |x| over the block, exact (NaN when an element is NaN)
+//   code  = mx_block_scale(amax): the E8M0 code and the factor r = 2^(127 - code), by the rule
+//           scale_alg names (below, in mx_block_scale)
+//   y     = FP8(fp32(x) * r): one fp32 product (exact: r is a power of two and the products
+//           stay in fp32's normal range, or round to an FP8 zero), then round to nearest even,
+//           saturating to +-max; NaN gives the canonical NaN code
+// Blocks run along the quantized axis; a block with inner > 1 is handled as a strip of `inner`
+// columns, vectorised across them. Each block is independent, so the bits depend on neither the
+// target nor the thread count.
+// clang-format off (foreach_target.h must come first: it re-includes this file once per target)
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/dynamic_mx_quant/dynamic_mx_quant.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+// clang-format on
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/parallel.h"
+#include "core/reduce-inl.h"
+#include "core/simd-inl.h"
+#include "hwy/highway.h"
+#include "ops/dynamic_mx_quant/dynamic_mx_quant_kernel.h"
+#include "ops/quantize/quantize-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace mantissa::HWY_NAMESPACE {
+
+// y = FP8(x * r) for elements [begin, end) of a contiguous run, one factor for all.
+template <class XF, class Q>
+HWY_INLINE void ScaleRun(const typename XF::Storage* HWY_RESTRICT x, uint8_t* HWY_RESTRICT y,
+                         int64_t begin, int64_t end, float r) {
+  ForEachVector(begin, end, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
+    StoreQuantized<Q>(d, hn::Mul(LoadF32<XF>(d, x + i), hn::Set(d, r)), y + i);
+  });
+}
+
+// The quantized axis is the last (inner == 1): each block is a contiguous run.
+template <class XF, class Q>
+void MxRows(const detail::DynamicMxQuantKernelArgs& a, int64_t row_begin, int64_t row_end) {
+  using XS = typename XF::Storage;
+  const XS* const x = static_cast<const XS*>(a.x);
+  const int64_t blocks = (a.length + a.blocksize - 1) / a.blocksize;
+  const int64_t pairs = (blocks + 1) / 2;
+  for (int64_t row = row_begin; row < row_end; ++row) {
+    const int64_t base = row * a.length;
+    uint8_t* const codes = a.mxscale + row * pairs * 2;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t begin = base + b * a.blocksize;
+      const int64_t len = std::min(a.blocksize, a.length - b * a.blocksize);
+      const float amax = MaxValue(MaxBlock(MaxTerm<XF, true>{x}, begin, len));
+      const detail::MxBlockScale s =
+          detail::mx_block_scale(amax, a.y_dtype, a.scale_alg, a.max_low_bound);
+      codes[b] = s.code;
+      ScaleRun<XF, Q>(x, a.y, begin, begin + len, s.recip);
+    }
+    if (blocks % 2 == 1) codes[blocks] = 0;  // the pad of an odd count
+  }
+}
+
+// A quantized axis before the last (inner > 1): block b of row `o` is the rows l of the
+// [length, inner] slab in [b * blocksize, ...); its columns are independent blocks.
+template <class XF, class Q>
+void MxSlabs(const detail::DynamicMxQuantKernelArgs& a, int64_t task_begin, int64_t task_end) {
+  using XS = typename XF::Storage;
+  const XS* const x = static_cast<const XS*>(a.x);
+  const int64_t blocks = (a.length + a.blocksize - 1) / a.blocksize;
+  const int64_t pairs = (blocks + 1) / 2;
+  const hn::ScalableTag<float> d;
+  const hn::CappedTag<float, 1> d1;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  HWY_ALIGN float amax[hn::MaxLanes(d)];
+  HWY_ALIGN float recip[hn::MaxLanes(d)];
+  // One task: one (o, block) pair; all its columns.
+  for (int64_t task = task_begin; task < task_end; ++task) {
+    const int64_t o = task / blocks, b = task % blocks;
+    const int64_t l0 = b * a.blocksize, l1 = std::min(a.length, l0 + a.blocksize);
+    uint8_t* const codes = a.mxscale + ((o * pairs + b / 2) * a.inner) * 2 + (b % 2);
+    const auto one_strip = [&](auto dd, int64_t i0) {
+      const int64_t n = static_cast<int64_t>(hn::Lanes(dd));
+      auto m = hn::Zero(dd);
+      auto nan = hn::Lt(m, m);
+      for (int64_t l = l0; l < l1; ++l) {
+        const int64_t at = (o * a.length + l) * a.inner + i0;
+        AccumulateMax(dd, m, nan, hn::Abs(LoadF32<XF>(dd, x + at)));
+      }
+      const auto qnan = hn::Set(dd, std::numeric_limits<float>::quiet_NaN());
+      hn::StoreU(hn::IfThenElse(nan, qnan, m), dd, amax);
+      for (int64_t j = 0; j < n; ++j) {
+        const detail::MxBlockScale s =
+            detail::mx_block_scale(amax[j], a.y_dtype, a.scale_alg, a.max_low_bound);
+        codes[(i0 + j) * 2] = s.code;
+        recip[j] = s.recip;
+      }
+      const auto r = hn::LoadU(dd, recip);
+      for (int64_t l = l0; l < l1; ++l) {
+        const int64_t at = (o * a.length + l) * a.inner + i0;
+        StoreQuantized<Q>(dd, hn::Mul(LoadF32<XF>(dd, x + at), r), a.y + at);
+      }
+    };
+    int64_t i = 0;
+    for (; i + lanes <= a.inner; i += lanes) one_strip(d, i);
+    for (; i < a.inner; ++i) one_strip(d1, i);
+    // The pad of an odd count: the second code of the last pair.
+    if (b == blocks - 1 && blocks % 2 == 1) {
+      for (int64_t c = 0; c < a.inner; ++c) codes[c * 2 + 1] = 0;
+    }
+  }
+}
+
+template <class XF, class Q>
+void MxOut(const detail::DynamicMxQuantKernelArgs& a) {
+  const int64_t blocks = (a.length + a.blocksize - 1) / a.blocksize;
+  if (a.inner == 1) {
+    // Rows per piece: about kMxChunk elements.
+    const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, a.length));
+    auto body = [&](int64_t b, int64_t e) { MxRows<XF, Q>(a, b, e); };
+    detail::parallel_for(a.outer, grain, body);
+  } else {
+    const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, a.blocksize * a.inner));
+    auto body = [&](int64_t b, int64_t e) { MxSlabs<XF, Q>(a, b, e); };
+    detail::parallel_for(a.outer * blocks, grain, body);
+  }
+}
+
+template <class XF>
+void MxFormat(const detail::DynamicMxQuantKernelArgs& a) {
+  if (a.y_dtype == DType::kFloat8E4M3FN) {
+    MxOut<XF, QE4M3>(a);
+  } else {
+    MxOut<XF, QE5M2>(a);
+  }
+}
+
+void DynamicMxQuantImpl(const detail::DynamicMxQuantKernelArgs& a) {
+  switch (a.x_dtype) {
+    case DType::kFloat16: MxFormat<Fp16>(a); return;
+    case DType::kBFloat16: MxFormat<Bf16>(a); return;
+    default: MxFormat<Fp32>(a); return;
+  }
+}
+
+}  // namespace mantissa::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "core/op_entry.h"
+#include "mantissa/ops/dynamic_mx_quant.h"
+#include "ops/dynamic_mx_quant/dynamic_mx_quant_desc.h"
+
+namespace mantissa {
+
+HWY_EXPORT(DynamicMxQuantImpl);
+
+const char* mx_round_mode_name(MxRoundMode mode) noexcept {
+  switch (mode) {
+    case MxRoundMode::kRint: return "rint";
+    case MxRoundMode::kFloor: return "floor";
+    case MxRoundMode::kRound: return "round";
+  }
+  return "";
+}
+
+bool mx_round_mode_from_name(const char* name, MxRoundMode& mode) noexcept {
+  if (name == nullptr) return false;
+  for (const MxRoundMode m : {MxRoundMode::kRint, MxRoundMode::kFloor, MxRoundMode::kRound}) {
+    if (std::strcmp(name, mx_round_mode_name(m)) == 0) {
+      mode = m;
+      return true;
+    }
+  }
+  return false;
+}
+
+namespace detail {
+
+MxBlockScale mx_block_scale(float amax, DType y_dtype, int64_t scale_alg, float max_low_bound) {
+  constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+  // An infinity or a NaN in the block: the NaN code, and NaN elements.
+  if (!std::isfinite(amax)) return {0xFF, kNaN};
+  // 2^(127 - code) for codes 1..254 (a normal fp32 value); upstream's bf16 factor.
+  const auto factor = [](uint32_t code) { return std::bit_cast<float>((254u - code) << 23); };
+  const bool e4m3 = y_dtype == DType::kFloat8E4M3FN;
+  if (scale_alg == 0) {
+    // OCP: the block's largest exponent less the format's; a block whose amax lies at or below
+    // 2^(emax - 126) gets code 0 and the factor 0 (upstream's rule: its elements become zeros).
+    const uint32_t emax = e4m3 ? 8u : 15u;
+    const uint32_t e = std::bit_cast<uint32_t>(amax) >> 23;  // amax >= +0: the biased exponent
+    if (e <= emax) return {0, 0.0f};
+    const uint32_t code = e - emax;
+    return {static_cast<uint8_t>(code), factor(code)};
+  }
+  // cuBLAS: S = amax * fp32(1 / dtype_max) (the constant as upstream rounds it), its exponent
+  // rounded up unless S is a power of two; a zero block gets code 0 and the factor 0.
+  if (amax == 0.0f) return {0, 0.0f};
+  const float inv_max = std::bit_cast<float>(e4m3 ? 0x3B124925u : 0x37924925u);
+  const float s = std::max(amax, max_low_bound) * inv_max;
+  const uint32_t bits = std::bit_cast<uint32_t>(s);
+  const uint32_t e = bits >> 23, man = bits & 0x7FFFFFu;
+  const bool up = (e > 0 && e < 254 && man > 0) || (e == 0 && man > 0x400000u);
+  const uint32_t code = e + (up ? 1u : 0u);
+  // Code 0: 2^127 (upstream's bf16 0x7F00); codes 1..253 as above.
+  return {static_cast<uint8_t>(code), code == 0 ? 0x1p127f : factor(code)};
+}
+
+Status check_dynamic_mx_quant_params(const DynamicMxQuantTensors& t,
+                                     const DynamicMxQuantParams& p) {
+  constexpr std::string_view op = DynamicMxQuantOp::kType;
+  const int rank = t.x.rank;
+  if (p.axis < -rank || p.axis >= rank) {
+    return fail(StatusCode::kParamInvalid, op, "axis {} is out of range for x of rank {}", p.axis,
+                rank);
+  }
+  if (p.dst_type == DType::kFloat4E2M1 || static_cast<int>(p.dst_type) == 41) {
+    return fail(
+        StatusCode::kParamInvalid, op,
+        "dst_type {} (FLOAT4) is not supported; FLOAT8_E5M2 (35) and FLOAT8_E4M3FN (36) are",
+        static_cast<int>(p.dst_type));
+  }
+  if (p.dst_type != DType::kFloat8E5M2 && p.dst_type != DType::kFloat8E4M3FN) {
+    return fail(StatusCode::kParamInvalid, op,
+                "dst_type {} is not one of 35 (FLOAT8_E5M2), 36 (FLOAT8_E4M3FN)",
+                static_cast<int>(p.dst_type));
+  }
+  if (t.y.dtype != p.dst_type) {
+    return fail(StatusCode::kParamInvalid, op, "y dtype {} differs from dst_type {}",
+                dtype_name(t.y.dtype), dtype_name(p.dst_type));
+  }
+  if (p.round_mode != MxRoundMode::kRint) {
+    return fail(StatusCode::kParamInvalid, op,
+                "round_mode \"{}\" is FLOAT4's; FLOAT8 destinations take \"rint\"",
+                mx_round_mode_name(p.round_mode));
+  }
+  if (p.blocksize < 32 || p.blocksize > 1024 || p.blocksize % 32 != 0) {
+    return fail(StatusCode::kParamInvalid, op, "blocksize {} is not a multiple of 32 in [32, 1024]",
+                p.blocksize);
+  }
+  if (p.scale_alg != 0 && p.scale_alg != 1) {
+    return fail(StatusCode::kParamInvalid, op,
+                "scale_alg {} is not 0 (OCP) or 1 (cuBLAS) (2 is FLOAT4_E2M1's)", p.scale_alg);
+  }
+  if (p.dst_type_max != 0.0f) {
+    return fail(StatusCode::kParamInvalid, op,
+                "dst_type_max {} must be 0 for FLOAT8 destinations (FLOAT4_E2M1 sets it)",
+                p.dst_type_max);
+  }
+  if (!(p.max_low_bound >= 0.0f) || std::isinf(p.max_low_bound)) {
+    return fail(StatusCode::kParamInvalid, op, "max_low_bound {} is not finite and >= 0",
+                p.max_low_bound);
+  }
+  if (p.max_low_bound != 0.0f && p.scale_alg != 1) {
+    return fail(StatusCode::kParamInvalid, op,
+                "max_low_bound {} must be 0 unless scale_alg is 1 (it is {})", p.max_low_bound,
+                p.scale_alg);
+  }
+  const std::vector<int64_t> want = mx_scale_shape(t.x, p);
+  const std::vector<int64_t> got(t.mxscale.shape.begin(), t.mxscale.shape.begin() + t.mxscale.rank);
+  if (got != want) {
+    return fail(StatusCode::kParamInvalid, op,
+                "mxscale shape {} differs from {} (x's shape with dim {} holding ceil(ceil({} / "
+                "{}) / 2) pairs, and a last dim of 2)",
+                t.mxscale.shape_string(), fmt::format("[{}]", fmt::join(want, ", ")), p.axis,
+                t.x.shape[(p.axis + rank) % rank], p.blocksize);
+  }
+  return {};
+}
+
+}  // namespace detail
+
+Status dynamic_mx_quant_validate(const DynamicMxQuantTensors& t, const DynamicMxQuantParams& p) {
+  return detail::validate<detail::DynamicMxQuantOp>(t, p);
+}
+
+Status dynamic_mx_quant(const DynamicMxQuantTensors& t, const DynamicMxQuantParams& p,
+                        Workspace /*ws*/) {
+  return detail::op_entry<detail::DynamicMxQuantOp>(t, p, [&]() -> Status {
+    const int rank = t.x.rank;
+    const int axis = static_cast<int>((p.axis + rank) % rank);
+    detail::DynamicMxQuantKernelArgs a;
+    a.x_dtype = t.x.dtype;
+    a.y_dtype = t.y.dtype;
+    for (int k = 0; k < axis; ++k) a.outer *= t.x.shape[k];
+    a.length = t.x.shape[axis];
+    for (int k = axis + 1; k < rank; ++k) a.inner *= t.x.shape[k];
+    a.blocksize = p.blocksize;
+    a.scale_alg = p.scale_alg;
+    a.max_low_bound = p.max_low_bound;
+    a.x = t.x.data;
+    a.y = static_cast<uint8_t*>(t.y.data);
+    a.mxscale = static_cast<uint8_t*>(t.mxscale.data);
+    if (a.outer == 0 || a.inner == 0) return {};
+    if (a.length == 0) return {};  // no blocks: mxscale holds no element either
+    HWY_DYNAMIC_DISPATCH(DynamicMxQuantImpl)(a);
+    return {};
+  });
+}
+
+}  // namespace mantissa
+#endif  // HWY_ONCE
