@@ -295,6 +295,17 @@ print("mxscaleOut[0] is: %d" % scale_code)
 print("mxscaleOut[1] is: 0")
 '
 
+# The AntiMxQuant sample (upstream's inputs, whose expected bf16 bits its docs print: 0, 16640,
+# 17024, 17408): each E4M3FN code's value times 2^(128 - 127) in float32, as bf16 bits.
+check_sample test_aclnn_anti_mx_quant '
+import numpy as np
+def e4m3(c):
+    e, m = (c >> 3) & 15, c & 7
+    return m / 8.0 * 2.0 ** -6 if e == 0 else (1 + m / 8.0) * 2.0 ** (e - 7)
+y = np.array([e4m3(c) for c in (0, 72, 96, 120)], np.float32) * np.float32(2.0 ** (128 - 127))
+for i, v in enumerate(y.view(np.uint32) >> 16): print("y[%d] is: %d" % (i, v))
+'
+
 # The DynamicQuant sample (upstream's inputs): float32 products, the row max over 127, the
 # quotient rounded half to even (docs/ops/dynamic_quant.md).
 check_sample test_aclnn_dynamic_quant '

@@ -560,6 +560,32 @@ void bind_ops(py::module_& m) {
       "FP8 codes named by dtype, mxscale a uint8 array of E8M0 codes in CANN's pairs layout "
       "(x's shape, dim axis -> ceil(ceil(n / blocksize) / 2), and a last dim of 2).");
 
+  m.def(
+      "anti_mx_quant",
+      [](py::handle x, py::handle mxscale, py::handle y, int64_t axis, const std::string& dtype) {
+        Buffers b;
+        AntiMxQuantTensors t;
+        // Read-only one-byte arrays tagged with the codes' dtype.
+        const auto codes = [&](py::handle h, const char* name, const char* as) {
+          TensorView v = view_of(h, Access::kRead, b, name);
+          const DType d = dtype_from_name(as);
+          if (d == DType::kUndefined || dtype_size(v.dtype) != 1) {
+            raise_error(StatusCode::kParamInvalid,
+                        std::string(name) + ": a one-byte array of " + as + " codes is needed");
+          }
+          v.dtype = d;
+          return v;
+        };
+        t.x = codes(x, "x", dtype.c_str());
+        t.mxscale = codes(mxscale, "mxscale", "e8m0");
+        t.y = view_of(y, Access::kWrite, b, "y");
+        run([&] { return anti_mx_quant(t, {.axis = axis, .dst_type = t.y.dtype}); });
+      },
+      py::arg("x"), py::arg("mxscale"), py::arg("y"), py::kw_only(), py::arg("axis") = -1,
+      py::arg("dtype") = "fp8_e4m3",
+      "AntiMxQuant: y = x * 2^(code - 127), x a uint8 array of FP8 codes named by dtype, "
+      "mxscale DynamicMxQuant's E8M0 codes (blocks of 32); y float32, float16 or bfloat16.");
+
   // FP8 scaling recipes (mantissa/amp/fp8_scaling.h).
   const auto fp8_name = [](DType d) { return d == DType::kFloat8E5M2 ? "fp8_e5m2" : "fp8_e4m3"; };
   const auto fp8_from_name = [](const std::string& name) {

@@ -869,3 +869,8 @@ def test_dynamic_mx_quant():
     with pytest.raises(mantissa.Error) as e:
         mantissa.dynamic_mx_quant(x2, y2, s2, axis=0, blocksize=48)
     assert e.value.code == 161002 and "blocksize" in str(e.value)
+
+    # AntiMxQuant inverts it: CANN's sample gives back bf16 (0, 8, 64, 512).
+    back = torch.zeros(1, 4, dtype=torch.bfloat16)
+    mantissa.anti_mx_quant(y, s, back)
+    assert back.tolist() == [[0.0, 8.0, 64.0, 512.0]]

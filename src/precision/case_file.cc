@@ -111,16 +111,25 @@ DType parse_dtype(const json& v, const std::string& key, bool attr) {
   if (!v.is_string()) fail(key, "must be a string");
   const std::string s = v.get<std::string>();
   static const std::map<std::string, DType> kTensor{
-      {"fp32", DType::kFloat32}, {"fp16", DType::kFloat16}, {"bf16", DType::kBFloat16},
-      {"int32", DType::kInt32},  {"int64", DType::kInt64},  {"bool", DType::kBool},
-      {"int8", DType::kInt8},    {"uint8", DType::kUInt8}};
+      {"fp32", DType::kFloat32},
+      {"fp16", DType::kFloat16},
+      {"bf16", DType::kBFloat16},
+      {"int32", DType::kInt32},
+      {"int64", DType::kInt64},
+      {"bool", DType::kBool},
+      {"int8", DType::kInt8},
+      {"uint8", DType::kUInt8},
+      // Quantized inputs: FP8 values (rounded to nearest even, saturated), E8M0 scale codes.
+      {"fp8_e4m3", DType::kFloat8E4M3FN},
+      {"fp8_e5m2", DType::kFloat8E5M2},
+      {"fp8_e8m0", DType::kFloat8E8M0}};
   static const std::map<std::string, DType> kAttrExtra{{"fp64", DType::kFloat64}};
   if (auto it = kTensor.find(s); it != kTensor.end()) return it->second;
   if (attr) {
     if (auto it = kAttrExtra.find(s); it != kAttrExtra.end()) return it->second;
   }
   fail(key, fmt::format("bad dtype \"{}\" (allowed: fp32, fp16, bf16, int8, uint8, int32, int64, "
-                        "bool{})",
+                        "bool, fp8_e4m3, fp8_e5m2, fp8_e8m0{})",
                         s, attr ? ", fp64" : ""));
 }
 
@@ -221,8 +230,20 @@ InputSpec parse_input(const json& in, std::size_t index) {
     count *= d;
   }
   s.generator = parse_generator(in["range_values"], nkey + ".range_values");
-  const bool is_float =
-      s.dtype == DType::kFloat32 || s.dtype == DType::kFloat16 || s.dtype == DType::kBFloat16;
+  const bool is_fp8 = s.dtype == DType::kFloat8E4M3FN || s.dtype == DType::kFloat8E5M2;
+  if (is_fp8) {
+    // FP8 tensors take every generator; of the special names only those FP8 can hold.
+    for (const auto& v : s.generator.values) {
+      if (v.is_name && v.name != "nan" && v.name != "-nan" && v.name != "inf" && v.name != "-inf" &&
+          v.name != "-0.0") {
+        fail(nkey + ".range_values",
+             fmt::format("\"{}\" is not an FP8 value (FP8 takes nan, -nan, inf, -inf, -0.0)",
+                         v.name));
+      }
+    }
+  }
+  const bool is_float = is_fp8 || s.dtype == DType::kFloat32 || s.dtype == DType::kFloat16 ||
+                        s.dtype == DType::kBFloat16;
   if (!is_float && s.generator.kind != GeneratorSpec::Kind::kConst &&
       s.generator.kind != GeneratorSpec::Kind::kUniform) {
     fail(nkey + ".range_values", fmt::format("{} tensors take const or uniform", s.dtype_text));

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <numbers>
 
 #include "precision/fp.h"
@@ -289,7 +290,33 @@ std::string generate_inputs(const CaseSpec& c, const OpEntry& op, uint64_t seed,
     const int64_t n = t.numel();
     const GeneratorSpec& g = s.generator;
     Stream rng(seed, c.id, s.name);
-    if (is_float(s.dtype)) {
+    if (is_fp8(s.dtype)) {
+      // FP8 inputs: each value drawn as for a float tensor, then the kit's saturating rounding
+      // (a name: NaN, or +-inf saturated; other special names are float formats' only).
+      auto value = [&](std::size_t k) {
+        const GeneratorSpec::Value& v = g.values[k % g.values.size()];
+        if (!v.is_name) return v.number;
+        if (v.name == "nan" || v.name == "-nan") return std::nan("");
+        if (v.name == "inf") return std::numeric_limits<double>::infinity();
+        if (v.name == "-inf") return -std::numeric_limits<double>::infinity();
+        return -0.0;  // "-0.0", the one other name the case file accepts for FP8
+      };
+      double mean = 0.0, stddev = 0.0;
+      if (g.kind == GeneratorSpec::Kind::kNormal) {
+        mean = g.mean_lo + (g.mean_hi - g.mean_lo) * rng.uniform();
+        stddev = g.std_lo + (g.std_hi - g.std_lo) * rng.uniform();
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        double v = 0.0;
+        switch (g.kind) {
+          case GeneratorSpec::Kind::kNormal: v = mean + stddev * rng.normal(); break;
+          case GeneratorSpec::Kind::kUniform: v = g.lo + (g.hi - g.lo) * rng.uniform(); break;
+          case GeneratorSpec::Kind::kConst:
+          case GeneratorSpec::Kind::kSpecial: v = value(static_cast<std::size_t>(i)); break;
+        }
+        t.set_bits(i, round_to_fp8_saturating(v, s.dtype));
+      }
+    } else if (is_float(s.dtype)) {
       switch (g.kind) {
         case GeneratorSpec::Kind::kNormal: {
           const double mean = g.mean_lo + (g.mean_hi - g.mean_lo) * rng.uniform();
@@ -319,7 +346,7 @@ std::string generate_inputs(const CaseSpec& c, const OpEntry& op, uint64_t seed,
       const bool wide = s.dtype == DType::kInt64;
       double min = wide ? -0x1p53 : INT32_MIN, max = wide ? 0x1p53 : INT32_MAX;
       if (s.dtype == DType::kInt8) min = -128, max = 127;
-      if (s.dtype == DType::kUInt8) min = 0, max = 255;
+      if (s.dtype == DType::kUInt8 || s.dtype == DType::kFloat8E8M0) min = 0, max = 255;
       const char* type = dtype_short_name(s.dtype);
       auto store = [&](int64_t i, double v) {
         if (wide) {
