@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "mantissa/amp/fp8_scaling.h"
+#include "mantissa/ops/dynamic_mx_quant.h"
 #include "mantissa/ops/quant_max.h"
 #include "op_support.h"
 
@@ -308,6 +309,140 @@ TEST(CurrentScaling, QuantizeCastsWithItsOwnAmax) {
                 .code(),
             StatusCode::kParamInvalid);
   EXPECT_TRUE(untouched(y8));
+}
+
+// ---- Emulated FP8 matrix products ------------------------------------------------------------
+
+// Random finite codes of an FP8 format (NaN codes skipped).
+HostTensor fp8_codes(DType d, std::vector<int64_t> shape, uint32_t seed) {
+  HostTensor h(d, std::move(shape));
+  uint32_t x = seed * 2654435761u + 1;
+  for (int64_t i = 0; i < h.numel(); ++i) {
+    uint32_t c = 0;
+    do {
+      x = x * 1664525u + 1013904223u;
+      c = (x >> 24) & 0xFF;
+    } while (std::isnan(mantissa::precision::decode_fp8(c, d)) ||
+             std::isinf(mantissa::precision::decode_fp8(c, d)));
+    h.set_bits(i, c);
+  }
+  return h;
+}
+
+// out = (A @ B) * alpha against a reference in double: the products of FP8 values are exact in
+// fp32, so only the k - 1 fp32 additions round: |error| <= (k - 1) * 2^-24 * sum |a b| * alpha,
+// plus half an ulp of the result. Both layouts of B, both formats, every target and thread count
+// giving the same bits.
+TEST(Fp8Matmul, MatchesADoubleReferenceAndIsTheSameEverywhere) {
+  const int64_t m = 5, k = 70, n = 9;
+  for (DType d : {DType::kFloat8E4M3FN, DType::kFloat8E5M2}) {
+    HostTensor a = fp8_codes(d, {m, k}, 1), b = fp8_codes(d, {k, n}, 2), bt(d, {n, k});
+    for (int64_t i = 0; i < k; ++i) {
+      for (int64_t j = 0; j < n; ++j) bt.set_bits(j * k + i, b.bits(i * n + j));
+    }
+    const float sa = 0.375f, sb = 1.0f / 64.0f;
+    HostTensor ref(DType::kFloat32, {m, n});
+    ASSERT_TRUE(mantissa::amp::fp8_matmul({view(a), sa}, {view(b), sb}, view(ref)).ok());
+    const double alpha = static_cast<double>(sa * sb);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0.0, mag = 0.0;
+        for (int64_t q = 0; q < k; ++q) {
+          const double p = a.value(i * k + q) * b.value(q * n + j);
+          sum += p;
+          mag += std::fabs(p);
+        }
+        const double got = ref.value(i * n + j);
+        const double bound = ((k - 1) * 0x1p-24 * mag + 0x1p-24 * std::fabs(sum)) * alpha;
+        EXPECT_LE(std::fabs(got - sum * alpha), bound) << i << "," << j;
+      }
+    }
+    mt::for_each_target_and_thread_count([&](const std::string&, int) {
+      HostTensor out = sentinel(DType::kFloat32, {m, n}), out_t = sentinel(DType::kFloat32, {m, n});
+      ASSERT_TRUE(mantissa::amp::fp8_matmul({view(a), sa}, {view(b), sb}, view(out)).ok());
+      ASSERT_TRUE(mantissa::amp::fp8_matmul({view(a), sa}, {view(bt), sb}, view(out_t), true).ok());
+      mt::expect_same_bits(out, ref, "out");
+      mt::expect_same_bits(out_t, ref, "out (B transposed)");
+    });
+    // bf16 output: the fp32 result rounded once.
+    HostTensor o16 = sentinel(DType::kBFloat16, {m, n});
+    ASSERT_TRUE(mantissa::amp::fp8_matmul({view(a), sa}, {view(b), sb}, view(o16)).ok());
+    for (int64_t i = 0; i < m * n; ++i) {
+      EXPECT_EQ(o16.bits(i), mantissa::precision::round_to_bits(ref.value(i), DType::kBFloat16));
+    }
+  }
+}
+
+// MX operands quantized along k (DynamicMxQuant, cuBLAS rule) multiply as their exact
+// dequantized values do (a reference in double with the accumulation bound), and stay close to
+// the unquantized product (the FP8 error).
+TEST(MxMatmul, DequantizesExactlyAndMultiplies) {
+  const int64_t m = 6, k = 100, n = 7;
+  HostTensor xa = filled(DType::kFloat32, {m, k}, 0.0, 1.0, 31),
+             xb = filled(DType::kFloat32, {n, k}, 0.0, 1.0, 32);
+  HostTensor qa = sentinel(DType::kFloat8E4M3FN, {m, k}),
+             sa = sentinel(DType::kFloat8E8M0, {m, 2, 2});
+  HostTensor qb = sentinel(DType::kFloat8E4M3FN, {n, k}),
+             sb = sentinel(DType::kFloat8E8M0, {n, 2, 2});
+  ASSERT_TRUE(mantissa::dynamic_mx_quant({view(xa), view(qa), view(sa)}, {.scale_alg = 1}).ok());
+  ASSERT_TRUE(mantissa::dynamic_mx_quant({view(xb), view(qb), view(sb)}, {.scale_alg = 1}).ok());
+  auto value = [&](const HostTensor& q, const HostTensor& s, int64_t r, int64_t c) {
+    const int64_t blk = c / 32;
+    const uint32_t code = s.bits((r * 2 + blk / 2) * 2 + blk % 2);
+    return q.value(r * k + c) * std::ldexp(1.0, static_cast<int>(code) - 127);
+  };
+  HostTensor out(DType::kFloat32, {m, n});
+  ASSERT_TRUE(mantissa::amp::mx_matmul({view(qa), view(sa)}, {view(qb), view(sb)}, view(out)).ok());
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0.0, mag = 0.0, exact = 0.0;
+      for (int64_t c = 0; c < k; ++c) {
+        const double p = value(qa, sa, i, c) * value(qb, sb, j, c);
+        sum += p;
+        mag += std::fabs(p);
+        exact += xa.value(i * k + c) * xb.value(j * k + c);
+      }
+      const double got = out.value(i * n + j);
+      EXPECT_LE(std::fabs(got - sum), (k - 1) * 0x1p-24 * mag + 0x1p-24 * std::fabs(sum));
+      // E4M3's relative step is 2^-3: each product within about 2 * 2^-4 of the exact one.
+      EXPECT_LE(std::fabs(got - exact), 0.15 * mag + 1e-6) << i << "," << j;
+    }
+  }
+  mt::for_each_target_and_thread_count(
+      [&](const std::string&, int) {
+        HostTensor o = sentinel(DType::kFloat32, {m, n});
+        ASSERT_TRUE(
+            mantissa::amp::mx_matmul({view(qa), view(sa)}, {view(qb), view(sb)}, view(o)).ok());
+        mt::expect_same_bits(o, out, "out");
+      },
+      {1, 3});
+}
+
+TEST(Fp8Matmul, Validation) {
+  HostTensor a = fp8_codes(DType::kFloat8E4M3FN, {4, 8}, 1),
+             b = fp8_codes(DType::kFloat8E4M3FN, {8, 3}, 2);
+  HostTensor b_wrong = fp8_codes(DType::kFloat8E4M3FN, {7, 3}, 2);
+  HostTensor a_bf16(DType::kBFloat16, {4, 8});
+  HostTensor out = sentinel(DType::kFloat32, {4, 3}), out_bad = sentinel(DType::kFloat32, {3, 4});
+  HostTensor out_i8 = sentinel(DType::kInt8, {4, 3});
+  using mantissa::amp::fp8_matmul;
+  EXPECT_EQ(fp8_matmul({view(a_bf16)}, {view(b)}, view(out)).code(), StatusCode::kParamInvalid);
+  EXPECT_EQ(fp8_matmul({view(a)}, {view(b_wrong)}, view(out)).code(), StatusCode::kParamInvalid);
+  EXPECT_EQ(fp8_matmul({view(a)}, {view(b)}, view(out_bad)).code(), StatusCode::kParamInvalid);
+  EXPECT_EQ(fp8_matmul({view(a)}, {view(b)}, view(out_i8)).code(), StatusCode::kParamInvalid);
+  EXPECT_EQ(fp8_matmul({view(a)}, {view(b)}, view(out), true).code(), StatusCode::kParamInvalid);
+  EXPECT_TRUE(untouched(out));
+  // MX: scales of the wrong layout are refused through AntiMxQuant's rules, naming the operand.
+  HostTensor s_bad = sentinel(DType::kFloat8E8M0, {4, 2, 2}),
+             s_ok = sentinel(DType::kFloat8E8M0, {4, 1, 2});
+  HostTensor bb = fp8_codes(DType::kFloat8E4M3FN, {3, 8}, 3),
+             sb = sentinel(DType::kFloat8E8M0, {3, 1, 2});
+  const Status st =
+      mantissa::amp::mx_matmul({view(a), view(s_ok)}, {view(bb), view(s_bad)}, view(out));
+  EXPECT_EQ(st.code(), StatusCode::kParamInvalid);
+  EXPECT_NE(std::string(st.message()).find("b: "), std::string::npos) << st.message();
+  EXPECT_TRUE(untouched(out));
+  (void)sb;
 }
 
 }  // namespace

@@ -658,6 +658,49 @@ void bind_ops(py::module_& m) {
         raise_if_failed(s.load_state(text));
       });
 
+  // Read-only one-byte arrays of codes, tagged with the codes' dtype.
+  const auto code_view = [](py::handle h, const char* name, const std::string& as, Buffers& b) {
+    TensorView v = view_of(h, Access::kRead, b, name);
+    const DType d = dtype_from_name(as.c_str());
+    if (d == DType::kUndefined || dtype_size(v.dtype) != 1) {
+      raise_error(StatusCode::kParamInvalid,
+                  std::string(name) + ": a one-byte array of " + as + " codes is needed");
+    }
+    v.dtype = d;
+    return v;
+  };
+  m.def(
+      "fp8_matmul",
+      [code_view](py::handle a, py::handle b, py::handle out, float scale_inv_a, float scale_inv_b,
+                  const std::string& dtype_a, const std::string& dtype_b, bool transpose_b) {
+        Buffers buf;
+        const amp::Fp8Matrix ma{code_view(a, "a", dtype_a, buf), scale_inv_a};
+        const amp::Fp8Matrix mb{code_view(b, "b", dtype_b, buf), scale_inv_b};
+        const TensorView o = view_of(out, Access::kWrite, buf, "out");
+        run([&] { return amp::fp8_matmul(ma, mb, o, transpose_b); });
+      },
+      py::arg("a"), py::arg("b"), py::arg("out"), py::kw_only(), py::arg("scale_inv_a") = 1.0f,
+      py::arg("scale_inv_b") = 1.0f, py::arg("dtype_a") = "fp8_e4m3",
+      py::arg("dtype_b") = "fp8_e4m3", py::arg("transpose_b") = false,
+      "Emulated FP8 GEMM: out = (A @ B) * (scale_inv_a * scale_inv_b), A and B uint8 arrays of "
+      "FP8 codes decoded exactly, the product by MatMul in fp32.");
+  m.def(
+      "mx_matmul",
+      [code_view](py::handle a, py::handle a_scales, py::handle b, py::handle b_scales,
+                  py::handle out, const std::string& dtype_a, const std::string& dtype_b) {
+        Buffers buf;
+        const amp::MxMatrix ma{code_view(a, "a", dtype_a, buf),
+                               code_view(a_scales, "a_scales", "e8m0", buf)};
+        const amp::MxMatrix mb{code_view(b, "b", dtype_b, buf),
+                               code_view(b_scales, "b_scales", "e8m0", buf)};
+        const TensorView o = view_of(out, Access::kWrite, buf, "out");
+        run([&] { return amp::mx_matmul(ma, mb, o); });
+      },
+      py::arg("a"), py::arg("a_scales"), py::arg("b"), py::arg("b_scales"), py::arg("out"),
+      py::kw_only(), py::arg("dtype_a") = "fp8_e4m3", py::arg("dtype_b") = "fp8_e4m3",
+      "Emulated MX GEMM: out = A @ B^T for MX operands quantized along k (DynamicMxQuant's "
+      "last-axis layout), dequantized exactly, the product by MatMul in fp32.");
+
   m.def(
       "current_scale",
       [fp8_from_name](float amax, const std::string& dtype, bool power_of_two_scales,

@@ -874,3 +874,21 @@ def test_dynamic_mx_quant():
     back = torch.zeros(1, 4, dtype=torch.bfloat16)
     mantissa.anti_mx_quant(y, s, back)
     assert back.tolist() == [[0.0, 8.0, 64.0, 512.0]]
+
+
+def test_emulated_fp8_and_mx_matmul():
+    # E4M3 codes of small integers: 1.0 0x38, 2.0 0x40, 3.0 0x44; the sums are exact.
+    a = np.array([[0x38, 0x40], [0x44, 0x38]], np.uint8)
+    b = np.array([[0x40, 0x38], [0x38, 0x44]], np.uint8)
+    out = np.zeros((2, 2), f32)
+    mantissa.fp8_matmul(a, b, out, scale_inv_a=0.5, scale_inv_b=0.25)
+    assert out.tolist() == [[(2 + 2) / 8, (1 + 6) / 8], [(6 + 1) / 8, (3 + 3) / 8]]
+    # MX: quantize along k, multiply, compare with the dequantized operands' product.
+    x = np.linspace(-2, 2, 6 * 64, dtype=f32).reshape(6, 64)
+    q, s = np.zeros((6, 64), np.uint8), np.zeros((6, 1, 2), np.uint8)
+    mantissa.dynamic_mx_quant(x, q, s, scale_alg=1)
+    deq = np.zeros((6, 64), f32)
+    mantissa.anti_mx_quant(q, s, deq)
+    prod = np.zeros((6, 6), f32)
+    mantissa.mx_matmul(q, s, q, s, prod)
+    assert np.allclose(prod, deq.astype(np.float64) @ deq.T.astype(np.float64), rtol=1e-5, atol=1e-5)

@@ -105,4 +105,41 @@ MANTISSA_API Status current_scaling_quantize(const TensorView& x, const TensorVi
                                              const CurrentScalingOptions& o, float* scale,
                                              float* amax);
 
+// ---- Emulated FP8 matrix products ------------------------------------------------------------
+//
+// Every FP8 value is exactly an fp32 value, and so is its product with a power-of-two MX scale, so
+// the products below decode their operands exactly and multiply them with MatMul: the library's
+// one fused-multiply-add order, the same bits on every CPU, target and thread count. They claim
+// exactness and diagnosis, not speed.
+
+// A tensor-wise FP8 operand: codes [rows, cols] (FLOAT8_E4M3FN or FLOAT8_E5M2, row-major,
+// contiguous), each standing for its value times scale_inv (DelayedScaling::scale_inv(), or
+// 1 / current_scale).
+struct Fp8Matrix {
+  TensorView codes;
+  float scale_inv = 1.0f;
+};
+
+// out [m, n] = (A @ B) * fp32(a.scale_inv * b.scale_inv), Transformer Engine's FP8 GEMM: the
+// codes decoded to fp32, the product of the decoded matrices by MatMul in fp32, then each
+// element multiplied once by the combined factor (one fp32 product) and rounded once to out's
+// dtype (FLOAT, FLOAT16 or BFLOAT16). A is [m, k]; B is [k, n], or [n, k] with transpose_b (a
+// weight as Linear stores it). Validation first (161002 naming the operand); nothing written on
+// error.
+MANTISSA_API Status fp8_matmul(const Fp8Matrix& a, const Fp8Matrix& b, const TensorView& out,
+                               bool transpose_b = false);
+
+// An MX operand quantized along k: codes [rows, k] (FLOAT8_E4M3FN or FLOAT8_E5M2) and E8M0
+// scales of blocks of 32 along k in DynamicMxQuant's last-axis layout ([rows, ceil(ceil(k / 32)
+// / 2), 2]).
+struct MxMatrix {
+  TensorView codes;
+  TensorView scales;
+};
+
+// out [m, n] = A @ B^T for A [m, k] and B [n, k], both quantized along k (MXFP8 training's
+// layout): each operand dequantized exactly as AntiMxQuant does (FP8 value times 2^(code - 127)
+// in fp32), then MatMul in fp32, rounded once to out's dtype.
+MANTISSA_API Status mx_matmul(const MxMatrix& a, const MxMatrix& b, const TensorView& out);
+
 }  // namespace mantissa::amp
