@@ -62,8 +62,8 @@ struct Reference {
       }
     }
     if (std::isfinite(amax) && amax > 0.0f) {
-      const float q = fmax / amax;
-      float s = q / static_cast<float>(std::pow(2.0, r.margin));
+      const auto numerator = static_cast<float>(fmax * std::pow(2.0, -r.margin));
+      float s = numerator / amax;
       scale = std::isinf(s) ? std::numeric_limits<float>::max() : s;
     }
   }
@@ -122,7 +122,7 @@ TEST(DelayedScaling, WorkedValues) {
   EXPECT_EQ(s.dtype(), DType::kFloat8E4M3FN);  // E4M3 for gradients too
   s.record(7.0f);
   s.update();
-  EXPECT_EQ(s.scale(), 32.0f);  // 448 / 7 / 2
+  EXPECT_EQ(s.scale(), 32.0f);  // (448 * 2^-1) / 7
   EXPECT_EQ(s.scale_inv(), 1.0f / 32.0f);
   s.record(14.0f);
   s.update();
@@ -142,6 +142,20 @@ TEST(DelayedScaling, WorkedValues) {
   s.record(2.0f);
   s.update();
   EXPECT_EQ(s.scale(), 112.0f);
+}
+
+// The spec's grouping (fp8_max * 2^-margin) / amax: with margin 2 and amax 1e-36, 448 / amax
+// would overflow (Transformer Engine's (448 / amax) / 4 gives FLT_MAX) but 112 / amax does not.
+TEST(DelayedScaling, TheMarginScalesTheNumerator) {
+  DelayedScaling s;
+  ASSERT_TRUE(
+      DelayedScaling::create({.fp8_format = Fp8Format::kE4M3, .amax_history_len = 1, .margin = 2},
+                             Fp8Role::kForward, &s)
+          .ok());
+  s.record(1e-36f);
+  s.update();
+  EXPECT_EQ(s.scale(), 112.0f / 1e-36f);
+  EXPECT_TRUE(std::isfinite(448.0f / 1e-36f) == false);
 }
 
 // quantize() casts with the scale of the steps before (1 at first) and records max |x|.

@@ -812,7 +812,7 @@ def test_fp8_delayed_and_current_scaling():
             history[0] = max(history[0], np.float32(a)) if not np.isnan(a) else np.nan
             amax = np.float32(np.max(history))  # NaN propagates
             if np.isfinite(amax) and amax > 0:
-                scale = np.float32(np.float32(fmax) / amax) / np.float32(2.0 ** margin)
+                scale = np.float32(np.float32(fmax * 2.0 ** -margin) / amax)
             history = np.roll(history, -1)
             history[0] = 0
             scales.append(scale)

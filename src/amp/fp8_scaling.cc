@@ -125,9 +125,9 @@ void DelayedScaling::update() {
     for (float a : history_) amax = nan_max_f32(amax, a);
   }
   if (std::isfinite(amax) && amax > 0.0f) {
-    // Two fp32 operations, as written: the quotient, then the division by 2^margin (exact
-    // unless the quotient is subnormal).
-    float s = (fp8_max(dtype_) / amax) / std::ldexp(1.0f, recipe_.margin);
+    // The spec's grouping: fp8_max * 2^-margin (exact, or +inf for E5M2 with a margin below
+    // -112), then one fp32 division.
+    float s = (fp8_max(dtype_) * std::ldexp(1.0f, -recipe_.margin)) / amax;
     if (std::isinf(s)) s = std::numeric_limits<float>::max();
     scale_ = s;
   }

@@ -42,8 +42,9 @@ struct DelayedScalingRecipe {
 // One tensor's delayed scaling. A training step records the amax of every cast of the tensor
 // (record(), or quantize(), which casts and records), then calls update() once:
 //   amax      = max of the history (NaN if any entry is NaN), or its entry 0 (most_recent)
-//   scale     = (fp8_max / amax) / 2^margin in fp32, when amax is finite and > 0; otherwise the
-//               scale is kept. An infinite result (a tiny amax) becomes FLT_MAX.
+//   scale     = (fp8_max * 2^-margin) / amax in fp32 (the product exact, one rounding), when
+//               amax is finite and > 0; otherwise the scale is kept. An infinite result (a tiny
+//               amax) becomes FLT_MAX.
 //   history   rolled by one (entry 0 becomes the last, the others move down one), then entry 0
 //             set to 0 for the next step's amax: the history holds the last amax_history_len
 //             steps' amaxes.
