@@ -117,9 +117,14 @@ void StepRange(const detail::MtArgs& a, const detail::MtTensor& t, int64_t begin
   const bool adam_d_nesterov = a.adam_d_nesterov;
   const float scale = a.scale, clip = a.clip;
   const detail::AdamDConstants adam_d = t.adam_d;
-  const detail::AdamWConstants adam_w = a.adam_w;
+  const detail::AdamWConstants adam_w = t.adam_w;
   uint16_t* const comp = static_cast<uint16_t*>(t.compensation);
   void* const working = t.working;
+  S* const grad_out = static_cast<S*>(t.grad_out);
+  const float tsgd_lr = a.torch_sgd_lr, tsgd_m = a.torch_sgd_momentum;
+  const float tsgd_damp = a.torch_sgd_one_minus_dampening, tsgd_wd = a.torch_sgd_weight_decay;
+  const bool tsgd_nesterov = a.torch_sgd_nesterov, tsgd_buffer = a.torch_sgd_momentum_buffer;
+  const bool tsgd_first = a.torch_sgd_first_step, tsgd_write_grad = a.torch_sgd_write_grad;
 
   ForEachVector(begin, end, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
     const auto var = LoadF32<State>(d, var_p + i);
@@ -144,6 +149,24 @@ void StepRange(const detail::MtArgs& a, const detail::MtTensor& t, int64_t begin
       StoreResult<State>(d, r.m, s0 + i);
       StoreResult<State>(d, r.v, s1 + i);
       var_new = r.var;
+    } else if constexpr (kAlgo == detail::MtAlgo::kTorchSgd) {
+      // CANN's FusedSgd, each line one fp32 rounding: the unscaled gradient written back (RNE to
+      // its dtype) before maximize negates it; g + wd * p; the buffer m * buf + (1 - d) * g (or g
+      // on the first step), written back; g + m * buf (Nesterov, the fp32 buffer) or buf; then
+      // p - lr * g.
+      if (tsgd_write_grad) StoreResult<State>(d, g, grad_out + i);
+      if (maximize) g = hn::Neg(g);
+      if (tsgd_wd != 0.0f) g = hn::Add(g, hn::Mul(hn::Set(d, tsgd_wd), var));
+      if (tsgd_buffer) {
+        auto buf = g;
+        if (!tsgd_first) {
+          buf = hn::Add(hn::Mul(hn::Set(d, tsgd_m), LoadF32<State>(d, s0 + i)),
+                        hn::Mul(hn::Set(d, tsgd_damp), g));
+        }
+        StoreResult<State>(d, buf, s0 + i);
+        g = tsgd_nesterov ? hn::Add(g, hn::Mul(hn::Set(d, tsgd_m), buf)) : buf;
+      }
+      var_new = hn::Sub(var, hn::Mul(hn::Set(d, tsgd_lr), g));
     } else {
       const auto m = LoadF32<State>(d, s0 + i);
       const auto v = LoadF32<State>(d, s1 + i);
@@ -390,7 +413,7 @@ HWY_NOINLINE std::pair<float, float> AdamWBlock(const detail::MtArgs& a, const d
   const G* const grad_p = static_cast<const G*>(t.grad);
   const bool unscale = a.unscale, maximize = a.maximize;
   const float scale = a.scale, clip = a.clip;
-  const detail::AdamWConstants adam_w = a.adam_w;
+  const detail::AdamWConstants adam_w = t.adam_w;
   uint16_t* const comp = static_cast<uint16_t*>(t.compensation);
   void* const working = t.working;
   const int64_t begin = k.begin, end = k.end;
@@ -456,6 +479,20 @@ template <detail::MtAlgo kAlgo>
 void StepTensor(const detail::MtArgs& a, const detail::MtTensor& t, int64_t begin, int64_t end) {
   using detail::MtWriter;
   const DType s = t.state, g = t.grad_dtype;
+  if constexpr (kAlgo == detail::MtAlgo::kTorchSgd) {
+    // FusedSgd: one dtype for every tensor, plain writes.
+    if (s == DType::kFloat32) {
+      StepPiece<kAlgo, Fp32, Fp32, WritePlain>(a, t, begin, end);
+    } else if (s == DType::kFloat16) {
+      StepPiece<kAlgo, Fp16, Fp16, WritePlain>(a, t, begin, end);
+    } else {
+      VisitBf16([&](auto bf16) {
+        using B = decltype(bf16);
+        StepPiece<kAlgo, B, B, WritePlain>(a, t, begin, end);
+      });
+    }
+    return;
+  }
   if (s == DType::kFloat32) {
     auto with_grad = [&](auto grad) {
       using G = decltype(grad);
@@ -519,6 +556,7 @@ void MultiTensorStepImpl(const detail::MtArgs& a) {
     case detail::MtAlgo::kAdamD: return StepList<detail::MtAlgo::kAdamD>(a);
     case detail::MtAlgo::kAdamW: return StepList<detail::MtAlgo::kAdamW>(a);
     case detail::MtAlgo::kAdamWCompact: return StepList<detail::MtAlgo::kAdamWCompact>(a);
+    case detail::MtAlgo::kTorchSgd: return StepList<detail::MtAlgo::kTorchSgd>(a);
   }
 }
 
@@ -623,6 +661,8 @@ HWY_AFTER_NAMESPACE();
 #include "core/validate.h"
 #include "mantissa/ops/apply_adam_w_quant.h"
 #include "mantissa/ops/foreach_non_finite_check_and_unscale.h"
+#include "mantissa/ops/fused_adamw.h"
+#include "mantissa/ops/fused_sgd.h"
 #include "mantissa/optim.h"
 #include "ops/sgd/sgd_desc.h"
 
@@ -1192,6 +1232,10 @@ Status multi_tensor_adam_w(std::span<const AdamWParamTensors> params, const Mult
   return detail::guarded_entry("multi_tensor_adam_w", [&]() -> Status {
     MANTISSA_RETURN_IF_ERROR(multi_tensor_adam_w_validate(params, p, o));
     if (detail::skipped(o)) return {};
+    // Once per call, exactly as ApplyAdamWV2 computes them from an int64 step.
+    const detail::AdamWConstants c =
+        detail::adam_w_constants(static_cast<double>(p.step), p.hyper.lr, p.hyper.beta1,
+                                 p.hyper.beta2, p.hyper.weight_decay, p.hyper.eps);
     std::vector<detail::MtTensor> tensors;
     tensors.reserve(params.size());
     for (std::size_t i = 0; i < params.size(); ++i) {
@@ -1200,15 +1244,13 @@ Status multi_tensor_adam_w(std::span<const AdamWParamTensors> params, const Mult
       t.s0 = q.m.data;
       t.s1 = q.v.data;
       t.s2 = p.hyper.amsgrad ? q.max_grad_norm->data : nullptr;
+      t.adam_w = c;
       tensors.push_back(t);
     }
     detail::MtArgs a;
     a.algo = detail::MtAlgo::kAdamW;
     a.amsgrad = p.hyper.amsgrad;
     a.maximize = p.hyper.maximize;
-    // Once per call, exactly as ApplyAdamWV2 computes them from an int64 step.
-    a.adam_w = detail::adam_w_constants(static_cast<double>(p.step), p.hyper.lr, p.hyper.beta1,
-                                        p.hyper.beta2, p.hyper.weight_decay, p.hyper.eps);
     detail::run_list(a, tensors, o);
     return {};
   });
@@ -1247,6 +1289,8 @@ namespace {
 // Runs a validated compact AdamW list.
 void run_compact(std::span<const CompactAdamWParamTensors> params, const MultiAdamWParams& p,
                  MomentFormat format, const FusedStepOptions& o) {
+  const AdamWConstants c = adam_w_constants(static_cast<double>(p.step), p.hyper.lr, p.hyper.beta1,
+                                            p.hyper.beta2, p.hyper.weight_decay, p.hyper.eps);
   std::vector<MtTensor> tensors;
   tensors.reserve(params.size());
   for (std::size_t i = 0; i < params.size(); ++i) {
@@ -1256,13 +1300,12 @@ void run_compact(std::span<const CompactAdamWParamTensors> params, const MultiAd
     t.s1 = q.v.data;
     if (q.scale_m) t.scale_m = static_cast<float*>(q.scale_m->data);
     if (q.scale_v) t.scale_v = static_cast<float*>(q.scale_v->data);
+    t.adam_w = c;
     tensors.push_back(t);
   }
   MtArgs a;
   a.algo = MtAlgo::kAdamWCompact;
   a.maximize = p.hyper.maximize;
-  a.adam_w = adam_w_constants(static_cast<double>(p.step), p.hyper.lr, p.hyper.beta1, p.hyper.beta2,
-                              p.hyper.weight_decay, p.hyper.eps);
   a.format = format;
   a.block = format == MomentFormat::kInt4 ? 128 : kQuantBlock;
   if (format == MomentFormat::kInt8) {
@@ -1363,6 +1406,285 @@ Status multi_tensor_adam_w_compact(std::span<const CompactAdamWParamTensors> par
     MANTISSA_RETURN_IF_ERROR(multi_tensor_adam_w_compact_validate(params, p, format, o));
     if (detail::skipped(o)) return {};
     detail::run_compact(params, p, format, o);
+    return {};
+  });
+}
+
+// ---- FusedAdamw and FusedSgd (CANN's entries of torch's fused list steps) -------------------
+
+namespace detail {
+namespace {
+
+// The per-parameter declarations of FusedAdamw and FusedSgd: one dtype and shape for a
+// parameter's tensors, rank 0..8, empty allowed.
+struct FusedAdamwParamOp {
+  using Tensors = FusedAdamwParamTensors;
+  using Params = ParamRules;
+  static constexpr std::string_view kType = "fused_adamw";
+  enum Arg { kParam, kGrad, kExpAvg, kExpAvgSq, kMaxExpAvgSq, kStateStep };
+  static constexpr std::array kArgs{
+      InOut("param", "param").training_float().rank(0, 8),
+      In("grad", "grad").like(kParam).rank(0, 8),
+      InOut("exp_avg", "exp_avg").like(kParam).rank(0, 8),
+      InOut("exp_avg_sq", "exp_avg_sq").like(kParam).rank(0, 8),
+      InOut("max_exp_avg_sq", "max_exp_avg_sq").like(kParam).rank(0, 8).optional_input(),
+      In("state_step", "state_step").dtype_in({DType::kInt64, DType::kFloat32}).rank(0, 8),
+  };
+  MANTISSA_TENSOR_MEMBERS(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, state_step);
+  static constexpr std::array<AttrSpec, 0> kAttrs{};
+  MANTISSA_ATTR_MEMBERS();
+  static constexpr OpHooks<Tensors, Params> kHooks{.params_beyond_attrs = true};
+  static constexpr AclHooks<Tensors, Params> kAclHooks{};
+  static Status check_params(const Tensors& t, const Params&) {
+    if (*t.state_step.numel() == 0) {
+      return fail(StatusCode::kParamInvalid, kType,
+                  "state_step is empty (shape {}); its element 0 holds the steps taken",
+                  t.state_step.shape_string());
+    }
+    return {};
+  }
+};
+static_assert(well_formed<FusedAdamwParamOp>());
+
+struct FusedSgdParamOp {
+  using Tensors = FusedSgdParamTensors;
+  using Params = ParamRules;
+  static constexpr std::string_view kType = "fused_sgd";
+  enum Arg { kParam, kGrad, kMomentumBuffer };
+  static constexpr std::array kArgs{
+      InOut("param", "param").training_float().rank(0, 8),
+      InOut("grad", "grad").like(kParam).rank(0, 8),
+      InOut("momentum_buffer", "momentum_buffer").like(kParam).rank(0, 8).optional_input(),
+  };
+  MANTISSA_TENSOR_MEMBERS(param, grad, momentum_buffer);
+  static constexpr std::array<AttrSpec, 0> kAttrs{};
+  MANTISSA_ATTR_MEMBERS();
+  static constexpr OpHooks<Tensors, Params> kHooks{.params_beyond_attrs = true};
+  static constexpr AclHooks<Tensors, Params> kAclHooks{};
+  static Status check_params(const Tensors&, const Params&) { return {}; }
+};
+static_assert(well_formed<FusedSgdParamOp>());
+
+// An empty optional scalar tensor counts as absent (CANN's rule for gradScale and foundInf).
+std::optional<TensorView> given(const std::optional<TensorView>& t) {
+  if (t && t->numel() && *t->numel() == 0) return std::nullopt;
+  return t;
+}
+
+// grad_scale (FLOAT, FLOAT16 or BFLOAT16) and found_inf (FLOAT): element 0 is read.
+Status check_scalar(std::string_view op, const char* name, const std::optional<TensorView>& t,
+                    uint64_t dtypes) {
+  if (!t) return {};
+  const Arg a{name, *t};
+  MANTISSA_RETURN_IF_ERROR(check_present(op, a));
+  MANTISSA_RETURN_IF_ERROR(check_dtype_in(op, a, dtypes));
+  if (t->data == nullptr) return fail(StatusCode::kParamNullptr, op, "{} has no data", name);
+  return {};
+}
+
+constexpr uint64_t kScaleDtypes =
+    dtype_bit(DType::kFloat32) | dtype_bit(DType::kFloat16) | dtype_bit(DType::kBFloat16);
+
+// fp32(1 / grad_scale), the factor CANN's kernels multiply each gradient element by.
+float inverse_scale(const TensorView& grad_scale) {
+  return 1.0f / load_as_float(grad_scale.dtype, grad_scale.data, 0);
+}
+
+// The steps already taken, as CANN's kernel holds them: fp32 (an INT64 cast to nearest even).
+float steps_taken(const TensorView& state_step) {
+  if (state_step.dtype == DType::kInt64) {
+    int64_t s;
+    std::memcpy(&s, state_step.data, sizeof s);
+    return static_cast<float>(s);
+  }
+  return read_f32(state_step);
+}
+
+Status check_non_negative(std::string_view op, std::initializer_list<std::pair<const char*, float>>
+                                                    values) {
+  for (const auto& [name, v] : values) {
+    if (v < 0.0f) {
+      return fail(StatusCode::kParamInvalid, op, "{} is {}, but must be >= 0", name, v);
+    }
+  }
+  return {};
+}
+
+// Runs the validated list: scale 1 and clip fp32(1 / grad_scale) give g * (1 / grad_scale).
+void run_fused(MtArgs& a, std::span<const MtTensor> tensors,
+               const std::optional<TensorView>& grad_scale) {
+  FusedStepOptions o;
+  if (grad_scale) o.clip_coef = inverse_scale(*grad_scale);
+  run_list(a, tensors, o);
+}
+
+}  // namespace
+}  // namespace detail
+
+Status fused_adamw_validate(std::span<const FusedAdamwParamTensors> params,
+                            const FusedAdamwParams& p) {
+  using Op = detail::FusedAdamwParamOp;
+  constexpr std::string_view op = Op::kType;
+  MANTISSA_RETURN_IF_ERROR(detail::check_non_negative(
+      op, {{"lr", p.lr}, {"beta1", p.beta1}, {"beta2", p.beta2}, {"weight_decay", p.weight_decay}}));
+  const std::optional<TensorView> grad_scale = detail::given(p.grad_scale);
+  const std::optional<TensorView> found_inf = detail::given(p.found_inf);
+  MANTISSA_RETURN_IF_ERROR(detail::check_scalar(op, "grad_scale", grad_scale, detail::kScaleDtypes));
+  MANTISSA_RETURN_IF_ERROR(
+      detail::check_scalar(op, "found_inf", found_inf, detail::dtype_bit(DType::kFloat32)));
+  int64_t total = 0;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const FusedAdamwParamTensors& q = params[i];
+    if (p.amsgrad && !q.max_exp_avg_sq) {
+      return detail::fail(StatusCode::kParamInvalid, op,
+                          "params[{}]: max_exp_avg_sq is required when amsgrad is set", i);
+    }
+    FusedAdamwParamTensors checked = q;
+    if (!p.amsgrad) checked.max_exp_avg_sq.reset();  // neither read nor written
+    MANTISSA_RETURN_IF_ERROR(detail::at_param(detail::validate<Op>(checked, {}), op, i));
+    const float taken = detail::steps_taken(q.state_step);
+    if (!(taken + 1.0 > 0.0)) {  // NaN included; in double, as the constants are computed
+      return detail::fail(StatusCode::kParamInvalid, op,
+                          "params[{}]: state_step is {}, so the step t = state_step + 1 is not "
+                          "positive",
+                          i, taken);
+    }
+    if (__builtin_add_overflow(total, *q.param.numel(), &total)) {
+      return detail::fail(StatusCode::kParamInvalid, op,
+                          "the {} parameters hold more than 2^63 - 1 elements together",
+                          params.size());
+    }
+  }
+  std::vector<detail::Range> ranges;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const FusedAdamwParamTensors& t = params[i];
+    detail::add_range(ranges, t.param, true, i, "param");
+    detail::add_range(ranges, t.grad, false, i, "grad");
+    detail::add_range(ranges, t.exp_avg, true, i, "exp_avg");
+    detail::add_range(ranges, t.exp_avg_sq, true, i, "exp_avg_sq");
+    if (p.amsgrad) detail::add_range(ranges, *t.max_exp_avg_sq, true, i, "max_exp_avg_sq");
+    detail::add_range(ranges, t.state_step, false, i, "state_step");
+  }
+  if (grad_scale) detail::add_range(ranges, *grad_scale, false, SIZE_MAX, "grad_scale");
+  if (found_inf) detail::add_range(ranges, *found_inf, false, SIZE_MAX, "found_inf");
+  return detail::check_cross_aliasing(op, ranges);
+}
+
+Status fused_adamw(std::span<const FusedAdamwParamTensors> params, const FusedAdamwParams& p) {
+  return detail::guarded_entry("fused_adamw", [&]() -> Status {
+    MANTISSA_RETURN_IF_ERROR(fused_adamw_validate(params, p));
+    const std::optional<TensorView> found_inf = detail::given(p.found_inf);
+    if (found_inf && detail::read_f32(*found_inf) == 1.0f) return {};
+    std::vector<detail::MtTensor> tensors;
+    tensors.reserve(params.size());
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const FusedAdamwParamTensors& q = params[i];
+      detail::MtTensor t;
+      t.n = *q.param.numel();
+      t.state = t.grad_dtype = q.param.dtype;
+      t.var = q.param.data;
+      t.grad = q.grad.data;
+      t.s0 = q.exp_avg.data;
+      t.s1 = q.exp_avg_sq.data;
+      t.s2 = p.amsgrad ? q.max_exp_avg_sq->data : nullptr;
+      // ApplyAdamWV2's constants of this parameter's step, from its fp32 steps taken.
+      t.adam_w = detail::adam_w_constants(static_cast<double>(detail::steps_taken(q.state_step)),
+                                          p.lr, p.beta1, p.beta2, p.weight_decay, p.eps);
+      tensors.push_back(t);
+    }
+    detail::MtArgs a;
+    a.algo = detail::MtAlgo::kAdamW;
+    a.amsgrad = p.amsgrad;
+    a.maximize = p.maximize;
+    detail::run_fused(a, tensors, detail::given(p.grad_scale));
+    return {};
+  });
+}
+
+Status fused_sgd_validate(std::span<const FusedSgdParamTensors> params, const FusedSgdParams& p) {
+  using Op = detail::FusedSgdParamOp;
+  constexpr std::string_view op = Op::kType;
+  MANTISSA_RETURN_IF_ERROR(detail::check_non_negative(
+      op, {{"weight_decay", p.weight_decay}, {"momentum", p.momentum}, {"lr", p.lr}}));
+  // CANN's thresholds.
+  constexpr float kEps = 1e-6f;
+  if (p.nesterov && (p.momentum <= 0.0f || std::fabs(p.dampening) >= kEps)) {
+    return detail::fail(StatusCode::kParamInvalid, op,
+                        "nesterov needs momentum > 0 and zero dampening (momentum {}, dampening {})",
+                        p.momentum, p.dampening);
+  }
+  const bool buffers = !params.empty() && params[0].momentum_buffer.has_value();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    if (params[i].momentum_buffer.has_value() != buffers) {
+      return detail::fail(StatusCode::kParamInvalid, op,
+                          "params[{}] {} a momentum buffer but params[0] {}: give one for every "
+                          "parameter or for none",
+                          i, buffers ? "has no" : "has", buffers ? "has one" : "has none");
+    }
+  }
+  if (!params.empty() && !buffers && std::fabs(p.momentum) >= kEps) {
+    return detail::fail(StatusCode::kParamInvalid, op,
+                        "momentum is {}, but no momentum buffers are given (momentum must be 0 "
+                        "without them)",
+                        p.momentum);
+  }
+  if (buffers && !(p.momentum >= kEps)) {
+    return detail::fail(StatusCode::kParamInvalid, op,
+                        "momentum is {}, but momentum buffers are given (momentum must be at "
+                        "least 1e-6 with them)",
+                        p.momentum);
+  }
+  const std::optional<TensorView> grad_scale = detail::given(p.grad_scale);
+  MANTISSA_RETURN_IF_ERROR(detail::check_scalar(op, "grad_scale", grad_scale, detail::kScaleDtypes));
+  int64_t total = 0;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    MANTISSA_RETURN_IF_ERROR(detail::at_param(detail::validate<Op>(params[i], {}), op, i));
+    if (__builtin_add_overflow(total, *params[i].param.numel(), &total)) {
+      return detail::fail(StatusCode::kParamInvalid, op,
+                          "the {} parameters hold more than 2^63 - 1 elements together",
+                          params.size());
+    }
+  }
+  std::vector<detail::Range> ranges;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const FusedSgdParamTensors& t = params[i];
+    detail::add_range(ranges, t.param, true, i, "param");
+    detail::add_range(ranges, t.grad, grad_scale.has_value(), i, "grad");
+    if (t.momentum_buffer) detail::add_range(ranges, *t.momentum_buffer, true, i, "momentum_buffer");
+  }
+  if (grad_scale) detail::add_range(ranges, *grad_scale, false, SIZE_MAX, "grad_scale");
+  return detail::check_cross_aliasing(op, ranges);
+}
+
+Status fused_sgd(std::span<const FusedSgdParamTensors> params, const FusedSgdParams& p) {
+  return detail::guarded_entry("fused_sgd", [&]() -> Status {
+    MANTISSA_RETURN_IF_ERROR(fused_sgd_validate(params, p));
+    const std::optional<TensorView> grad_scale = detail::given(p.grad_scale);
+    std::vector<detail::MtTensor> tensors;
+    tensors.reserve(params.size());
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const FusedSgdParamTensors& q = params[i];
+      detail::MtTensor t;
+      t.n = *q.param.numel();
+      t.state = t.grad_dtype = q.param.dtype;
+      t.var = q.param.data;
+      t.grad = q.grad.data;
+      t.grad_out = grad_scale ? q.grad.data : nullptr;
+      t.s0 = q.momentum_buffer ? q.momentum_buffer->data : nullptr;
+      tensors.push_back(t);
+    }
+    detail::MtArgs a;
+    a.algo = detail::MtAlgo::kTorchSgd;
+    a.maximize = p.maximize;
+    a.torch_sgd_lr = p.lr;
+    a.torch_sgd_momentum = p.momentum;
+    a.torch_sgd_one_minus_dampening = 1.0f - p.dampening;  // fp32, as CANN's kernel
+    a.torch_sgd_weight_decay = p.weight_decay;
+    a.torch_sgd_nesterov = p.nesterov;
+    a.torch_sgd_momentum_buffer = !params.empty() && params[0].momentum_buffer.has_value();
+    a.torch_sgd_first_step = p.is_first_step;
+    a.torch_sgd_write_grad = grad_scale.has_value();
+    detail::run_fused(a, tensors, grad_scale);
     return {};
   });
 }

@@ -40,7 +40,8 @@ constexpr uint32_t sr_tensor_key(uint64_t seed, uint64_t step, uint32_t tensor) 
 inline constexpr int64_t kQuantBlock = 256;
 
 // kAdamWCompact: AdamW with moments in a MomentFormat (s0, s1 hold them), run block by block.
-enum class MtAlgo : int32_t { kSgd, kAdamD, kAdamW, kAdamWCompact };
+// kTorchSgd: PyTorch's SGD as CANN's FusedSgd computes it (s0 the momentum buffer).
+enum class MtAlgo : int32_t { kSgd, kAdamD, kAdamW, kAdamWCompact, kTorchSgd };
 // How the new weights are written: RNE to var's dtype; that plus a 16-bit working copy (fp32
 // var); Kahan-compensated bf16; stochastically rounded bf16.
 enum class MtWriter : int32_t { kPlain, kWorkingCopy, kKahan, kStochastic };
@@ -58,6 +59,7 @@ struct MtTensor {
   void* s1 = nullptr;  // SGD stat; Adam v
   void* s2 = nullptr;  // AdamW max_grad_norm (amsgrad)
   const void* grad = nullptr;
+  void* grad_out = nullptr;  // kTorchSgd with a grad scale: the unscaled gradient written back
   void* working = nullptr;
   void* compensation = nullptr;
   uint32_t sr_key = 0;  // stochastic rounding: the (seed, step, tensor index) key
@@ -67,6 +69,8 @@ struct MtTensor {
   float sgd_m = 0.0f;
   bool sgd_write_state = false;  // momentum != 0 in var's dtype
   AdamDConstants adam_d;
+  // AdamW's per-step constants (kAdamW, kAdamWCompact): one step count per tensor in FusedAdamw.
+  AdamWConstants adam_w;
   // kAdamWCompact, quantized formats: one scale per block, each.
   float* scale_m = nullptr;
   float* scale_v = nullptr;
@@ -85,8 +89,15 @@ struct MtArgs {
   bool sgd_nesterov = false;
   // ApplyAdamD
   bool adam_d_nesterov = false;
-  // AdamW
-  AdamWConstants adam_w;
+  // kTorchSgd (every value used as given, in fp32)
+  float torch_sgd_lr = 0.0f;
+  float torch_sgd_momentum = 0.0f;
+  float torch_sgd_one_minus_dampening = 1.0f;
+  float torch_sgd_weight_decay = 0.0f;
+  bool torch_sgd_nesterov = false;
+  bool torch_sgd_momentum_buffer = false;  // momentum buffers given
+  bool torch_sgd_first_step = false;       // the buffers are set to the gradient
+  bool torch_sgd_write_grad = false;       // the unscaled gradient written back
   // kAdamWCompact: the format and its block; kInt8 the dynamic maps' coders, kInt4 the 4-bit
   // coders.
   MomentFormat format = MomentFormat::kFp32;
