@@ -268,6 +268,51 @@ for i, v in enumerate(y): print("yOut[%d] is: %d" % (i, code(v)))
 print("amaxOut is: %f" % np.abs(x).max())
 '
 
+# The FusedAdamw sample (CANN's sample's inputs: steps taken 3 and 4, so t = 4 and 5; gradScale
+# 2; amsgrad): ApplyAdamWV2's grouping in numpy float32, the per-step constants in double from
+# the fp32 attributes and rounded once, g = grad * fp32(1 / gradScale).
+check_sample test_aclnn_fused_adamw '
+import numpy as np
+f = np.float32
+lr, b1, b2, wd, eps = (float(f(x)) for x in (0.001, 0.9, 0.999, 0.0, 1e-8))
+def step(name, p, g, m, v, vmax, taken):
+    t = float(f(taken)) + 1.0
+    step_size, inv_bc2 = f(lr / (1 - b1 ** t)), f(1 / np.sqrt(1 - b2 ** t))
+    decay, omb1, omb2 = f(1 - lr * wd), f(1 - b1), f(1 - b2)
+    p, g, m, v, vmax = (np.array(a, f) for a in (p, g, m, v, vmax))
+    g = g * (f(1) / f(2))
+    m = m + (g - m) * omb1
+    v = v * f(b2) + (g * g) * omb2
+    vmax = np.where((v > vmax) | np.isnan(v), v, vmax)
+    p = p * decay - (m / (np.sqrt(vmax) * inv_bc2 + f(eps))) * step_size
+    for label, a in (("paramsRef", p), ("expAvgsRef", m), ("expAvgSqsRef", v),
+                     ("maxExpAvgSqsRef", vmax)):
+        for i, x in enumerate(a): print("%s%s[%d] is: %.9g" % (label, name, i, x))
+step("1", range(1, 9), [0.1 * k for k in range(1, 9)], [0.1 * k for k in range(1, 9)],
+     [0.1 * k for k in range(1, 9)], range(1, 9), 3)
+step("2", range(9, 13), [0.9, 1.0, 1.1, 1.2], [-1, -2, -3, -4], [1, 2, 3, 4], [2, 2, 2, 2], 4)
+'
+
+# The FusedSgd sample (CANN's sample's inputs, then a second step with gradScale 4): CANN's
+# kernel in numpy float32, one rounding per line; the unscaled gradients written back.
+check_sample test_aclnn_fused_sgd '
+import numpy as np
+f = np.float32
+wd, mom, lr = f(0.01), f(0.9), f(0.001)
+p = [np.arange(1, 9, dtype=f), np.arange(9, 13, dtype=f)]
+g = [np.array([0.1 * k for k in range(1, 9)], f), np.array([0.9, 1.0, 1.1, 1.2], f)]
+buf = [np.zeros(8, f), np.zeros(4, f)]
+for s, scale in enumerate((1.0, 4.0)):
+    print("step %d" % (s + 1))
+    for k in range(2):
+        g[k] = g[k] * (f(1) / f(scale))
+        d = g[k] + wd * p[k]
+        buf[k] = d if s == 0 else mom * buf[k] + (f(1) - f(0)) * d
+        p[k] = p[k] - lr * buf[k]
+        for label, a in (("paramsRef", p[k]), ("gradsRef", g[k]), ("momentum", buf[k])):
+            for i, x in enumerate(a): print("%s%d[%d] is: %.9g" % (label, k + 1, i, x))
+'
+
 # The DynamicMxQuantV3 sample (upstream's inputs, whose expected codes its docs print: y 0, 72,
 # 96, 120 and mxscale 128, 0): the cuBLAS rule in float32 (S = amax * fp32(1 / 448), the
 # exponent rounded up unless S is a power of two), then each element's E4M3FN code by

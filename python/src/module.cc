@@ -1051,6 +1051,74 @@ void bind_optim(py::module_& m) {
       "Fused AdamW (ApplyAdamWV2's math) over lists; step = steps already taken.");
 
   m.def(
+      "fused_adamw",
+      [](py::handle params, py::handle grads, py::handle exp_avgs, py::handle exp_avg_sqs,
+         py::handle max_exp_avg_sqs, py::handle state_steps, py::handle grad_scale,
+         py::handle found_inf, float lr, float beta1, float beta2, float weight_decay, float eps,
+         bool amsgrad, bool maximize, bool validate_only) {
+        Buffers b;
+        using T = FusedAdamwParamTensors;
+        const std::vector<T> list = parameter_list<T>(
+            {{"params", params, Access::kWrite, &T::param},
+             {"grads", grads, Access::kRead, &T::grad},
+             {"exp_avgs", exp_avgs, Access::kWrite, &T::exp_avg},
+             {"exp_avg_sqs", exp_avg_sqs, Access::kWrite, &T::exp_avg_sq},
+             {"state_steps", state_steps, Access::kRead, &T::state_step},
+             {"max_exp_avg_sqs", max_exp_avg_sqs, Access::kWrite, nullptr, &T::max_exp_avg_sq}},
+            b);
+        const FusedAdamwParams p{
+            .lr = lr,
+            .beta1 = beta1,
+            .beta2 = beta2,
+            .weight_decay = weight_decay,
+            .eps = eps,
+            .amsgrad = amsgrad,
+            .maximize = maximize,
+            .grad_scale = optional_view(grad_scale, Access::kRead, b, "grad_scale"),
+            .found_inf = optional_view(found_inf, Access::kRead, b, "found_inf")};
+        run([&] { return validate_only ? fused_adamw_validate(list, p) : fused_adamw(list, p); });
+      },
+      py::arg("params"), py::arg("grads"), py::arg("exp_avgs"), py::arg("exp_avg_sqs"),
+      py::kw_only(), py::arg("max_exp_avg_sqs") = py::none(), py::arg("state_steps"),
+      py::arg("grad_scale") = py::none(), py::arg("found_inf") = py::none(), py::arg("lr") = 1e-3f,
+      py::arg("beta1") = 0.9f, py::arg("beta2") = 0.999f, py::arg("weight_decay") = 1e-2f,
+      py::arg("eps") = 1e-8f, py::arg("amsgrad") = false, py::arg("maximize") = false,
+      py::arg("validate_only") = false,
+      "FusedAdamw (CANN's aclnnFusedAdamw): AdamW over lists, one step tensor per parameter "
+      "(t = state_steps[i] + 1), g * (1 / grad_scale), nothing written when found_inf == 1.");
+
+  m.def(
+      "fused_sgd",
+      [](py::handle params, py::handle grads, py::handle momentum_buffers, py::handle grad_scale,
+         float weight_decay, float momentum, float lr, float dampening, bool nesterov,
+         bool maximize, bool is_first_step, bool validate_only) {
+        Buffers b;
+        using T = FusedSgdParamTensors;
+        const std::vector<T> list = parameter_list<T>(
+            {{"params", params, Access::kWrite, &T::param},
+             {"grads", grads, Access::kWrite, &T::grad},
+             {"momentum_buffers", momentum_buffers, Access::kWrite, nullptr, &T::momentum_buffer}},
+            b);
+        const FusedSgdParams p{
+            .weight_decay = weight_decay,
+            .momentum = momentum,
+            .lr = lr,
+            .dampening = dampening,
+            .nesterov = nesterov,
+            .maximize = maximize,
+            .is_first_step = is_first_step,
+            .grad_scale = optional_view(grad_scale, Access::kRead, b, "grad_scale")};
+        run([&] { return validate_only ? fused_sgd_validate(list, p) : fused_sgd(list, p); });
+      },
+      py::arg("params"), py::arg("grads"), py::kw_only(), py::arg("momentum_buffers") = py::none(),
+      py::arg("grad_scale") = py::none(), py::arg("weight_decay") = 0.0f,
+      py::arg("momentum") = 0.0f, py::arg("lr") = 1e-3f, py::arg("dampening") = 0.0f,
+      py::arg("nesterov") = false, py::arg("maximize") = false, py::arg("is_first_step") = false,
+      py::arg("validate_only") = false,
+      "FusedSgd (CANN's aclnnFusedSgd): torch's SGD over lists as CANN computes it; the unscaled "
+      "gradients are written back when grad_scale is given.");
+
+  m.def(
       "multi_tensor_adam_w_8bit",
       [](py::handle var, py::handle m_, py::handle v, py::handle absmax_m, py::handle absmax_v,
          py::handle grad, py::handle working, py::handle compensation, int64_t step, float lr,

@@ -83,6 +83,59 @@ def test_multi_tensor_adam_w_equals_single_operator_bitwise():
             np.testing.assert_array_equal(bits(x), bits(y))
 
 
+def test_fused_adamw_steps_per_parameter_equal_apply_adam_w_v2_bitwise():
+    # aclnnFusedAdamw's contract: t = state_steps[i] + 1 per parameter, ApplyAdamWV2's math.
+    rng = np.random.default_rng(4)
+    shapes, steps = [(3, 5), (1000,), (0,), (17, 4)], [0, 4, 2, 99]
+    single = [[rng.standard_normal(s).astype(f32) for _ in range(4)] for s in shapes]
+    for p in single:
+        p[2][...] = np.abs(p[2])
+    fused = [[a.copy() for a in p] for p in single]
+    for (var, m, v, g), step in zip(single, steps):
+        if var.size:
+            mantissa.apply_adam_w_v2(var, m, v, g, np.array([step], dtype=np.int64), lr=1e-2,
+                                     weight_decay=0.1)
+    mantissa.fused_adamw([p[0] for p in fused], [p[3] for p in fused], [p[1] for p in fused],
+                         [p[2] for p in fused],
+                         state_steps=[np.array([s], dtype=np.float32) for s in steps], lr=1e-2,
+                         weight_decay=0.1)
+    for a, b in zip(single, fused):
+        for x, y in zip(a[:3], b[:3]):
+            np.testing.assert_array_equal(bits(x), bits(y))
+    # found_inf == 1 writes nothing; a grad scale of 2 is an exact halving of the gradient.
+    before = [a.copy() for a in fused[0]]
+    mantissa.fused_adamw([fused[0][0]], [fused[0][3]], [fused[0][1]], [fused[0][2]],
+                         state_steps=[np.array([1], dtype=np.int64)], found_inf=one(1.0))
+    for x, y in zip(before, fused[0]):
+        np.testing.assert_array_equal(bits(x), bits(y))
+    with pytest.raises(mantissa.Error) as e:
+        mantissa.fused_adamw([fused[0][0]], [fused[0][3]], [fused[0][1]], [fused[0][2]],
+                             state_steps=[np.array([1], dtype=np.int64)], lr=-1.0)
+    assert e.value.code == 161002 and "lr" in str(e.value)
+
+
+def test_fused_sgd_matches_numpy_transcription_bitwise():
+    # CANN's FusedSgd kernel in fp32, one rounding per line, the results rounded once to fp16;
+    # the unscaled gradient written back.
+    rng = np.random.default_rng(6)
+    n = 777
+    p = rng.standard_normal(n).astype(np.float16)
+    g = rng.standard_normal(n).astype(np.float16)
+    buf = (0.1 * rng.standard_normal(n)).astype(np.float16)
+    lr, mom, damp, wd, scale = f32(0.05), f32(0.9), f32(0.2), f32(0.01), f32(8.0)
+    gs = g.astype(f32) * (f32(1) / scale)
+    gd = gs + wd * p.astype(f32)
+    new_buf = mom * buf.astype(f32) + (f32(1) - damp) * gd
+    want_p = (p.astype(f32) - lr * new_buf).astype(np.float16)
+    mantissa.fused_sgd([p], [g], momentum_buffers=[buf], grad_scale=one(8.0), weight_decay=0.01,
+                       momentum=0.9, lr=0.05, dampening=0.2)
+    np.testing.assert_array_equal(bits(p), bits(want_p))
+    np.testing.assert_array_equal(bits(buf), bits(new_buf.astype(np.float16)))
+    np.testing.assert_array_equal(bits(g), bits(gs.astype(np.float16)))
+    with pytest.raises(mantissa.Error) as e:
+        mantissa.fused_sgd([p], [g], momentum=0.9, lr=0.05)
+    assert e.value.code == 161002 and "momentum" in str(e.value)
+
 def test_sgd_matches_numpy_golden32_bitwise():
     # docs/ops/sgd.md's rule: grad = g + p*wd; accum_t = accum*m + grad - (grad*(1-stat))*d;
     # p -= accum_t*lr.

@@ -57,8 +57,9 @@ class ListPlan {
       const uint64_t bytes = static_cast<uint64_t>(v.nbytes().value_or(0));
       const uint64_t padded = (bytes + kAlign - 1) / kAlign * kAlign;
       if (bytes > UINT64_MAX - kAlign || size_ > UINT64_MAX - padded) {
-        return Status(StatusCode::kParamInvalid, "the workspace for the non-contiguous tensors "
-                                                 "overflows");
+        return Status(StatusCode::kParamInvalid,
+                      "the workspace for the non-contiguous tensors "
+                      "overflows");
       }
       l.slot.push_back(static_cast<int64_t>(size_));
       size_ += padded;
@@ -90,8 +91,7 @@ class ListPlan {
       lowest = std::min(lowest, s.lo);
       highest = std::max(highest, s.hi);
     });
-    const uintptr_t above =
-        (std::max<uintptr_t>(highest, kAlign) + kAlign - 1) / kAlign * kAlign;
+    const uintptr_t above = (std::max<uintptr_t>(highest, kAlign) + kAlign - 1) / kAlign * kAlign;
     if (above >= highest && UINTPTR_MAX - above >= size_) return above;
     if (lowest != UINTPTR_MAX && lowest > size_ + kAlign) {
       return (lowest - size_) / kAlign * kAlign;
@@ -158,9 +158,9 @@ class ListPlan {
       Status overlap;
       for_each_span([&](const ByteSpan& s, const StagedList* l, std::size_t i) {
         if (overlap.ok() && spans_overlap(ws, s)) {
-          overlap = Status(StatusCode::kParamInvalid,
-                           fmt::format("{}: the workspace overlaps {}[{}]", fn,
-                                       l ? l->name : "a scalar input", i));
+          overlap =
+              Status(StatusCode::kParamInvalid, fmt::format("{}: the workspace overlaps {}[{}]", fn,
+                                                            l ? l->name : "a scalar input", i));
         }
       });
       MANTISSA_RETURN_IF_ERROR(overlap);
@@ -222,9 +222,9 @@ aclnnStatus optional_tensor(const char* fn, const char* name, const aclTensor* t
 }
 
 // Every element of `lists` (each of `count` elements, or empty) has `dtype`.
-aclnnStatus one_dtype(const char* fn, DType dtype,
-                      std::initializer_list<std::pair<const char*, const std::vector<TensorView>*>>
-                          lists) {
+aclnnStatus one_dtype(
+    const char* fn, DType dtype,
+    std::initializer_list<std::pair<const char*, const std::vector<TensorView>*>> lists) {
   for (const auto& [name, list] : lists) {
     for (std::size_t i = 0; i < list->size(); ++i) {
       if ((*list)[i].dtype != dtype) {
@@ -280,8 +280,9 @@ aclnnStatus aclnnFusedAdamwGetWorkspaceSize(
   constexpr const char* fn = "aclnnFusedAdamwGetWorkspaceSize";
   return compat::guarded(fn, [&]() -> aclnnStatus {
     // CANN's order: the attributes, then null handles, then counts, dtypes and shapes.
-    for (const auto& [name, v] : {std::pair{"lr", lr}, std::pair{"beta1", beta1},
-                                  std::pair{"beta2", beta2}, std::pair{"weightDecay", weightDecay}}) {
+    for (const auto& [name, v] :
+         {std::pair{"lr", lr}, std::pair{"beta1", beta1}, std::pair{"beta2", beta2},
+          std::pair{"weightDecay", weightDecay}}) {
       if (v < 0) return compat::invalid(fn, fmt::format("{} is {}, but must be >= 0", name, v));
     }
     if (amsgrad && maxExpAvgSqsRef == nullptr) {
@@ -307,7 +308,8 @@ aclnnStatus aclnnFusedAdamwGetWorkspaceSize(
         s != ACLNN_SUCCESS) {
       return s;
     }
-    if (aclnnStatus s = compat::optional_tensor(fn, "foundInfOptional", foundInfOptional, found_inf);
+    if (aclnnStatus s =
+            compat::optional_tensor(fn, "foundInfOptional", foundInfOptional, found_inf);
         s != ACLNN_SUCCESS) {
       return s;
     }
@@ -328,15 +330,15 @@ aclnnStatus aclnnFusedAdamwGetWorkspaceSize(
          {std::pair{"grads", &g}, std::pair{"expAvgsRef", &m}, std::pair{"expAvgSqsRef", &v},
           std::pair{"stateSteps", &steps}}) {
       if (list->size() != n) {
-        return compat::invalid(fn, fmt::format("{} has {} tensors, but paramsRef has {}", name,
-                                               list->size(), n));
+        return compat::invalid(
+            fn, fmt::format("{} has {} tensors, but paramsRef has {}", name, list->size(), n));
       }
     }
     // An empty maxExpAvgSqsRef list without amsgrad is absent (torch passes one).
     const bool with_max = maxExpAvgSqsRef != nullptr && !(vmax.empty() && !amsgrad);
     if (with_max && vmax.size() != n) {
-      return compat::invalid(fn, fmt::format("maxExpAvgSqsRef has {} tensors, but paramsRef has {}",
-                                             vmax.size(), n));
+      return compat::invalid(
+          fn, fmt::format("maxExpAvgSqsRef has {} tensors, but paramsRef has {}", vmax.size(), n));
     }
     const DType dtype = params[0].dtype;
     if (!mantissa::is_training_float(dtype)) {
@@ -389,7 +391,8 @@ aclnnStatus aclnnFusedAdamwGetWorkspaceSize(
       const std::vector<TensorView> pv = plan->views(0, base), gv = plan->views(1, base),
                                     mv = plan->views(2, base), vv = plan->views(3, base),
                                     sv = plan->views(4, base);
-      const std::vector<TensorView> xv = p.amsgrad ? plan->views(5, base) : std::vector<TensorView>{};
+      const std::vector<TensorView> xv =
+          p.amsgrad ? plan->views(5, base) : std::vector<TensorView>{};
       std::vector<mantissa::FusedAdamwParamTensors> t(n);
       for (std::size_t i = 0; i < n; ++i) {
         t[i] = {pv[i], gv[i], mv[i], vv[i], std::nullopt, sv[i]};
@@ -403,8 +406,8 @@ aclnnStatus aclnnFusedAdamwGetWorkspaceSize(
       return s;
     }
     const uint64_t size = plan->workspace_size();
-    aclOpExecutor* created = compat::create_executor(
-        "aclnnFusedAdamw", size, [plan, call, p](void* ws) {
+    aclOpExecutor* created =
+        compat::create_executor("aclnnFusedAdamw", size, [plan, call, p](void* ws) {
           return plan->run(ws, "aclnnFusedAdamw",
                            [&](char* base) { return mantissa::fused_adamw(call(base), p); });
         });
@@ -502,14 +505,13 @@ aclnnStatus aclnnFusedSgdGetWorkspaceSize(const aclTensorList* paramsRef,
     }
     const std::vector<TensorView> grads = compat::to_views(*gradsRef);
     if (grads.size() != n) {
-      return compat::invalid(fn, fmt::format("gradsRef has {} tensors, but paramsRef has {}",
-                                             grads.size(), n));
+      return compat::invalid(
+          fn, fmt::format("gradsRef has {} tensors, but paramsRef has {}", grads.size(), n));
     }
     if (with_buffers && buffers.size() != n) {
-      return compat::invalid(fn,
-                             fmt::format("momentumBufferListOptionalRef has {} tensors, but "
-                                         "paramsRef has {}",
-                                         buffers.size(), n));
+      return compat::invalid(fn, fmt::format("momentumBufferListOptionalRef has {} tensors, but "
+                                             "paramsRef has {}",
+                                             buffers.size(), n));
     }
     const DType dtype = params[0].dtype;
     if (!mantissa::is_training_float(dtype)) {

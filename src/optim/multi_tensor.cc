@@ -1500,8 +1500,8 @@ float steps_taken(const TensorView& state_step) {
   return read_f32(state_step);
 }
 
-Status check_non_negative(std::string_view op, std::initializer_list<std::pair<const char*, float>>
-                                                    values) {
+Status check_non_negative(std::string_view op,
+                          std::initializer_list<std::pair<const char*, float>> values) {
   for (const auto& [name, v] : values) {
     if (v < 0.0f) {
       return fail(StatusCode::kParamInvalid, op, "{} is {}, but must be >= 0", name, v);
@@ -1526,10 +1526,12 @@ Status fused_adamw_validate(std::span<const FusedAdamwParamTensors> params,
   using Op = detail::FusedAdamwParamOp;
   constexpr std::string_view op = Op::kType;
   MANTISSA_RETURN_IF_ERROR(detail::check_non_negative(
-      op, {{"lr", p.lr}, {"beta1", p.beta1}, {"beta2", p.beta2}, {"weight_decay", p.weight_decay}}));
+      op,
+      {{"lr", p.lr}, {"beta1", p.beta1}, {"beta2", p.beta2}, {"weight_decay", p.weight_decay}}));
   const std::optional<TensorView> grad_scale = detail::given(p.grad_scale);
   const std::optional<TensorView> found_inf = detail::given(p.found_inf);
-  MANTISSA_RETURN_IF_ERROR(detail::check_scalar(op, "grad_scale", grad_scale, detail::kScaleDtypes));
+  MANTISSA_RETURN_IF_ERROR(
+      detail::check_scalar(op, "grad_scale", grad_scale, detail::kScaleDtypes));
   MANTISSA_RETURN_IF_ERROR(
       detail::check_scalar(op, "found_inf", found_inf, detail::dtype_bit(DType::kFloat32)));
   int64_t total = 0;
@@ -1609,9 +1611,10 @@ Status fused_sgd_validate(std::span<const FusedSgdParamTensors> params, const Fu
   // CANN's thresholds.
   constexpr float kEps = 1e-6f;
   if (p.nesterov && (p.momentum <= 0.0f || std::fabs(p.dampening) >= kEps)) {
-    return detail::fail(StatusCode::kParamInvalid, op,
-                        "nesterov needs momentum > 0 and zero dampening (momentum {}, dampening {})",
-                        p.momentum, p.dampening);
+    return detail::fail(
+        StatusCode::kParamInvalid, op,
+        "nesterov needs momentum > 0 and zero dampening (momentum {}, dampening {})", p.momentum,
+        p.dampening);
   }
   const bool buffers = !params.empty() && params[0].momentum_buffer.has_value();
   for (std::size_t i = 0; i < params.size(); ++i) {
@@ -1635,7 +1638,8 @@ Status fused_sgd_validate(std::span<const FusedSgdParamTensors> params, const Fu
                         p.momentum);
   }
   const std::optional<TensorView> grad_scale = detail::given(p.grad_scale);
-  MANTISSA_RETURN_IF_ERROR(detail::check_scalar(op, "grad_scale", grad_scale, detail::kScaleDtypes));
+  MANTISSA_RETURN_IF_ERROR(
+      detail::check_scalar(op, "grad_scale", grad_scale, detail::kScaleDtypes));
   int64_t total = 0;
   for (std::size_t i = 0; i < params.size(); ++i) {
     MANTISSA_RETURN_IF_ERROR(detail::at_param(detail::validate<Op>(params[i], {}), op, i));
@@ -1650,7 +1654,8 @@ Status fused_sgd_validate(std::span<const FusedSgdParamTensors> params, const Fu
     const FusedSgdParamTensors& t = params[i];
     detail::add_range(ranges, t.param, true, i, "param");
     detail::add_range(ranges, t.grad, grad_scale.has_value(), i, "grad");
-    if (t.momentum_buffer) detail::add_range(ranges, *t.momentum_buffer, true, i, "momentum_buffer");
+    if (t.momentum_buffer)
+      detail::add_range(ranges, *t.momentum_buffer, true, i, "momentum_buffer");
   }
   if (grad_scale) detail::add_range(ranges, *grad_scale, false, SIZE_MAX, "grad_scale");
   return detail::check_cross_aliasing(op, ranges);
