@@ -21,6 +21,8 @@
 #include "aclnnop/aclnn_cross_entropy_loss.h"
 #include "aclnnop/aclnn_cross_entropy_loss_grad.h"
 #include "aclnnop/aclnn_foreach_norm.h"
+#include "aclnnop/aclnn_fused_adamw.h"
+#include "aclnnop/aclnn_fused_sgd.h"
 #include "aclnnop/aclnn_gelu_backward.h"
 #include "aclnnop/aclnn_gelu_backward_v2.h"
 #include "aclnnop/aclnn_layer_norm.h"
@@ -126,7 +128,7 @@ void fuzz_aclnn(Input& in) {
     }
     return make_tensor(in, a, max_rank);
   };
-  switch (const int op = static_cast<int>(in.range(0, 14)); op) {
+  switch (const int op = static_cast<int>(in.range(0, 15)); op) {
     case 0: {
       aclTensor* x = tensor();
       const int64_t dim = in.range(-6, 6);
@@ -325,6 +327,56 @@ void fuzz_aclnn(Input& in) {
       } else if (aclnnSwiGluGradGetWorkspaceSize(g, x, dim, out, &size, &e) == 0) {
         run_executor(size, e, aclnnSwiGluGrad, a);
       }
+      break;
+    }
+    // FusedAdamw and FusedSgd: lists of any lengths and elements (strided, self-overlapping,
+    // misaligned, of mixed dtypes and shapes), step tensors of any dtype, optional lists null or
+    // empty, grad scale and found_inf of any dtype, attributes negative or not.
+    case 15: {
+      // A list of fresh tensors (a list owns and destroys its elements); null when none.
+      std::vector<aclTensorList*> lists;
+      auto list = [&](int64_t n) -> aclTensorList* {
+        if (in.range(0, 15) == 0) return nullptr;
+        std::vector<aclTensor*> own;
+        for (int64_t i = 0; i < n; ++i) {
+          aclTensor* t = make_tensor(in, a);
+          if (t == nullptr) continue;
+          std::erase(a.tensors, t);
+          own.push_back(t);
+        }
+        lists.push_back(aclCreateTensorList(own.data(), own.size()));
+        return lists.back();
+      };
+      const int64_t n = in.range(0, 3);
+      const auto count = [&] { return in.range(0, 5) == 0 ? in.range(0, 4) : n; };
+      const bool amsgrad = in.byte() & 1, maximize = in.byte() & 1;
+      const double lr = static_cast<double>(in.range(-1, 3)) * 0.01;
+      if (in.range(0, 1) == 0) {
+        aclTensorList* p = list(count());
+        aclTensorList* g = list(count());
+        aclTensorList* m = list(count());
+        aclTensorList* v = list(count());
+        aclTensorList* x = list(count());
+        aclTensorList* st = list(count());
+        aclTensor* scale = tensor();
+        aclTensor* found = tensor();
+        if (aclnnFusedAdamwGetWorkspaceSize(p, g, m, v, x, st, scale, found, lr, 0.9, 0.999, 0.01,
+                                            1e-8, amsgrad, maximize, &size, &e) == 0) {
+          run_executor(size, e, aclnnFusedAdamw, a);
+        }
+      } else {
+        aclTensorList* p = list(count());
+        aclTensorList* g = list(count());
+        aclTensorList* b = list(count());
+        aclTensor* scale = tensor();
+        const float momentum = static_cast<float>(in.range(-1, 2)) * 0.45f;
+        if (aclnnFusedSgdGetWorkspaceSize(p, g, b, scale, 0.01f, momentum,
+                                          static_cast<float>(lr), 0.0f, in.byte() & 1, maximize,
+                                          in.byte() & 1, &size, &e) == 0) {
+          run_executor(size, e, aclnnFusedSgd, a);
+        }
+      }
+      for (aclTensorList* l : lists) aclDestroyTensorList(l);
       break;
     }
     // CrossEntropyLoss and its gradient: targets of any dtype and value (out of range, the
