@@ -280,6 +280,19 @@ TEST(FusedAdamw, EmptyOptionalScalarsAreAbsentAndStepTensorsMayHoldMoreThanOneEl
   EXPECT_TRUE(l.snapshot() == expected.snapshot());
 }
 
+// A 16-bit grad scale need not be aligned (one element is read byte-wise).
+TEST(FusedAdamw, AMisalignedSixteenBitGradScaleIsRead) {
+  alignas(8) uint8_t bytes[8] = {};
+  const uint16_t four = float_to_bf16_bits(4.0f);
+  std::memcpy(bytes + 1, &four, sizeof four);
+  FusedAdamwParams h;
+  h.grad_scale = TensorView(bytes + 1, DType::kBFloat16, {1});
+  List l = make_list(DType::kFloat16, 8), expected = make_list(DType::kFloat16, 8);
+  ASSERT_TRUE(fused_adamw(l.adamw(false), h).ok());
+  reference_adamw(expected, h, 0.25f);
+  EXPECT_TRUE(l.snapshot() == expected.snapshot());
+}
+
 // Each refused call: the status, a message naming the problem, and nothing written.
 void expect_refused_adamw(List& l, bool with_max, const FusedAdamwParams& h, StatusCode code,
                           const std::string& words,
@@ -625,7 +638,10 @@ TEST(AclnnFusedAdamw, NonContiguousElementsAreStagedThroughTheWorkspace) {
     return acl(TensorView(a.data(), DType::kFloat32, shape), strides);
   };
   AclList pl({strided(p)}), gl({strided(g)}), ml({strided(m)}), vl({strided(v)});
-  AclList sl({acl(TensorView(&step, DType::kInt64, one))});
+  // A strided three-element step tensor: element 0 is read where it is, nothing staged for it.
+  int64_t step_storage[6] = {4, -1, -1, -1, -1, -1};
+  const std::vector<int64_t> three{3};
+  AclList sl({acl(TensorView(step_storage, DType::kInt64, three), {2}, {6})});
   uint64_t size = 0;
   aclOpExecutor* executor = nullptr;
   ASSERT_EQ(aclnnFusedAdamwGetWorkspaceSize(pl.list, gl.list, ml.list, vl.list, nullptr, sl.list,

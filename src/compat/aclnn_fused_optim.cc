@@ -44,13 +44,14 @@ struct StagedList {
 
 class ListPlan {
  public:
-  // Adds a list; its non-contiguous (or misaligned) elements get a slot of the workspace.
-  Status add(const char* name, std::vector<TensorView> views, bool written) {
+  // Adds a list; its non-contiguous (or misaligned) elements get a slot of the workspace unless
+  // `stage` is false (a list read element by element where it is: the step tensors).
+  Status add(const char* name, std::vector<TensorView> views, bool written, bool stage = true) {
     StagedList l{name, written, std::move(views), {}};
     for (const TensorView& v : l.user) {
       const std::size_t size = dtype_size(v.dtype);
       const bool aligned = size <= 1 || reinterpret_cast<uintptr_t>(v.data) % size == 0;
-      if ((aligned && v.is_contiguous()) || v.data == nullptr) {
+      if (!stage || (aligned && v.is_contiguous()) || v.data == nullptr) {
         l.slot.push_back(-1);
         continue;
       }
@@ -321,14 +322,19 @@ aclnnStatus aclnnFusedAdamwGetWorkspaceSize(
     const std::vector<TensorView> g = compat::to_views(*grads);
     const std::vector<TensorView> m = compat::to_views(*expAvgsRef);
     const std::vector<TensorView> v = compat::to_views(*expAvgSqsRef);
-    const std::vector<TensorView> steps = compat::to_views(*stateSteps);
+    // Only element 0 of a step tensor is read (CANN's kernel reads no other): each is taken as a
+    // one-element view of it, wherever its other elements lie, and never staged.
+    std::vector<TensorView> steps = compat::to_views(*stateSteps);
+    for (TensorView& s : steps) {
+      if (s.numel().value_or(0) > 0) s = TensorView(s.data, s.dtype, {1});
+    }
     std::vector<TensorView> vmax;
     if (maxExpAvgSqsRef != nullptr) vmax = compat::to_views(*maxExpAvgSqsRef);
     const std::size_t n = params.size();
     if (n == 0) return compat::invalid(fn, "paramsRef is an empty list");
     for (const auto& [name, list] :
          {std::pair{"grads", &g}, std::pair{"expAvgsRef", &m}, std::pair{"expAvgSqsRef", &v},
-          std::pair{"stateSteps", &steps}}) {
+          std::pair{"stateSteps", &std::as_const(steps)}}) {
       if (list->size() != n) {
         return compat::invalid(
             fn, fmt::format("{} has {} tensors, but paramsRef has {}", name, list->size(), n));
@@ -377,10 +383,10 @@ aclnnStatus aclnnFusedAdamwGetWorkspaceSize(
     for (const auto& [name, list, written] :
          {std::tuple{"paramsRef", &params, true}, std::tuple{"grads", &g, false},
           std::tuple{"expAvgsRef", &m, true}, std::tuple{"expAvgSqsRef", &v, true},
-          std::tuple{"stateSteps", &steps, false},
+          std::tuple{"stateSteps", &std::as_const(steps), false},
           std::tuple{"maxExpAvgSqsRef", &std::as_const(vmax), amsgrad}}) {
       if (list == &vmax && !amsgrad) continue;  // neither read nor written
-      if (const Status s = plan->add(name, *list, written); !s.ok()) {
+      if (const Status s = plan->add(name, *list, written, list != &steps); !s.ok()) {
         return compat::invalid(fn, std::string(s.message()));
       }
     }

@@ -1487,7 +1487,11 @@ constexpr uint64_t kScaleDtypes =
 
 // fp32(1 / grad_scale), the factor CANN's kernels multiply each gradient element by.
 float inverse_scale(const TensorView& grad_scale) {
-  return 1.0f / load_as_float(grad_scale.dtype, grad_scale.data, 0);
+  if (grad_scale.dtype == DType::kFloat32) return 1.0f / read_f32(grad_scale);
+  uint16_t h;  // copied: the caller's one element need not be aligned
+  std::memcpy(&h, grad_scale.data, sizeof h);
+  return 1.0f /
+         (grad_scale.dtype == DType::kFloat16 ? fp16_bits_to_float(h) : bf16_bits_to_float(h));
 }
 
 // The steps already taken, as CANN's kernel holds them: fp32 (an INT64 cast to nearest even).
