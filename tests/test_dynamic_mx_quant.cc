@@ -201,6 +201,150 @@ TEST(DynamicMxQuant, ScaleLayoutForAnEarlierAxis) {
   }
 }
 
+// ---- FLOAT4 destinations -------------------------------------------------------------------
+
+TEST(DynamicMxQuantFp4, BitExactOnEveryTargetAndThreadCount) {
+  struct Shape {
+    std::vector<int64_t> dims;
+    int64_t axis, bs;
+  };
+  const std::vector<Shape> shapes{
+      {{4, 96}, -1, 32},     // 3 blocks: an odd count, padded
+      {{3, 100}, 1, 32},     // a partial last block
+      {{2, 70, 18}, 1, 32},  // an earlier axis
+      {{65, 8}, 0, 64},      // the first axis, blocksize 64
+  };
+  for (DType xd : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    for (DType yd : {DType::kFloat4E2M1, DType::kFloat4E1M2}) {
+      for (auto mode : {mantissa::MxRoundMode::kRint, mantissa::MxRoundMode::kFloor,
+                        mantissa::MxRoundMode::kRound}) {
+        for (const Shape& sh : shapes) {
+          SCOPED_TRACE(std::string(mantissa::dtype_name(xd)) + " -> " + mantissa::dtype_name(yd) +
+                       " mode " + mantissa::mx_round_mode_name(mode) + " axis " +
+                       std::to_string(sh.axis));
+          Call ref(filled(xd, sh.dims, 0.0, 20.0, 5), yd, sh.axis, sh.bs, 0);
+          ref.p.round_mode = mode;
+          mt::apply_golden32<DynamicMxQuantOp>(ref.tensors(), ref.p);
+          mt::for_each_target_and_thread_count(
+              [&](const std::string&, int) {
+                Call got(filled(xd, sh.dims, 0.0, 20.0, 5), yd, sh.axis, sh.bs, 0);
+                got.p.round_mode = mode;
+                ASSERT_TRUE(got.run().ok());
+                expect_same_bits(got.y, ref.y, "y");
+                expect_same_bits(got.s, ref.s, "mxscale");
+              },
+              {1, 3});
+        }
+      }
+    }
+  }
+  // scale_alg 2 (FLOAT4_E2M1, blocksize 32): the bf16 dtype-range rule for dst_type_max 0, 6 and
+  // 7, cuBLAS's for the others.
+  for (DType xd : {DType::kFloat16, DType::kBFloat16}) {
+    for (float dtm : {0.0f, 6.0f, 7.0f, 10.0f}) {
+      SCOPED_TRACE(std::string(mantissa::dtype_name(xd)) + " dst_type_max " + std::to_string(dtm));
+      Call ref(filled(xd, {6, 128}, 0.0, 20.0, 9), DType::kFloat4E2M1, -1, 32, 2);
+      ref.p.dst_type_max = dtm;
+      mt::apply_golden32<DynamicMxQuantOp>(ref.tensors(), ref.p);
+      Call got(filled(xd, {6, 128}, 0.0, 20.0, 9), DType::kFloat4E2M1, -1, 32, 2);
+      got.p.dst_type_max = dtm;
+      ASSERT_TRUE(got.run().ok());
+      expect_same_bits(got.y, ref.y, "y");
+      expect_same_bits(got.s, ref.s, "mxscale");
+    }
+  }
+}
+
+// One 32-element bf16 block whose amax is 6 (E2M1: code 129 - 2 = 127, factor 1), the values
+// placed on ties and between grid points; every round mode's codes by hand.
+TEST(DynamicMxQuantFp4, E2M1RoundModesByHand) {
+  const std::vector<float> v{0.25f, 0.75f, 2.5f, 5.0f, -0.25f, -5.0f, 6.0f, -0.0f, 1.75f, 7.5f};
+  // Codes: sign in bit 3; magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6.
+  const std::vector<uint32_t> rint{0x0, 0x2, 0x4, 0x6, 0x8, 0xE, 0x7, 0x8, 0x4, 0x7};
+  const std::vector<uint32_t> floor{0x0, 0x1, 0x4, 0x6, 0x9, 0xF, 0x7, 0x8, 0x3, 0x7};
+  const std::vector<uint32_t> round{0x1, 0x2, 0x5, 0x7, 0x9, 0xF, 0x7, 0x8, 0x4, 0x7};
+  for (auto [mode, want] : {std::pair{mantissa::MxRoundMode::kRint, &rint},
+                            std::pair{mantissa::MxRoundMode::kFloor, &floor},
+                            std::pair{mantissa::MxRoundMode::kRound, &round}}) {
+    SCOPED_TRACE(mantissa::mx_round_mode_name(mode));
+    HostTensor x(DType::kBFloat16, {1, 32});
+    for (int64_t i = 0; i < 32; ++i) {
+      x.set_bits(i, precision::round_to_bits(i < 10 ? v[i] : 1.0, DType::kBFloat16));
+    }
+    Call c(x, DType::kFloat4E2M1, -1, 32, 0);
+    c.p.round_mode = mode;
+    ASSERT_TRUE(c.run().ok());
+    // 7.5 is the block's amax: E = 129, code 127; the pad code is 0.
+    EXPECT_EQ(c.s.bits(0), 127u);
+    EXPECT_EQ(c.s.bits(1), 0u);
+    for (int64_t i = 0; i < 10; ++i) EXPECT_EQ(c.y.bits(i), (*want)[i]) << "value " << v[i];
+    // Packing: element 2j in the low nibble of byte j.
+    EXPECT_EQ(c.y.bytes[0], (*want)[0] | ((*want)[1] << 4));
+  }
+}
+
+TEST(DynamicMxQuantFp4, E1M2AndTheSpecialBlocks) {
+  // E1M2 (magnitudes k / 4): amax 1.5 gives code 127 - 0 = 127, factor 1.
+  HostTensor x(DType::kFloat16, {3, 32});
+  const std::vector<float> v{1.5f, 0.3f, 0.375f, -0.375f, 1.9f};
+  for (int64_t i = 0; i < 32; ++i) {
+    x.set_bits(i, precision::round_to_bits(i < 5 ? v[i] : 0.0, DType::kFloat16));
+  }
+  // Row 1: amax 2^-20 (E = 107): code 107, factor 2^20: 2^-20 -> 1 (code 4), 2^-21 -> 0.5 (2).
+  for (int64_t i = 32; i < 64; ++i) {
+    x.set_bits(i, precision::round_to_bits(i % 2 ? -0x1p-20 : 0x1p-21, DType::kFloat16));
+  }
+  // Row 2: a NaN: code 0xFF, every element +0 (FLOAT4 has no NaN).
+  for (int64_t i = 64; i < 96; ++i) x.set_bits(i, precision::round_to_bits(-1.0, DType::kFloat16));
+  x.set_bits(70, 0x7E00u);
+  struct Want {
+    mantissa::MxRoundMode mode;
+    std::vector<uint32_t> codes;
+  };
+  for (const Want& w : {Want{mantissa::MxRoundMode::kRint, {6, 1, 2, 0xA, 7}},
+                        Want{mantissa::MxRoundMode::kFloor, {6, 1, 1, 0xA, 7}},
+                        Want{mantissa::MxRoundMode::kRound, {6, 1, 2, 0xA, 7}}}) {
+    SCOPED_TRACE(mantissa::mx_round_mode_name(w.mode));
+    Call c(x, DType::kFloat4E1M2, -1, 32, 0);
+    c.p.round_mode = w.mode;
+    ASSERT_TRUE(c.run().ok());
+    EXPECT_EQ(c.s.bits(0), 127u);
+    for (int64_t i = 0; i < 5; ++i) EXPECT_EQ(c.y.bits(i), w.codes[i]) << "value " << v[i];
+    EXPECT_EQ(c.s.bits(2), 107u);
+    for (int64_t i = 32; i < 64; ++i) EXPECT_EQ(c.y.bits(i), i % 2 ? 0xCu : 0x2u) << i;
+    EXPECT_EQ(c.s.bits(4), 0xFFu);
+    for (int64_t i = 64; i < 96; ++i) EXPECT_EQ(c.y.bits(i), 0u) << i;
+  }
+  // E2M1 on a bf16 block whose amax is 2^-126 (E = 1 <= emax 2): code 0, zeros of each sign.
+  HostTensor t(DType::kBFloat16, {1, 32});
+  for (int64_t i = 0; i < 32; ++i) {
+    t.set_bits(i, precision::round_to_bits(i % 2 ? -0x1p-126 : 0x1p-127, DType::kBFloat16));
+  }
+  Call c(t, DType::kFloat4E2M1, -1, 32, 0);
+  ASSERT_TRUE(c.run().ok());
+  EXPECT_EQ(c.s.bits(0), 0u);
+  for (int64_t i = 0; i < 32; ++i) EXPECT_EQ(c.y.bits(i), i % 2 ? 0x8u : 0x0u) << i;
+}
+
+TEST(DynamicMxQuantFp4, Validation) {
+  HostTensor odd = filled(DType::kBFloat16, {4, 33}, 0.0, 1.0, 1);
+  Call c(odd, DType::kFloat4E2M1, 0, 32, 0);
+  Status s = c.run();
+  EXPECT_EQ(s.code(), StatusCode::kParamInvalid);
+  EXPECT_NE(std::string(s.message()).find("even"), std::string::npos) << s.message();
+  EXPECT_TRUE(untouched(c.y) && untouched(c.s));
+  for (auto [yd, alg, bs, dtm] :
+       {std::tuple{DType::kFloat4E1M2, 2, 32, 0.0f}, std::tuple{DType::kFloat4E2M1, 1, 32, 0.0f},
+        std::tuple{DType::kFloat4E2M1, 2, 64, 0.0f},
+        std::tuple{DType::kFloat4E2M1, 2, 32, 13.0f}}) {
+    Call d(filled(DType::kBFloat16, {4, 64}, 0.0, 1.0, 1), yd, -1, bs, alg);
+    d.p.dst_type_max = dtm;
+    EXPECT_EQ(d.run().code(), StatusCode::kParamInvalid)
+        << mantissa::dtype_name(yd) << " alg " << alg << " bs " << bs << " dtm " << dtm;
+    EXPECT_TRUE(untouched(d.y) && untouched(d.s));
+  }
+}
+
 TEST(DynamicMxQuantValidation, RowsThroughTheCppApi) {
   struct Row {
     const char* what;
@@ -212,8 +356,8 @@ TEST(DynamicMxQuantValidation, RowsThroughTheCppApi) {
   HostTensor s_uint8 = sentinel(DType::kUInt8, {4, 2, 2});
   HostTensor y5 = sentinel(DType::kFloat8E5M2, {4, 96});
   const std::vector<Row> rows{
-      {"fp4", [](Call& c) { c.p.dst_type = DType::kFloat4E2M1; }, StatusCode::kParamInvalid,
-       "FLOAT4"},
+      {"fp4 into an fp8 y", [](Call& c) { c.p.dst_type = DType::kFloat4E2M1; },
+       StatusCode::kParamInvalid, "differs from dst_type"},
       {"int8", [](Call& c) { c.p.dst_type = DType::kInt8; }, StatusCode::kParamInvalid,
        "dst_type 2"},
       {"y not dst", [&](Call& c) { c.p.dst_type = DType::kFloat8E4M3FN, c.y = y5; },
@@ -225,7 +369,7 @@ TEST(DynamicMxQuantValidation, RowsThroughTheCppApi) {
       {"blocksize 2048", [](Call& c) { c.p.blocksize = 2048; }, StatusCode::kParamInvalid,
        "blocksize"},
       {"scale_alg 2", [](Call& c) { c.p.scale_alg = 2; }, StatusCode::kParamInvalid, "scale_alg"},
-      {"dst_type_max", [](Call& c) { c.p.dst_type_max = 6.0f; }, StatusCode::kParamInvalid,
+      {"dst_type_max", [](Call& c) { c.p.dst_type_max = 5.0f; }, StatusCode::kParamInvalid,
        "dst_type_max"},
       {"bound with alg 0", [](Call& c) { c.p.max_low_bound = 1.0f; }, StatusCode::kParamInvalid,
        "max_low_bound"},
@@ -298,6 +442,28 @@ TEST(DynamicMxQuantAclnn, V3AndV1WithAStridedInput) {
       << aclGetRecentErrMsg();
   expect_same_bits(y1, ref1.y, "y (V1)");
   expect_same_bits(s1, ref1.s, "mxscale (V1)");
+  // V3 into FLOAT4_E1M2 with "floor", the same strided x.
+  Call ref4(filled(DType::kBFloat16, {4, 64}, 0.0, 30.0, 3), DType::kFloat4E1M2, -1, 32, 0);
+  ref4.p.round_mode = mantissa::MxRoundMode::kFloor;
+  ASSERT_TRUE(ref4.run().ok());
+  HostTensor y4 = sentinel(DType::kFloat4E1M2, {4, 64}),
+             s4 = sentinel(DType::kFloat8E8M0, {4, 1, 2});
+  aclTensor* y4a = acl(view(y4));
+  aclTensor* s4a = acl(view(s4));
+  ASSERT_EQ(run_two_phases(
+                [&](uint64_t* size, aclOpExecutor** e) {
+                  return aclnnDynamicMxQuantV3GetWorkspaceSize(xa, -1, floor_mode, 41, 32, 0, 0.0,
+                                                               0.0, y4a, s4a, size, e);
+                },
+                [](void* ws, uint64_t size, aclOpExecutor* e) {
+                  return aclnnDynamicMxQuantV3(ws, size, e, nullptr);
+                }),
+            ACLNN_SUCCESS)
+      << aclGetRecentErrMsg();
+  expect_same_bits(y4, ref4.y, "y (FLOAT4_E1M2)");
+  expect_same_bits(s4, ref4.s, "mxscale (FLOAT4_E1M2)");
+  aclDestroyTensor(y4a);
+  aclDestroyTensor(s4a);
   // Refusals: nothing written.
   HostTensor y2 = sentinel(DType::kFloat8E5M2, {4, 64}),
              s2 = sentinel(DType::kFloat8E8M0, {4, 1, 2});

@@ -25,7 +25,8 @@ enum class DType : int32_t {
   kFloat64 = 11,
   kBool = 12,
   kBFloat16 = 27,
-  // Low-precision formats (see lowp.h). INT4 and FLOAT4_E2M1 are packed two elements per byte.
+  // Low-precision formats (see lowp.h). INT4 and the FLOAT4 types are packed two elements per
+  // byte.
   kInt4 = 29,
   kHiFloat8 = 34,  // declared for completeness; no operator accepts it
   kFloat8E5M2 = 35,
@@ -34,10 +35,11 @@ enum class DType : int32_t {
   kFloat6E3M2 = 38,  // one element per byte, in the low six bits
   kFloat6E2M3 = 39,
   kFloat4E2M1 = 40,
+  kFloat4E1M2 = 41,  // magnitudes code / 4 (0 .. 1.75); DynamicMxQuant's destination only
 };
 
 // Bytes per element; 0 for kUndefined, a value outside the enum, or a packed sub-byte type (INT4,
-// FLOAT4_E2M1), whose elements have no byte size of their own.
+// FLOAT4_E2M1, FLOAT4_E1M2), whose elements have no byte size of their own.
 MANTISSA_API std::size_t dtype_size(DType dtype) noexcept;
 // Bits per element in memory: 8 * dtype_size, or 4 for the packed types (two elements per byte,
 // element 2i in the low nibble); 0 when unknown. A tensor of n elements takes

@@ -536,16 +536,33 @@ void bind_ops(py::module_& m) {
       "dynamic_mx_quant",
       [quantized_view](py::handle x, py::handle y, py::handle mxscale, int64_t axis,
                        const std::string& dtype, int64_t blocksize, int64_t scale_alg,
-                       float max_low_bound, const std::string& round_mode) {
+                       float max_low_bound, const std::string& round_mode, float dst_type_max) {
         Buffers b;
         DynamicMxQuantTensors t;
         t.x = view_of(x, Access::kRead, b, "x");
-        t.y = quantized_view(y, dtype.c_str(), b);
+        const DType yd = dtype_from_name(dtype.c_str());
+        std::vector<int64_t> fp4_shape;
+        if (yd == DType::kFloat4E2M1 || yd == DType::kFloat4E1M2) {
+          // FLOAT4: a uint8 array of packed bytes (element 2i in the low nibble), x's shape with
+          // the last dim halved; the view is x's shape in elements.
+          TensorView v = view_of(y, Access::kWrite, b, "y");
+          if (v.dtype != DType::kUInt8 || v.rank == 0) {
+            raise_error(StatusCode::kParamInvalid,
+                        "y: a FLOAT4 destination takes a uint8 array of packed bytes (x's shape "
+                        "with the last dim halved)");
+          }
+          fp4_shape.assign(v.shape.begin(), v.shape.begin() + v.rank);
+          fp4_shape.back() *= 2;
+          t.y = TensorView(v.data, yd, std::span<const int64_t>(fp4_shape));
+        } else {
+          t.y = quantized_view(y, dtype.c_str(), b);
+        }
         t.mxscale = quantized_view(mxscale, "e8m0", b);
         DynamicMxQuantParams p{.axis = axis,
                                .dst_type = t.y.dtype,
                                .blocksize = blocksize,
                                .scale_alg = scale_alg,
+                               .dst_type_max = dst_type_max,
                                .max_low_bound = max_low_bound};
         if (!mx_round_mode_from_name(round_mode.c_str(), p.round_mode)) {
           raise_error(StatusCode::kParamInvalid,
@@ -556,8 +573,11 @@ void bind_ops(py::module_& m) {
       py::arg("x"), py::arg("y"), py::arg("mxscale"), py::kw_only(), py::arg("axis") = -1,
       py::arg("dtype") = "fp8_e4m3", py::arg("blocksize") = 32, py::arg("scale_alg") = 0,
       py::arg("max_low_bound") = 0.0f, py::arg("round_mode") = "rint",
+      py::arg("dst_type_max") = 0.0f,
       "DynamicMxQuant: MX quantization along `axis` in blocks of `blocksize`; y a uint8 array of "
-      "FP8 codes named by dtype, mxscale a uint8 array of E8M0 codes in CANN's pairs layout "
+      "FP8 codes named by dtype (fp8_e4m3, fp8_e5m2), or of packed FP4 codes (fp4_e2m1, fp4_e1m2: "
+      "x's shape with the last dim halved, element 2i in the low nibble), mxscale a uint8 array of "
+      "E8M0 codes in CANN's pairs layout "
       "(x's shape, dim axis -> ceil(ceil(n / blocksize) / 2), and a last dim of 2).");
 
   m.def(

@@ -929,6 +929,33 @@ def test_dynamic_mx_quant():
     assert back.tolist() == [[0.0, 8.0, 64.0, 512.0]]
 
 
+
+def test_dynamic_mx_quant_fp4_matches_numpy():
+    # FLOAT4_E2M1 along the last axis, blocks of 32, OCP rule: code = E(amax) - 2, factor
+    # 2^(127 - code); each value snapped to the grid (ties to the even code), saturated at 6,
+    # two codes per byte with element 2i in the low nibble.
+    rng = np.random.default_rng(12)
+    x = (rng.standard_normal((3, 64)) * 5).astype(f32)
+    y = np.zeros((3, 32), np.uint8)
+    s = np.zeros((3, 1, 2), np.uint8)
+    mantissa.dynamic_mx_quant(x, y, s, dtype="fp4_e2m1")
+    grid = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, 8])
+    want = np.zeros((3, 64), np.uint8)
+    for r in range(3):
+        for b in range(2):
+            blk = x[r, 32 * b:32 * b + 32]
+            e = int(np.frexp(np.abs(blk).max())[1]) - 1 + 127
+            assert s[r, 0, b] == e - 2
+            v = blk.astype(np.float64) * 2.0 ** (127 - (e - 2))
+            for i, t in enumerate(v):
+                d = np.abs(grid - abs(t))
+                k = min((k for k in range(9) if d[k] == d.min()), key=lambda k: k % 2)
+                want[r, 32 * b + i] = (8 if t < 0 else 0) | min(k, 7)
+    np.testing.assert_array_equal(y, want[:, 0::2] | (want[:, 1::2] << 4))
+    with pytest.raises(mantissa.Error) as e:
+        mantissa.dynamic_mx_quant(x[:, :63], np.zeros((3, 32), np.uint8), s, dtype="fp4_e2m1")
+    assert e.value.code == 161002
+
 def test_emulated_fp8_and_mx_matmul():
     # E4M3 codes of small integers: 1.0 0x38, 2.0 0x40, 3.0 0x44; the sums are exact.
     a = np.array([[0x38, 0x40], [0x44, 0x38]], np.uint8)

@@ -263,7 +263,8 @@ double scalar_as_double(const aclScalar& scalar) {
     case DType::kFloat8E8M0:
     case DType::kFloat6E3M2:
     case DType::kFloat6E2M3:
-    case DType::kFloat4E2M1: break;
+    case DType::kFloat4E2M1:
+    case DType::kFloat4E1M2: break;
   }
   return 0.0;  // unreachable: aclCreateScalar accepts only the dtypes above
 }

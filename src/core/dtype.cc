@@ -36,6 +36,7 @@ constexpr DTypeInfo kDTypes[] = {
     {DType::kFloat6E3M2, 1, "FLOAT6_E3M2", "fp6_e3m2"},
     {DType::kFloat6E2M3, 1, "FLOAT6_E2M3", "fp6_e2m3"},
     {DType::kFloat4E2M1, 0, "FLOAT4_E2M1", "fp4_e2m1"},
+    {DType::kFloat4E1M2, 0, "FLOAT4_E1M2", "fp4_e1m2"},
 };
 
 const DTypeInfo* find(DType dtype) noexcept {
@@ -53,7 +54,9 @@ std::size_t dtype_size(DType dtype) noexcept {
 }
 
 std::size_t dtype_bits(DType dtype) noexcept {
-  if (dtype == DType::kInt4 || dtype == DType::kFloat4E2M1) return 4;
+  if (dtype == DType::kInt4 || dtype == DType::kFloat4E2M1 || dtype == DType::kFloat4E1M2) {
+    return 4;
+  }
   return 8 * dtype_size(dtype);
 }
 

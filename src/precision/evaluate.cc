@@ -23,6 +23,8 @@ std::vector<HostTensor> round_golden(const OpEntry& op, const OpInputs& in,
         t.set_bits(i, round_to_bits(x, t.dtype));
       } else if (is_fp8(t.dtype)) {  // a quantized output: the kit's own FP8 rounding
         t.set_bits(i, round_to_fp8_saturating(x, t.dtype));
+      } else if (is_fp4(t.dtype)) {  // FP4: the golden gives the code's value (see its op)
+        t.set_bits(i, round_to_fp4(x, t.dtype, 0));
       } else {
         t.set_bits(i, static_cast<uint32_t>(static_cast<int32_t>(x)));
       }

@@ -186,4 +186,53 @@ uint32_t round_to_fp8_saturating(double x, DType dtype) noexcept {
   return (std::signbit(x) ? 0x80u : 0u) | best;
 }
 
+bool is_fp4(DType dtype) noexcept {
+  return dtype == DType::kFloat4E2M1 || dtype == DType::kFloat4E1M2;
+}
+
+namespace {
+
+// Magnitude k of the format for k = 0..8 (8: the next binade's first value).
+double fp4_magnitude(int k, DType dtype) noexcept {
+  static constexpr double kE2M1[9] = {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0};
+  return dtype == DType::kFloat4E2M1 ? kE2M1[k] : k / 4.0;
+}
+
+}  // namespace
+
+double decode_fp4(uint32_t code, DType dtype) noexcept {
+  const double m = fp4_magnitude(static_cast<int>(code & 7u), dtype);
+  return (code & 8u) ? -m : m;
+}
+
+uint32_t round_to_fp4(double x, DType dtype, int64_t mode) noexcept {
+  if (std::isnan(x)) return 0;
+  const double a = std::fabs(x);
+  const bool negative = std::signbit(x);
+  int pick = 0;
+  if (mode == 1) {  // floor: toward -inf
+    if (!negative) {
+      for (int k = 0; k < 9; ++k) {
+        if (fp4_magnitude(k, dtype) <= a) pick = k;
+      }
+    } else {
+      pick = 8;
+      for (int k = 8; k >= 0; --k) {
+        if (fp4_magnitude(k, dtype) >= a) pick = k;
+      }
+    }
+  } else {
+    double best = HUGE_VAL;
+    for (int k = 0; k < 9; ++k) {
+      const double d = std::fabs(fp4_magnitude(k, dtype) - a);
+      const bool better_tie = mode == 2 ? k > pick : k % 2 == 0;
+      if (d < best || (d == best && better_tie)) {
+        best = d;
+        pick = k;
+      }
+    }
+  }
+  return (negative ? 8u : 0u) | static_cast<uint32_t>(std::min(pick, 7));
+}
+
 }  // namespace mantissa::precision

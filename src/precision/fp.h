@@ -70,4 +70,13 @@ bool is_fp8(DType dtype) noexcept;
 double decode_fp8(uint32_t code, DType dtype) noexcept;
 uint32_t round_to_fp8_saturating(double x, DType dtype) noexcept;
 
+// FLOAT4_E2M1 (magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6) and FLOAT4_E1M2 (code / 4), sign in bit 3:
+// decoding a code, and a double's code by enumeration of the format's values and the next
+// binade's first (8 or 2, which saturates): mode 0 nearest with ties to the even code, 1 the
+// largest value not above x (floor), 2 nearest with ties away from zero; then clamped to the
+// largest magnitude. The sign is x's; NaN gives +0 (the formats have no NaN).
+bool is_fp4(DType dtype) noexcept;
+double decode_fp4(uint32_t code, DType dtype) noexcept;
+uint32_t round_to_fp4(double x, DType dtype, int64_t mode) noexcept;
+
 }  // namespace mantissa::precision

@@ -95,10 +95,17 @@ std::optional<uint32_t> special_value_bits(const std::string& raw, DType dtype) 
   return std::nullopt;
 }
 
+namespace {
+// Two elements per byte, element 2j in the low nibble of byte j.
+bool packed4(DType d) {
+  return d == DType::kInt4 || d == DType::kFloat4E2M1 || d == DType::kFloat4E1M2;
+}
+}  // namespace
+
 HostTensor::HostTensor(DType type, std::vector<int64_t> dims)
     : dtype(type), shape(std::move(dims)) {
   const auto n = static_cast<std::size_t>(numel());
-  bytes.assign(dtype == DType::kInt4 ? (n + 1) / 2 : n * element_size(), 0);
+  bytes.assign(packed4(dtype) ? (n + 1) / 2 : n * element_size(), 0);
 }
 
 int64_t HostTensor::numel() const noexcept {
@@ -118,14 +125,16 @@ std::size_t HostTensor::element_size() const noexcept {
     case DType::kUInt8:
     case DType::kFloat8E4M3FN:
     case DType::kFloat8E5M2:
-    case DType::kFloat8E8M0:      // E8M0 scale codes: value() is the code (0..255)
-    case DType::kInt4: return 1;  // INT4: two per byte (bits() and set_bits() take nibbles)
+    case DType::kFloat8E8M0:  // E8M0 scale codes: value() is the code (0..255)
+    case DType::kFloat4E2M1:
+    case DType::kFloat4E1M2:
+    case DType::kInt4: return 1;  // two per byte (bits() and set_bits() take nibbles)
     default: return 4;
   }
 }
 
 uint32_t HostTensor::bits(int64_t i) const noexcept {
-  if (dtype == DType::kInt4) {  // element 2j in the low nibble of byte j
+  if (packed4(dtype)) {  // element 2j in the low nibble of byte j
     return (bytes[static_cast<std::size_t>(i / 2)] >> (4 * (i & 1))) & 0x0Fu;
   }
   const std::size_t size = element_size();
@@ -142,7 +151,7 @@ uint32_t HostTensor::bits(int64_t i) const noexcept {
 }
 
 void HostTensor::set_bits(int64_t i, uint32_t v) noexcept {
-  if (dtype == DType::kInt4) {
+  if (packed4(dtype)) {
     uint8_t& b = bytes[static_cast<std::size_t>(i / 2)];
     const int shift = 4 * static_cast<int>(i & 1);
     b = static_cast<uint8_t>((b & ~(0x0Fu << shift)) | ((v & 0x0Fu) << shift));
@@ -162,6 +171,7 @@ double HostTensor::value(int64_t i) const noexcept {
   if (dtype == DType::kInt32) return static_cast<double>(static_cast<int32_t>(bits(i)));
   if (dtype == DType::kInt8) return static_cast<double>(static_cast<int8_t>(bits(i)));
   if (dtype == DType::kInt4) return static_cast<double>(static_cast<int>(bits(i) ^ 8u) - 8);
+  if (is_fp4(dtype)) return decode_fp4(bits(i), dtype);
   if (is_fp8(dtype)) return decode_fp8(bits(i), dtype);
   if (dtype == DType::kInt64) {
     int64_t v;

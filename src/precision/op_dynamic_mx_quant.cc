@@ -44,21 +44,47 @@ struct Scale {
   double factor;
 };
 
-Scale scale_of(double amax, DType y, int64_t alg, float max_low_bound) {
+// The format's emax (the exponent of its largest normal binade).
+int emax_of(DType y) {
+  switch (y) {
+    case DType::kFloat8E4M3FN: return 8;
+    case DType::kFloat8E5M2: return 15;
+    case DType::kFloat4E2M1: return 2;
+    default: return 0;  // FLOAT4_E1M2
+  }
+}
+
+// fp32's biased exponent of a value (0 for zero and subnormals), by frexp.
+int biased_exponent(double v) {
+  if (v == 0.0) return 0;
+  int e = 0;
+  std::frexp(v, &e);  // v = f * 2^e, f in [0.5, 1): floor(log2 v) = e - 1
+  return std::max(0, e - 1 + 127);
+}
+
+Scale from_code(int code) {
+  if (code <= 0) return {0, 0.0};
+  return {static_cast<uint32_t>(code), std::ldexp(1.0, 127 - code)};
+}
+
+Scale scale_of(double amax, DType y, int64_t alg, float max_low_bound, double dst_type_max) {
   if (std::isnan(amax) || std::isinf(amax)) return {0xFF, std::nan("")};
   const bool e4m3 = y == DType::kFloat8E4M3FN;
-  if (alg == 0) {
-    if (amax == 0.0) return {0, 0.0};
+  const bool dtype_range =
+      alg == 2 && (dst_type_max == 0.0 || dst_type_max == 6.0 || dst_type_max == 7.0);
+  if (alg == 0) return from_code(biased_exponent(amax) - emax_of(y));
+  if (dtype_range) {
+    // amax rounded to bf16; its exponent one higher when its significand exceeds 1.5 (1.75 for
+    // a dst_type_max of 7), so that amax / 2^(E - 2) stays within 6 (or 7).
+    const double b = decode_bits(round_to_bits(amax, DType::kBFloat16), DType::kBFloat16);
     int e = 0;
-    std::frexp(amax, &e);  // amax = f * 2^e, f in [0.5, 1): floor(log2 amax) = e - 1
-    // fp32's biased exponent of amax: 0 for a subnormal amax.
-    const int biased = std::max(0, e - 1 + 127);
-    const int code = biased - (e4m3 ? 8 : 15);
-    if (code <= 0) return {0, 0.0};
-    return {static_cast<uint32_t>(code), std::ldexp(1.0, 127 - code)};
+    const double f = std::frexp(b, &e) * 2.0;  // b = f * 2^(e - 1), f in [1, 2)
+    const int bump = b != 0.0 && f > (dst_type_max == 7.0 ? 1.75 : 1.5) ? 1 : 0;
+    return from_code(std::min(biased_exponent(b) + bump, 256) - 2);
   }
   if (amax == 0.0) return {0, 0.0};
-  const auto inv_max = static_cast<float>(1.0 / (e4m3 ? 448.0 : 57344.0));
+  const double top = alg == 2 ? dst_type_max : (e4m3 ? 448.0 : 57344.0);
+  const auto inv_max = static_cast<float>(1.0 / top);
   const float s = std::max(static_cast<float>(amax), max_low_bound) * inv_max;
   int e = 0;
   const double f = std::frexp(static_cast<double>(s), &e);  // s = f * 2^e
@@ -79,6 +105,7 @@ void for_each_block(const OpInputs& in, Emit&& emit) {
   const auto y = static_cast<DType>(in.attrs[kDstType].i);
   const int64_t alg = in.attrs[kScaleAlg].i;
   const auto mlb = static_cast<float>(in.attrs[kMaxLowBound].f);
+  const double dtm = in.attrs[kDstTypeMax].f;
   for (int64_t o = 0; o < g.outer; ++o) {
     for (int64_t b = 0; b < g.blocks; ++b) {
       for (int64_t i = 0; i < g.inner; ++i) {
@@ -90,7 +117,7 @@ void for_each_block(const OpInputs& in, Emit&& emit) {
           nan = nan || std::isnan(v);
           amax = std::max(amax, v);
         }
-        emit(g, o, b, i, scale_of(nan ? std::nan("") : amax, y, alg, mlb), l1);
+        emit(g, o, b, i, scale_of(nan ? std::nan("") : amax, y, alg, mlb, dtm), l1);
       }
     }
   }
@@ -108,6 +135,8 @@ std::vector<int64_t> scale_shape(const OpInputs& in) {
 
 std::vector<std::vector<double>> golden(const OpInputs& in) {
   const HostTensor& x = in.tensors[kX];
+  const auto dst = static_cast<DType>(in.attrs[kDstType].i);
+  const int64_t mode = in.attrs[kRoundMode].i;
   std::vector<double> y(static_cast<std::size_t>(x.numel()));
   const Geometry g0(in);
   std::vector<double> scales(static_cast<std::size_t>(g0.outer * g0.pairs * g0.inner * 2), 0.0);
@@ -116,7 +145,11 @@ std::vector<std::vector<double>> golden(const OpInputs& in) {
     scales[static_cast<std::size_t>(g.code_index(o, b, i))] = static_cast<double>(s.code);
     for (int64_t l = b * g.blocksize; l < l1; ++l) {
       const int64_t k = g.x_index(o, l, i);
-      y[static_cast<std::size_t>(k)] = in_f64(x, k) * s.factor;
+      const double v = in_f64(x, k) * s.factor;
+      // FLOAT4: the value of the mode's code (a floor or a tie away from zero is not the
+      // nearest value, which is all the fp64 golden's rounding could give).
+      y[static_cast<std::size_t>(k)] =
+          is_fp4(dst) ? decode_fp4(round_to_fp4(v, dst, mode), dst) : v;
     }
   });
   return {y, scales};
@@ -129,11 +162,13 @@ std::vector<HostTensor> golden32(const OpInputs& in) {
   for (int64_t k = 0; k < codes.numel(); ++k) codes.set_bits(k, 0);
   for_each_block(in, [&](const Geometry& g, int64_t o, int64_t b, int64_t i, Scale s, int64_t l1) {
     codes.set_bits(g.code_index(o, b, i), s.code);
+    // The factor as fp32: 2^(127 - code) (code 254: the subnormal 2^-127), 0 or NaN.
     const auto factor = static_cast<float>(s.factor);
     for (int64_t l = b * g.blocksize; l < l1; ++l) {
       const int64_t k = g.x_index(o, l, i);
       const float v = in_f32(x, k) * factor;  // one fp32 product
-      y.set_bits(k, round_to_fp8_saturating(static_cast<double>(v), dst));
+      y.set_bits(k, is_fp4(dst) ? round_to_fp4(static_cast<double>(v), dst, in.attrs[kRoundMode].i)
+                                : round_to_fp8_saturating(static_cast<double>(v), dst));
     }
   });
   return {y, codes};

@@ -60,7 +60,8 @@ typedef enum {
   ACL_FLOAT8_E8M0 = 37,
   ACL_FLOAT6_E3M2 = 38, /* one per byte, low six bits */
   ACL_FLOAT6_E2M3 = 39,
-  ACL_FLOAT4_E2M1 = 40 /* packed two per byte, element 2i in the low nibble */
+  ACL_FLOAT4_E2M1 = 40, /* packed two per byte, element 2i in the low nibble */
+  ACL_FLOAT4_E1M2 = 41  /* packed as FLOAT4_E2M1 */
 } aclDataType;
 
 /* CANN's formats; the operators of this library take ACL_FORMAT_ND only (any other is refused

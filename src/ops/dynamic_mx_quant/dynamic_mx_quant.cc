@@ -150,8 +150,10 @@ HWY_AFTER_NAMESPACE();
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "core/op_entry.h"
+#include "core/parallel.h"
 #include "mantissa/ops/dynamic_mx_quant.h"
 #include "ops/dynamic_mx_quant/dynamic_mx_quant_desc.h"
 
@@ -210,6 +212,136 @@ MxBlockScale mx_block_scale(float amax, DType y_dtype, int64_t scale_alg, float 
   return {static_cast<uint8_t>(code), code == 0 ? 0x1p127f : factor(code)};
 }
 
+// ---- FLOAT4 destinations (scalar: every target gives the same bits by construction) -------
+
+namespace {
+
+// 2^(127 - code) for codes 1..254 (254: the subnormal 2^-127, upstream's bf16 0x0040).
+float mx_factor(uint32_t code) {
+  return code == 254 ? 0x1p-127f : std::bit_cast<float>((254u - code) << 23);
+}
+
+// A FLOAT4 block's code and factor. scale_alg 0: E(amax) - emax (2 for E2M1, 0 for E1M2), code 0
+// (factor 0: zero elements) at or below it. scale_alg 2 (E2M1): dst_type_max 0, 6 or 7 rounds
+// amax to bf16 and adds 0x3F (0x1F for 7) to its bits before taking the exponent (the exponent
+// goes up when amax's significand exceeds 1.5, or 1.75); any other dst_type_max is cuBLAS's rule
+// with fp32(1 / dst_type_max).
+MxBlockScale mx_fp4_block_scale(float amax, DType y_dtype, int64_t scale_alg, float dst_type_max) {
+  if (!std::isfinite(amax)) return {0xFF, std::numeric_limits<float>::quiet_NaN()};
+  uint32_t e = std::bit_cast<uint32_t>(amax) >> 23;  // amax >= +0: its biased exponent
+  if (scale_alg == 2) {
+    if (dst_type_max != 0.0f && dst_type_max != 6.0f && dst_type_max != 7.0f) {
+      if (amax == 0.0f) return {0, 0.0f};
+      const auto inv = static_cast<float>(1.0 / static_cast<double>(dst_type_max));
+      const uint32_t bits = std::bit_cast<uint32_t>(amax * inv);
+      const uint32_t se = bits >> 23, man = bits & 0x7FFFFFu;
+      const bool up = (se > 0 && se < 254 && man > 0) || (se == 0 && man > 0x400000u);
+      const uint32_t code = se + (up ? 1u : 0u);
+      return {static_cast<uint8_t>(code), code == 0 ? 0x1p127f : mx_factor(code)};
+    }
+    const uint32_t b =
+        (float_to_bf16_bits(amax) & 0x7FFFu) + (dst_type_max == 7.0f ? 0x1Fu : 0x3Fu);
+    e = std::min<uint32_t>((b >> 7) & 0xFFu, 254u + 2u);
+  }
+  const uint32_t emax = y_dtype == DType::kFloat4E2M1 ? 2u : 0u;
+  if (e <= emax) return {0, 0.0f};
+  const uint32_t code = std::min<uint32_t>(e - emax, 254u);
+  return {static_cast<uint8_t>(code), mx_factor(code)};
+}
+
+// s (an fp32 product, exact in practice) to a FLOAT4 code: the signed value snapped to the
+// format's grid by round_mode (E2M1: step 0.5 below 2, 1 in [2, 4), 2 from 4; E1M2: step 0.25),
+// saturated to +-max (6, 1.75); the sign kept (a negative value rounding to zero is -0); NaN
+// gives +0 (FLOAT4 has no NaN).
+uint8_t fp4_code(float s, bool e1m2, MxRoundMode mode) {
+  if (std::isnan(s)) return 0;
+  const double v = s;
+  const double a = std::fabs(v);
+  double step = 0.25;
+  if (!e1m2) {
+    int e = 0;
+    (void)std::frexp(a, &e);  // a = f * 2^e, f in [0.5, 1): unbiased exponent e - 1
+    step = std::ldexp(1.0, std::max(a == 0.0 ? 0 : e - 1, 0) - 1);
+  }
+  const double q = v / step;  // exact: a power of two
+  double r = 0.0;
+  switch (mode) {
+    case MxRoundMode::kFloor: r = std::floor(q); break;
+    case MxRoundMode::kRound: r = std::round(q); break;  // ties away from zero
+    case MxRoundMode::kRint: {
+      r = std::floor(q);
+      const double rest = q - r;
+      if (rest > 0.5 || (rest == 0.5 && std::fmod(r, 2.0) != 0.0)) r += 1.0;
+      break;
+    }
+  }
+  const double max = e1m2 ? 1.75 : 6.0;
+  const double m = std::min(std::fabs(r * step), max);
+  uint32_t code = 0;
+  if (e1m2) {
+    code = static_cast<uint32_t>(m * 4.0);
+  } else if (m < 2.0) {
+    code = static_cast<uint32_t>(m * 2.0);
+  } else if (m < 4.0) {
+    code = 4u + static_cast<uint32_t>(m - 2.0);
+  } else {
+    code = 6u + static_cast<uint32_t>((m - 4.0) / 2.0);
+  }
+  return static_cast<uint8_t>((std::signbit(v) ? 8u : 0u) | code);
+}
+
+float load_element(DType dtype, const void* x, int64_t i) {
+  return load_as_float(dtype, x, static_cast<std::size_t>(i));
+}
+
+void set_nibble(uint8_t* y, int64_t i, uint8_t code) {
+  uint8_t& byte = y[i >> 1];
+  byte = (i & 1) ? static_cast<uint8_t>((byte & 0x0F) | (code << 4))
+                 : static_cast<uint8_t>((byte & 0xF0) | code);
+}
+
+// Every block of the [outer, length, inner] view: the blocks of one (o, b) pair are its inner
+// columns. A task writes whole bytes of y (the last dim is even, and so is every block's share of
+// a row), so tasks never share a byte.
+void run_fp4(const DynamicMxQuantKernelArgs& a, const DynamicMxQuantParams& p) {
+  const int64_t blocks = (a.length + a.blocksize - 1) / a.blocksize;
+  const int64_t pairs = (blocks + 1) / 2;
+  const bool e1m2 = a.y_dtype == DType::kFloat4E1M2;
+  auto body = [&](int64_t task_begin, int64_t task_end) {
+    std::vector<float> recip(static_cast<std::size_t>(a.inner));
+    for (int64_t task = task_begin; task < task_end; ++task) {
+      const int64_t o = task / blocks, b = task % blocks;
+      const int64_t l0 = b * a.blocksize, l1 = std::min(a.length, l0 + a.blocksize);
+      for (int64_t c = 0; c < a.inner; ++c) {
+        float amax = 0.0f;
+        bool nan = false;
+        for (int64_t l = l0; l < l1; ++l) {
+          const float v = std::fabs(load_element(a.x_dtype, a.x, (o * a.length + l) * a.inner + c));
+          nan = nan || std::isnan(v);
+          amax = std::max(amax, v);
+        }
+        if (nan) amax = std::numeric_limits<float>::quiet_NaN();
+        const MxBlockScale s = mx_fp4_block_scale(amax, a.y_dtype, a.scale_alg, p.dst_type_max);
+        a.mxscale[((o * pairs + b / 2) * a.inner + c) * 2 + (b % 2)] = s.code;
+        if (b == blocks - 1 && blocks % 2 == 1)
+          a.mxscale[((o * pairs + b / 2) * a.inner + c) * 2 + 1] = 0;
+        recip[static_cast<std::size_t>(c)] = s.recip;
+      }
+      for (int64_t l = l0; l < l1; ++l) {
+        for (int64_t c = 0; c < a.inner; ++c) {
+          const int64_t at = (o * a.length + l) * a.inner + c;
+          const float v = load_element(a.x_dtype, a.x, at) * recip[static_cast<std::size_t>(c)];
+          set_nibble(a.y, at, fp4_code(v, e1m2, p.round_mode));
+        }
+      }
+    }
+  };
+  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, a.blocksize * a.inner));
+  detail::parallel_for(a.outer * blocks, grain, body);
+}
+
+}  // namespace
+
 Status check_dynamic_mx_quant_params(const DynamicMxQuantTensors& t,
                                      const DynamicMxQuantParams& p) {
   constexpr std::string_view op = DynamicMxQuantOp::kType;
@@ -218,37 +350,50 @@ Status check_dynamic_mx_quant_params(const DynamicMxQuantTensors& t,
     return fail(StatusCode::kParamInvalid, op, "axis {} is out of range for x of rank {}", p.axis,
                 rank);
   }
-  if (p.dst_type == DType::kFloat4E2M1 || static_cast<int>(p.dst_type) == 41) {
-    return fail(
-        StatusCode::kParamInvalid, op,
-        "dst_type {} (FLOAT4) is not supported; FLOAT8_E5M2 (35) and FLOAT8_E4M3FN (36) are",
-        static_cast<int>(p.dst_type));
-  }
-  if (p.dst_type != DType::kFloat8E5M2 && p.dst_type != DType::kFloat8E4M3FN) {
+  const bool fp4 = p.dst_type == DType::kFloat4E2M1 || p.dst_type == DType::kFloat4E1M2;
+  if (!fp4 && p.dst_type != DType::kFloat8E5M2 && p.dst_type != DType::kFloat8E4M3FN) {
     return fail(StatusCode::kParamInvalid, op,
-                "dst_type {} is not one of 35 (FLOAT8_E5M2), 36 (FLOAT8_E4M3FN)",
+                "dst_type {} is not one of 35 (FLOAT8_E5M2), 36 (FLOAT8_E4M3FN), 40 (FLOAT4_E2M1), "
+                "41 (FLOAT4_E1M2)",
                 static_cast<int>(p.dst_type));
   }
   if (t.y.dtype != p.dst_type) {
     return fail(StatusCode::kParamInvalid, op, "y dtype {} differs from dst_type {}",
                 dtype_name(t.y.dtype), dtype_name(p.dst_type));
   }
-  if (p.round_mode != MxRoundMode::kRint) {
+  if (!fp4 && p.round_mode != MxRoundMode::kRint) {
     return fail(StatusCode::kParamInvalid, op,
                 "round_mode \"{}\" is FLOAT4's; FLOAT8 destinations take \"rint\"",
                 mx_round_mode_name(p.round_mode));
+  }
+  if (fp4 && rank > 0 && t.x.shape[rank - 1] % 2 != 0) {
+    return fail(StatusCode::kParamInvalid, op,
+                "x's last dim is {}, but a FLOAT4 destination packs two elements per byte: it must "
+                "be even (shape {})",
+                t.x.shape[rank - 1], t.x.shape_string());
   }
   if (p.blocksize < 32 || p.blocksize > 1024 || p.blocksize % 32 != 0) {
     return fail(StatusCode::kParamInvalid, op, "blocksize {} is not a multiple of 32 in [32, 1024]",
                 p.blocksize);
   }
-  if (p.scale_alg != 0 && p.scale_alg != 1) {
-    return fail(StatusCode::kParamInvalid, op,
-                "scale_alg {} is not 0 (OCP) or 1 (cuBLAS) (2 is FLOAT4_E2M1's)", p.scale_alg);
+  // CANN's tiling: FLOAT8 takes 0 (OCP) and 1 (cuBLAS), FLOAT4_E2M1 0 and 2 (blocksize 32),
+  // FLOAT4_E1M2 0 only.
+  const bool alg_ok =
+      fp4 ? (p.scale_alg == 0 || (p.scale_alg == 2 && p.dst_type == DType::kFloat4E2M1))
+          : (p.scale_alg == 0 || p.scale_alg == 1);
+  if (!alg_ok) {
+    return fail(
+        StatusCode::kParamInvalid, op,
+        "scale_alg {} is not accepted for dst_type {} (FLOAT8: 0 or 1; FLOAT4_E2M1: 0 or 2; "
+        "FLOAT4_E1M2: 0)",
+        p.scale_alg, dtype_name(p.dst_type));
   }
-  if (p.dst_type_max != 0.0f) {
-    return fail(StatusCode::kParamInvalid, op,
-                "dst_type_max {} must be 0 for FLOAT8 destinations (FLOAT4_E2M1 sets it)",
+  if (p.scale_alg == 2 && p.blocksize != 32) {
+    return fail(StatusCode::kParamInvalid, op, "scale_alg 2 needs blocksize 32 (it is {})",
+                p.blocksize);
+  }
+  if (!(p.dst_type_max == 0.0f || (p.dst_type_max >= 6.0f && p.dst_type_max <= 12.0f))) {
+    return fail(StatusCode::kParamInvalid, op, "dst_type_max {} is not 0 or in [6, 12]",
                 p.dst_type_max);
   }
   if (!(p.max_low_bound >= 0.0f) || std::isinf(p.max_low_bound)) {
@@ -297,6 +442,10 @@ Status dynamic_mx_quant(const DynamicMxQuantTensors& t, const DynamicMxQuantPara
     a.mxscale = static_cast<uint8_t*>(t.mxscale.data);
     if (a.outer == 0 || a.inner == 0) return {};
     if (a.length == 0) return {};  // no blocks: mxscale holds no element either
+    if (a.y_dtype == DType::kFloat4E2M1 || a.y_dtype == DType::kFloat4E1M2) {
+      detail::run_fp4(a, p);
+      return {};
+    }
     HWY_DYNAMIC_DISPATCH(DynamicMxQuantImpl)(a);
     return {};
   });

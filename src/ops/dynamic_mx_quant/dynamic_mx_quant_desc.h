@@ -47,7 +47,10 @@ struct DynamicMxQuantOp {
   enum Arg { kX, kY, kMxScale };
   static constexpr std::array kArgs{
       In("x", "x").training_float().rank(1, 7),
-      Out("y", "yOut", "y").dtype_in({DType::kFloat8E5M2, DType::kFloat8E4M3FN}).shape_of(kX),
+      Out("y", "yOut", "y")
+          .dtype_in(
+              {DType::kFloat8E5M2, DType::kFloat8E4M3FN, DType::kFloat4E2M1, DType::kFloat4E1M2})
+          .shape_of(kX),
       Out("mxscale", "mxscaleOut", "mxscale").dtype_in({DType::kFloat8E8M0}).rank(2, 8),
   };
   MANTISSA_TENSOR_MEMBERS(x, y, mxscale);
