@@ -100,6 +100,54 @@ TEST(AntiMxQuant, InvertsDynamicMxQuant) {
   }
 }
 
+// FLOAT4 x: every one of the 16 codes of each format against its value times its block's factor,
+// on every target and thread count; and DynamicMxQuant's FLOAT4 output dequantized back.
+TEST(AntiMxQuant, Fp4CodesAndTheRoundTrip) {
+  static constexpr float kE2M1[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  for (DType xd : {DType::kFloat4E2M1, DType::kFloat4E1M2}) {
+    SCOPED_TRACE(mantissa::dtype_name(xd));
+    HostTensor x(xd, {4, 64});
+    for (int64_t i = 0; i < x.numel(); ++i) x.set_bits(i, static_cast<uint32_t>(i % 16));
+    HostTensor s(DType::kFloat8E8M0, {4, 1, 2});
+    const uint32_t codes[] = {127, 130, 0, 0xFF, 254, 1, 120, 127};
+    for (int64_t k = 0; k < 8; ++k) s.set_bits(k, codes[k]);
+    HostTensor want(DType::kFloat32, {4, 64});
+    for (int64_t r = 0; r < 4; ++r) {
+      for (int64_t c = 0; c < 64; ++c) {
+        const uint32_t q = static_cast<uint32_t>((r * 64 + c) % 16);
+        const float m = xd == DType::kFloat4E2M1 ? kE2M1[q & 7] : static_cast<float>(q & 7) / 4;
+        const uint32_t code = codes[r * 2 + c / 32];
+        const float f = code == 0xFF ? std::numeric_limits<float>::quiet_NaN()
+                                     : std::ldexp(1.0f, static_cast<int>(code) - 127);
+        const float v = ((q & 8) ? -m : m) * f;
+        want.set_bits(r * 64 + c, std::isnan(v) ? 0x7FC00000u : std::bit_cast<uint32_t>(v));
+      }
+    }
+    mt::for_each_target_and_thread_count([&](const std::string&, int) {
+      HostTensor y = sentinel(DType::kFloat32, {4, 64});
+      ASSERT_TRUE(mantissa::anti_mx_quant({.x = view(x), .mxscale = view(s), .y = view(y)},
+                                          {.dst_type = DType::kFloat32})
+                      .ok());
+      expect_same_bits(y, want, "y");
+    });
+  }
+  // x = k / 4 * 2^e (FLOAT4_E1M2's values at block scales): quantized and dequantized exactly.
+  HostTensor x(DType::kFloat32, {2, 64});
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const float v = std::ldexp(static_cast<float>(1 + i % 7) / 4.0f, static_cast<int>(i / 32) * 3);
+    x.set_bits(i, std::bit_cast<uint32_t>(i % 3 == 0 ? -v : v));
+  }
+  HostTensor q = sentinel(DType::kFloat4E1M2, {2, 64}), s = sentinel(DType::kFloat8E8M0, {2, 1, 2});
+  ASSERT_TRUE(mantissa::dynamic_mx_quant({.x = view(x), .y = view(q), .mxscale = view(s)},
+                                         {.dst_type = DType::kFloat4E1M2})
+                  .ok());
+  HostTensor y = sentinel(DType::kFloat32, {2, 64});
+  ASSERT_TRUE(mantissa::anti_mx_quant({.x = view(q), .mxscale = view(s), .y = view(y)},
+                                      {.dst_type = DType::kFloat32})
+                  .ok());
+  expect_same_bits(y, x, "round trip");
+}
+
 TEST(AntiMxQuant, SpecialCodes) {
   // x E4M3FN: 1.0 (0x38), -0 (0x80), NaN (0x7F), 448 (0x7E); scale codes per block below.
   HostTensor x(DType::kFloat8E4M3FN, {4, 32});

@@ -586,12 +586,19 @@ void bind_ops(py::module_& m) {
         Buffers b;
         AntiMxQuantTensors t;
         // Read-only one-byte arrays tagged with the codes' dtype.
+        std::vector<int64_t> fp4_shape;
         const auto codes = [&](py::handle h, const char* name, const char* as) {
           TensorView v = view_of(h, Access::kRead, b, name);
           const DType d = dtype_from_name(as);
           if (d == DType::kUndefined || dtype_size(v.dtype) != 1) {
             raise_error(StatusCode::kParamInvalid,
                         std::string(name) + ": a one-byte array of " + as + " codes is needed");
+          }
+          if (dtype_bits(d) == 4 && v.rank > 0) {
+            // Packed FLOAT4 bytes: the view is in elements, the last dim doubled.
+            fp4_shape.assign(v.shape.begin(), v.shape.begin() + v.rank);
+            fp4_shape.back() *= 2;
+            return TensorView(v.data, d, std::span<const int64_t>(fp4_shape));
           }
           v.dtype = d;
           return v;
@@ -603,7 +610,8 @@ void bind_ops(py::module_& m) {
       },
       py::arg("x"), py::arg("mxscale"), py::arg("y"), py::kw_only(), py::arg("axis") = -1,
       py::arg("dtype") = "fp8_e4m3",
-      "AntiMxQuant: y = x * 2^(code - 127), x a uint8 array of FP8 codes named by dtype, "
+      "AntiMxQuant: y = x * 2^(code - 127), x a uint8 array of FP8 codes named by dtype (or of "
+      "packed FP4 codes, fp4_e2m1 / fp4_e1m2, the last dim halved), "
       "mxscale DynamicMxQuant's E8M0 codes (blocks of 32); y float32, float16 or bfloat16.");
 
   // FP8 scaling recipes (mantissa/amp/fp8_scaling.h).

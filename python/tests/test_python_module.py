@@ -952,6 +952,12 @@ def test_dynamic_mx_quant_fp4_matches_numpy():
                 k = min((k for k in range(9) if d[k] == d.min()), key=lambda k: k % 2)
                 want[r, 32 * b + i] = (8 if t < 0 else 0) | min(k, 7)
     np.testing.assert_array_equal(y, want[:, 0::2] | (want[:, 1::2] << 4))
+    # AntiMxQuant takes the packed bytes back: each code's value times 2^(scale - 127).
+    back = np.zeros((3, 64), f32)
+    mantissa.anti_mx_quant(y, s, back, dtype="fp4_e2m1")
+    vals = np.where(want & 8, -1.0, 1.0) * grid[want & 7]
+    scale = 2.0 ** (np.repeat(s[:, 0, :].astype(np.float64), 32, axis=1) - 127)
+    np.testing.assert_array_equal(back, (vals * scale).astype(f32))
     with pytest.raises(mantissa.Error) as e:
         mantissa.dynamic_mx_quant(x[:, :63], np.zeros((3, 32), np.uint8), s, dtype="fp4_e2m1")
     assert e.value.code == 161002

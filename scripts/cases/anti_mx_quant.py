@@ -35,4 +35,11 @@ for xdt in ["fp8_e4m3", "fp8_e5m2"]:
         rows.append(amq(f"all_codes_{t}", xdt, out, [64, 64], uniform(-400, 400), uniform(0, 255)))
         rows.append(amq(f"specials_{t}", xdt, out, [2, 16], special([1.0, "nan", 448.0, -448.0, 0.0, "-0.0", 0.001, "inf"]), uniform(120, 130)))
     rows.append(amq(f"empty_{xdt}", xdt, "bf16", [0, 64], uniform(-1, 1), uniform(120, 130)))
+# FLOAT4 x (packed two per byte): both formats, every y dtype, last and earlier axes, every code.
+for xdt in ["fp4_e2m1", "fp4_e1m2"]:
+    for out in OUT:
+        t = f"{xdt}_{out}"
+        rows.append(amq(f"last_axis_{t}", xdt, out, [8, 96], uniform(-7, 7), uniform(107, 147)))
+        rows.append(amq(f"earlier_axis_{t}", xdt, out, [2, 70, 18], uniform(-7, 7), uniform(107, 147), axis=1))
+        rows.append(amq(f"all_codes_{t}", xdt, out, [64, 64], uniform(-7, 7), uniform(0, 255)))
 json.dump(rows, open("cases/anti_mx_quant/bitwise_anti_mx_quant.json", "w"), indent=1)

@@ -122,7 +122,10 @@ DType parse_dtype(const json& v, const std::string& key, bool attr) {
       // Quantized inputs: FP8 values (rounded to nearest even, saturated), E8M0 scale codes.
       {"fp8_e4m3", DType::kFloat8E4M3FN},
       {"fp8_e5m2", DType::kFloat8E5M2},
-      {"fp8_e8m0", DType::kFloat8E8M0}};
+      {"fp8_e8m0", DType::kFloat8E8M0},
+      // FP4 values (packed two per byte; rounded to nearest even, saturated, NaN to +0).
+      {"fp4_e2m1", DType::kFloat4E2M1},
+      {"fp4_e1m2", DType::kFloat4E1M2}};
   static const std::map<std::string, DType> kAttrExtra{{"fp64", DType::kFloat64}};
   if (auto it = kTensor.find(s); it != kTensor.end()) return it->second;
   if (attr) {
@@ -230,7 +233,8 @@ InputSpec parse_input(const json& in, std::size_t index) {
     count *= d;
   }
   s.generator = parse_generator(in["range_values"], nkey + ".range_values");
-  const bool is_fp8 = s.dtype == DType::kFloat8E4M3FN || s.dtype == DType::kFloat8E5M2;
+  const bool is_fp8 = s.dtype == DType::kFloat8E4M3FN || s.dtype == DType::kFloat8E5M2 ||
+                      s.dtype == DType::kFloat4E2M1 || s.dtype == DType::kFloat4E1M2;
   if (is_fp8) {
     // FP8 tensors take every generator; of the special names only those FP8 can hold.
     for (const auto& v : s.generator.values) {

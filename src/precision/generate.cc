@@ -300,9 +300,9 @@ std::string generate_inputs(const CaseSpec& c, const OpEntry& op, uint64_t seed,
     const int64_t n = t.numel();
     const GeneratorSpec& g = s.generator;
     Stream rng(seed, c.id, s.name);
-    if (is_fp8(s.dtype)) {
-      // FP8 inputs: each value drawn as for a float tensor, then the kit's saturating rounding
-      // (a name: NaN, or +-inf saturated; other special names are float formats' only).
+    if (is_fp8(s.dtype) || is_fp4(s.dtype)) {
+      // FP8 (FP4) inputs: each value drawn as for a float tensor, then the kit's saturating
+      // rounding (a name: NaN, or +-inf saturated; other special names are float formats' only).
       auto value = [&](std::size_t k) {
         const GeneratorSpec::Value& v = g.values[k % g.values.size()];
         if (!v.is_name) return v.number;
@@ -324,7 +324,8 @@ std::string generate_inputs(const CaseSpec& c, const OpEntry& op, uint64_t seed,
           case GeneratorSpec::Kind::kConst:
           case GeneratorSpec::Kind::kSpecial: v = value(static_cast<std::size_t>(i)); break;
         }
-        t.set_bits(i, round_to_fp8_saturating(v, s.dtype));
+        t.set_bits(
+            i, is_fp4(s.dtype) ? round_to_fp4(v, s.dtype, 0) : round_to_fp8_saturating(v, s.dtype));
       }
     } else if (is_float(s.dtype)) {
       switch (g.kind) {

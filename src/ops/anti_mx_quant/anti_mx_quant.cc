@@ -90,6 +90,8 @@ void AntiMxQuantImpl(const detail::AntiMxQuantKernelArgs& a) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include <vector>
+
 #include "core/op_entry.h"
 #include "mantissa/ops/anti_mx_quant.h"
 #include "ops/anti_mx_quant/anti_mx_quant_desc.h"
@@ -99,6 +101,38 @@ namespace mantissa {
 HWY_EXPORT(AntiMxQuantImpl);
 
 namespace detail {
+namespace {
+
+// FLOAT4 x (two codes per byte, element 2i in the low nibble): each code's value (E2M1: 0, 0.5,
+// 1, 1.5, 2, 3, 4, 6; E1M2: code / 4; sign in bit 3) times its block's factor in fp32, rounded
+// once to y's dtype. Scalar: every target gives the same bits.
+void run_fp4(const AntiMxQuantKernelArgs& a) {
+  static constexpr float kE2M1[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  const bool e2m1 = a.x_dtype == DType::kFloat4E2M1;
+  auto body = [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t o = row / a.length, l = row % a.length, b = l / kAntiMxBlock;
+      const uint8_t* const codes = a.mxscale + ((o * a.pairs + b / 2) * a.inner) * 2 + (b % 2);
+      for (int64_t c = 0; c < a.inner; ++c) {
+        const int64_t i = row * a.inner + c;
+        const uint32_t x = (a.x[i >> 1] >> (4 * (i & 1))) & 0x0Fu;
+        const float m = e2m1 ? kE2M1[x & 7u] : static_cast<float>(x & 7u) * 0.25f;
+        const uint8_t code = codes[c * 2];
+        const float f = code == 0xFF ? std::numeric_limits<float>::quiet_NaN()
+                        : code == 0  ? 0x1p-127f
+                                     : std::bit_cast<float>(static_cast<uint32_t>(code) << 23);
+        const float v = ((x & 8u) ? -m : m) * f;
+        // NaN made canonical, then one rounding to y's dtype.
+        store_from_float(a.y_dtype, a.y, static_cast<std::size_t>(i),
+                         std::isnan(v) ? std::numeric_limits<float>::quiet_NaN() : v);
+      }
+    }
+  };
+  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, a.inner));
+  detail::parallel_for(a.outer * a.length, grain, body);
+}
+
+}  // namespace
 
 Status check_anti_mx_quant_params(const AntiMxQuantTensors& t, const AntiMxQuantParams& p) {
   constexpr std::string_view op = AntiMxQuantOp::kType;
@@ -106,6 +140,13 @@ Status check_anti_mx_quant_params(const AntiMxQuantTensors& t, const AntiMxQuant
   if (p.axis < -rank || p.axis >= rank) {
     return fail(StatusCode::kParamInvalid, op, "axis {} is out of range for x of rank {}", p.axis,
                 rank);
+  }
+  if ((t.x.dtype == DType::kFloat4E2M1 || t.x.dtype == DType::kFloat4E1M2) && rank > 0 &&
+      t.x.shape[rank - 1] % 2 != 0) {
+    return fail(StatusCode::kParamInvalid, op,
+                "x's last dim is {}, but FLOAT4 x packs two elements per byte: it must be even "
+                "(shape {})",
+                t.x.shape[rank - 1], t.x.shape_string());
   }
   if (p.dst_type != DType::kFloat32 && p.dst_type != DType::kFloat16 &&
       p.dst_type != DType::kBFloat16) {
@@ -152,6 +193,10 @@ Status anti_mx_quant(const AntiMxQuantTensors& t, const AntiMxQuantParams& p, Wo
     a.mxscale = static_cast<const uint8_t*>(t.mxscale.data);
     a.y = t.y.data;
     if (a.outer == 0 || a.length == 0 || a.inner == 0) return {};
+    if (a.x_dtype == DType::kFloat4E2M1 || a.x_dtype == DType::kFloat4E1M2) {
+      detail::run_fp4(a);
+      return {};
+    }
     HWY_DYNAMIC_DISPATCH(AntiMxQuantImpl)(a);
     return {};
   });

@@ -33,7 +33,10 @@ struct AntiMxQuantOp {
 
   enum Arg { kX, kMxScale, kY };
   static constexpr std::array kArgs{
-      In("x", "x").dtype_in({DType::kFloat8E5M2, DType::kFloat8E4M3FN}).rank(1, 7),
+      In("x", "x")
+          .dtype_in(
+              {DType::kFloat8E5M2, DType::kFloat8E4M3FN, DType::kFloat4E2M1, DType::kFloat4E1M2})
+          .rank(1, 7),
       In("mxscale", "mxscale").dtype_in({DType::kFloat8E8M0}).rank(2, 8),
       Out("y", "y", "y").training_float().shape_of(kX),
   };
