@@ -432,6 +432,241 @@ TEST(MxMatmul, DequantizesExactlyAndMultiplies) {
       {1, 3});
 }
 
+// MXFP4: FLOAT4_E2M1 operands from DynamicMxQuant, dequantized exactly and multiplied.
+TEST(MxMatmul, Fp4Operands) {
+  const int64_t m = 5, k = 64, n = 3;
+  HostTensor xa = filled(DType::kBFloat16, {m, k}, 0.0, 1.0, 41),
+             xb = filled(DType::kBFloat16, {n, k}, 0.0, 1.0, 42);
+  HostTensor qa = sentinel(DType::kFloat4E2M1, {m, k}),
+             sa = sentinel(DType::kFloat8E8M0, {m, 1, 2});
+  HostTensor qb = sentinel(DType::kFloat4E2M1, {n, k}),
+             sb = sentinel(DType::kFloat8E8M0, {n, 1, 2});
+  ASSERT_TRUE(
+      mantissa::dynamic_mx_quant({view(xa), view(qa), view(sa)}, {.dst_type = DType::kFloat4E2M1})
+          .ok());
+  ASSERT_TRUE(
+      mantissa::dynamic_mx_quant({view(xb), view(qb), view(sb)}, {.dst_type = DType::kFloat4E2M1})
+          .ok());
+  HostTensor out(DType::kFloat32, {m, n});
+  ASSERT_TRUE(mantissa::amp::mx_matmul({view(qa), view(sa)}, {view(qb), view(sb)}, view(out)).ok());
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0.0, mag = 0.0;
+      for (int64_t c = 0; c < k; ++c) {
+        const double fa = std::ldexp(1.0, static_cast<int>(sa.bits(i * 2 + c / 32)) - 127);
+        const double fb = std::ldexp(1.0, static_cast<int>(sb.bits(j * 2 + c / 32)) - 127);
+        const double p = qa.value(i * k + c) * fa * qb.value(j * k + c) * fb;
+        sum += p;
+        mag += std::fabs(p);
+      }
+      EXPECT_LE(std::fabs(out.value(i * n + j) - sum), (k - 1) * 0x1p-24 * mag) << i << "," << j;
+    }
+  }
+}
+
+// ---- NVFP4 ----------------------------------------------------------------------------------
+
+// The recipe transcribed with the kit's own FP8 and FP4 rounding (enumeration of each format's
+// values): S = fp32(2688 / amax); per block of 16, s = E4M3(fp32(bmax / 6) * S); q = E2M1(fp32(x
+// * fp32(S / s))).
+struct Nvfp4Ref {
+  HostTensor codes, scales;
+  float tensor_scale_inv = 0.0f;
+};
+Nvfp4Ref nvfp4_reference(const HostTensor& x) {
+  const int64_t rows = x.shape[0], k = x.shape[1];
+  Nvfp4Ref r{HostTensor(DType::kFloat4E2M1, {rows, k}),
+             HostTensor(DType::kFloat8E4M3FN, {rows, k / 16})};
+  float amax = 0.0f;
+  for (int64_t i = 0; i < x.numel(); ++i)
+    amax = std::max(amax, std::fabs(static_cast<float>(x.value(i))));
+  const float enc = amax > 0.0f ? 2688.0f / amax : 1.0f;
+  r.tensor_scale_inv = 1.0f / enc;
+  for (int64_t row = 0; row < rows; ++row) {
+    for (int64_t b = 0; b < k / 16; ++b) {
+      float bmax = 0.0f;
+      for (int64_t j = 0; j < 16; ++j) {
+        bmax = std::max(bmax, std::fabs(static_cast<float>(x.value(row * k + b * 16 + j))));
+      }
+      const float t = bmax / 6.0f;
+      const uint32_t sc =
+          precision::round_to_fp8_saturating(static_cast<double>(t * enc), DType::kFloat8E4M3FN);
+      r.scales.set_bits(row * (k / 16) + b, sc);
+      const auto s = static_cast<float>(precision::decode_fp8(sc, DType::kFloat8E4M3FN));
+      const float factor = s == 0.0f ? 0.0f : enc / s;
+      for (int64_t j = 0; j < 16; ++j) {
+        const int64_t i = row * k + b * 16 + j;
+        const float v = static_cast<float>(x.value(i)) * factor;
+        r.codes.set_bits(i, precision::round_to_fp4(static_cast<double>(v), DType::kFloat4E2M1, 0));
+      }
+    }
+  }
+  return r;
+}
+
+TEST(Nvfp4, QuantizeMatchesTheRecipeOnEveryTargetAndThreadCount) {
+  for (DType xd : {DType::kFloat32, DType::kBFloat16, DType::kFloat16}) {
+    SCOPED_TRACE(mantissa::dtype_name(xd));
+    // Rows of different magnitudes: block scales across E4M3's range.
+    HostTensor x(xd, {6, 96});
+    HostTensor base = filled(DType::kFloat32, {6, 96}, 0.0, 1.0, 17);
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const double v = base.value(i) * std::ldexp(1.0, static_cast<int>(i / 96) * 3 - 6);
+      x.set_bits(i, precision::round_to_bits(v, xd));
+    }
+    const Nvfp4Ref ref = nvfp4_reference(x);
+    mt::for_each_target_and_thread_count(
+        [&](const std::string&, int) {
+          HostTensor q = sentinel(DType::kFloat4E2M1, {6, 96}),
+                     s = sentinel(DType::kFloat8E4M3FN, {6, 6});
+          mantissa::amp::Nvfp4Matrix m{view(q), view(s)};
+          ASSERT_TRUE(mantissa::amp::nvfp4_quantize(view(x), m).ok());
+          mt::expect_same_bits(q, ref.codes, "codes");
+          mt::expect_same_bits(s, ref.scales, "scales");
+          EXPECT_EQ(m.tensor_scale_inv, ref.tensor_scale_inv);
+        },
+        {1, 3});
+    // Dequantized: (q * s) * fp32(1 / S), and within NVFP4's error of x (half an E2M1 step of
+    // the block's range plus the E4M3 scale's rounding).
+    HostTensor q = sentinel(DType::kFloat4E2M1, {6, 96}),
+               s = sentinel(DType::kFloat8E4M3FN, {6, 6});
+    mantissa::amp::Nvfp4Matrix m{view(q), view(s)};
+    ASSERT_TRUE(mantissa::amp::nvfp4_quantize(view(x), m).ok());
+    HostTensor back(DType::kFloat32, {6, 96});
+    ASSERT_TRUE(mantissa::amp::nvfp4_dequantize(m, view(back)).ok());
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const auto sv =
+          static_cast<float>(precision::decode_fp8(s.bits(i / 16), DType::kFloat8E4M3FN));
+      const float want = (static_cast<float>(q.value(i)) * sv) * m.tensor_scale_inv;
+      ASSERT_EQ(std::bit_cast<uint32_t>(static_cast<float>(back.value(i))),
+                std::bit_cast<uint32_t>(want))
+          << i;
+      float bmax = 0.0f;
+      for (int64_t j = i / 16 * 16; j < i / 16 * 16 + 16; ++j)
+        bmax = std::max(bmax, std::fabs(static_cast<float>(x.value(j))));
+      EXPECT_LE(std::fabs(back.value(i) - x.value(i)), bmax * 0.25) << i;
+    }
+  }
+}
+
+TEST(Nvfp4, SpecialBlocksAndGivenAmax) {
+  HostTensor x(DType::kFloat32, {2, 32});
+  for (int64_t i = 0; i < 64; ++i)
+    x.set_bits(i, std::bit_cast<uint32_t>(static_cast<float>(i % 7) - 3.0f));
+  x.set_bits(5, 0x7FC00000u);                           // a NaN in block 0
+  for (int64_t i = 32; i < 48; ++i) x.set_bits(i, 0u);  // an all-zero block
+  HostTensor q = sentinel(DType::kFloat4E2M1, {2, 32}), s = sentinel(DType::kFloat8E4M3FN, {2, 2});
+  mantissa::amp::Nvfp4Matrix m{view(q), view(s)};
+  ASSERT_TRUE(mantissa::amp::nvfp4_quantize(view(x), m).ok());
+  EXPECT_EQ(m.tensor_scale_inv, 1.0f);  // amax NaN: S = 1
+  EXPECT_EQ(s.bits(0), 0x7Fu);          // the NaN block: E4M3's NaN, zero codes
+  for (int64_t i = 0; i < 16; ++i) EXPECT_EQ(q.bits(i), 0u) << i;
+  EXPECT_EQ(s.bits(2), 0u);  // the zero block: scale 0, codes 0
+  for (int64_t i = 32; i < 48; ++i) EXPECT_EQ(q.bits(i), 0u) << i;
+  HostTensor back(DType::kFloat32, {2, 32});
+  ASSERT_TRUE(mantissa::amp::nvfp4_dequantize(m, view(back)).ok());
+  EXPECT_TRUE(std::isnan(back.value(0)));
+  EXPECT_EQ(back.value(32), 0.0);
+  // A given amax below the data's: the block scale saturates at 448 and elements at +-6.
+  HostTensor y(DType::kFloat32, {1, 16});
+  for (int64_t i = 0; i < 16; ++i) y.set_bits(i, std::bit_cast<uint32_t>(i % 2 ? -100.0f : 100.0f));
+  HostTensor q2 = sentinel(DType::kFloat4E2M1, {1, 16}),
+             s2 = sentinel(DType::kFloat8E4M3FN, {1, 1});
+  mantissa::amp::Nvfp4Matrix m2{view(q2), view(s2)};
+  ASSERT_TRUE(mantissa::amp::nvfp4_quantize(view(y), m2, {.amax = 1.0f}).ok());
+  EXPECT_EQ(m2.tensor_scale_inv, 1.0f / 2688.0f);
+  EXPECT_EQ(s2.bits(0), 0x7Eu);  // 448
+  for (int64_t i = 0; i < 16; ++i) EXPECT_EQ(q2.bits(i), i % 2 ? 0xFu : 0x7u) << i;
+}
+
+TEST(Nvfp4, StochasticRoundingIsUnbiasedAndTheSameEverywhere) {
+  // One value between E2M1's 2 and 3 after scaling: x = 2.25 with amax 6 in every block
+  // (S = 448, s = E4M3(1 * 448) = 448, factor 1): rounded up with probability 1/4.
+  const int64_t rows = 64, k = 256;
+  HostTensor x(DType::kFloat32, {rows, k});
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    x.set_bits(i, std::bit_cast<uint32_t>(i % 16 == 0 ? 6.0f : 2.25f));
+  }
+  HostTensor q = sentinel(DType::kFloat4E2M1, {rows, k}),
+             s = sentinel(DType::kFloat8E4M3FN, {rows, k / 16});
+  mantissa::amp::Nvfp4Matrix m{view(q), view(s)};
+  ASSERT_TRUE(mantissa::amp::nvfp4_quantize(
+                  view(x), m, {.amax = std::nullopt, .stochastic = true, .seed = 7, .step = 3})
+                  .ok());
+  int64_t up = 0, count = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    if (i % 16 == 0) continue;
+    ASSERT_TRUE(q.bits(i) == 4u || q.bits(i) == 5u) << i;  // 2 or 3
+    up += q.bits(i) == 5u;
+    ++count;
+  }
+  // Binomial(count, 1/4): within 5 standard deviations.
+  const double mean = count / 4.0, sd = std::sqrt(count * 0.25 * 0.75);
+  EXPECT_LE(std::fabs(static_cast<double>(up) - mean), 5 * sd) << up << " of " << count;
+  mt::for_each_target_and_thread_count(
+      [&](const std::string&, int) {
+        HostTensor q2 = sentinel(DType::kFloat4E2M1, {rows, k}),
+                   s2 = sentinel(DType::kFloat8E4M3FN, {rows, k / 16});
+        mantissa::amp::Nvfp4Matrix m2{view(q2), view(s2)};
+        ASSERT_TRUE(
+            mantissa::amp::nvfp4_quantize(
+                view(x), m2, {.amax = std::nullopt, .stochastic = true, .seed = 7, .step = 3})
+                .ok());
+        mt::expect_same_bits(q2, q, "codes");
+      },
+      {1, 3});
+  // Another step draws other bits.
+  HostTensor q3 = sentinel(DType::kFloat4E2M1, {rows, k}),
+             s3 = sentinel(DType::kFloat8E4M3FN, {rows, k / 16});
+  mantissa::amp::Nvfp4Matrix m3{view(q3), view(s3)};
+  ASSERT_TRUE(mantissa::amp::nvfp4_quantize(
+                  view(x), m3, {.amax = std::nullopt, .stochastic = true, .seed = 7, .step = 4})
+                  .ok());
+  EXPECT_NE(q3.bytes, q.bytes);
+}
+
+TEST(Nvfp4, MatmulAndValidation) {
+  const int64_t m = 4, k = 48, n = 5;
+  HostTensor xa = filled(DType::kFloat32, {m, k}, 0.0, 2.0, 51),
+             xb = filled(DType::kFloat32, {n, k}, 0.0, 0.5, 52);
+  HostTensor qa = sentinel(DType::kFloat4E2M1, {m, k}), sa = sentinel(DType::kFloat8E4M3FN, {m, 3});
+  HostTensor qb = sentinel(DType::kFloat4E2M1, {n, k}), sb = sentinel(DType::kFloat8E4M3FN, {n, 3});
+  mantissa::amp::Nvfp4Matrix a{view(qa), view(sa)}, b{view(qb), view(sb)};
+  ASSERT_TRUE(mantissa::amp::nvfp4_quantize(view(xa), a).ok());
+  ASSERT_TRUE(mantissa::amp::nvfp4_quantize(view(xb), b).ok());
+  HostTensor out(DType::kFloat32, {m, n});
+  ASSERT_TRUE(mantissa::amp::nvfp4_matmul(a, b, view(out)).ok());
+  const auto val = [&](const HostTensor& q, const HostTensor& s, int64_t r, int64_t c) {
+    return q.value(r * k + c) * precision::decode_fp8(s.bits(r * 3 + c / 16), DType::kFloat8E4M3FN);
+  };
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0.0, mag = 0.0;
+      for (int64_t c = 0; c < k; ++c) {
+        const double p = val(qa, sa, i, c) * val(qb, sb, j, c);
+        sum += p;
+        mag += std::fabs(p);
+      }
+      const double f = static_cast<double>(a.tensor_scale_inv) * b.tensor_scale_inv;
+      EXPECT_LE(std::fabs(out.value(i * n + j) - sum * f), (k + 2) * 0x1p-24 * mag * f)
+          << i << "," << j;
+    }
+  }
+  // Refusals: k not a multiple of 16, wrong dtypes or shapes; nothing written.
+  HostTensor odd(DType::kFloat32, {2, 20});
+  HostTensor q20 = sentinel(DType::kFloat4E2M1, {2, 20}),
+             s20 = sentinel(DType::kFloat8E4M3FN, {2, 1});
+  mantissa::amp::Nvfp4Matrix bad{view(q20), view(s20)};
+  EXPECT_EQ(mantissa::amp::nvfp4_quantize(view(odd), bad).code(), StatusCode::kParamInvalid);
+  EXPECT_TRUE(untouched(q20) && untouched(s20));
+  HostTensor s_wrong = sentinel(DType::kFloat8E5M2, {m, 3});
+  mantissa::amp::Nvfp4Matrix bad2{view(qa), view(s_wrong)};
+  EXPECT_EQ(mantissa::amp::nvfp4_quantize(view(xa), bad2).code(), StatusCode::kParamInvalid);
+  HostTensor out_bad = sentinel(DType::kFloat32, {n, m});
+  EXPECT_EQ(mantissa::amp::nvfp4_matmul(a, b, view(out_bad)).code(), StatusCode::kParamInvalid);
+  EXPECT_TRUE(untouched(out_bad));
+}
+
 TEST(Fp8Matmul, Validation) {
   HostTensor a = fp8_codes(DType::kFloat8E4M3FN, {4, 8}, 1),
              b = fp8_codes(DType::kFloat8E4M3FN, {8, 3}, 2);

@@ -687,12 +687,20 @@ void bind_ops(py::module_& m) {
       });
 
   // Read-only one-byte arrays of codes, tagged with the codes' dtype.
-  const auto code_view = [](py::handle h, const char* name, const std::string& as, Buffers& b) {
-    TensorView v = view_of(h, Access::kRead, b, name);
+  // A uint8 array of codes named by `as`; packed FLOAT4 (fp4_e2m1, fp4_e1m2): the array holds
+  // bytes, the view elements (the last dim doubled).
+  const auto code_view = [](py::handle h, const char* name, const std::string& as, Buffers& b,
+                            Access access = Access::kRead) {
+    TensorView v = view_of(h, access, b, name);
     const DType d = dtype_from_name(as.c_str());
     if (d == DType::kUndefined || dtype_size(v.dtype) != 1) {
       raise_error(StatusCode::kParamInvalid,
                   std::string(name) + ": a one-byte array of " + as + " codes is needed");
+    }
+    if (dtype_bits(d) == 4 && v.rank > 0) {
+      std::vector<int64_t> dims(v.shape.begin(), v.shape.begin() + v.rank);
+      dims.back() *= 2;
+      return TensorView(v.data, d, std::span<const int64_t>(dims));
     }
     v.dtype = d;
     return v;
@@ -728,6 +736,53 @@ void bind_ops(py::module_& m) {
       py::kw_only(), py::arg("dtype_a") = "fp8_e4m3", py::arg("dtype_b") = "fp8_e4m3",
       "Emulated MX GEMM: out = A @ B^T for MX operands quantized along k (DynamicMxQuant's "
       "last-axis layout), dequantized exactly, the product by MatMul in fp32.");
+
+  m.def(
+      "nvfp4_quantize",
+      [code_view](py::handle x, py::handle codes, py::handle scales, std::optional<float> amax,
+                  bool stochastic, uint64_t seed, uint64_t step) {
+        Buffers buf;
+        const TensorView xv = view_of(x, Access::kRead, buf, "x");
+        amp::Nvfp4Matrix q{code_view(codes, "codes", "fp4_e2m1", buf, Access::kWrite),
+                           code_view(scales, "scales", "fp8_e4m3", buf, Access::kWrite)};
+        run([&] {
+          return amp::nvfp4_quantize(
+              xv, q, {.amax = amax, .stochastic = stochastic, .seed = seed, .step = step});
+        });
+        return q.tensor_scale_inv;
+      },
+      py::arg("x"), py::arg("codes"), py::arg("scales"), py::kw_only(),
+      py::arg("amax") = py::none(), py::arg("stochastic") = false, py::arg("seed") = 0,
+      py::arg("step") = 0,
+      "NVFP4: x [rows, k] (k a multiple of 16) into packed E2M1 codes (uint8 [rows, k / 2]) and "
+      "E4M3 block scales (uint8 [rows, k / 16]); returns the tensor scale's inverse 1 / S.");
+  m.def(
+      "nvfp4_dequantize",
+      [code_view](py::handle codes, py::handle scales, float tensor_scale_inv, py::handle out) {
+        Buffers buf;
+        const amp::Nvfp4Matrix q{code_view(codes, "codes", "fp4_e2m1", buf),
+                                 code_view(scales, "scales", "fp8_e4m3", buf), tensor_scale_inv};
+        const TensorView o = view_of(out, Access::kWrite, buf, "out");
+        run([&] { return amp::nvfp4_dequantize(q, o); });
+      },
+      py::arg("codes"), py::arg("scales"), py::arg("tensor_scale_inv"), py::arg("out"),
+      "NVFP4's values: (q * s) * tensor_scale_inv, rounded once to out's dtype.");
+  m.def(
+      "nvfp4_matmul",
+      [code_view](py::handle a, py::handle a_scales, float a_scale_inv, py::handle b,
+                  py::handle b_scales, float b_scale_inv, py::handle out) {
+        Buffers buf;
+        const amp::Nvfp4Matrix ma{code_view(a, "a", "fp4_e2m1", buf),
+                                  code_view(a_scales, "a_scales", "fp8_e4m3", buf), a_scale_inv};
+        const amp::Nvfp4Matrix mb{code_view(b, "b", "fp4_e2m1", buf),
+                                  code_view(b_scales, "b_scales", "fp8_e4m3", buf), b_scale_inv};
+        const TensorView o = view_of(out, Access::kWrite, buf, "out");
+        run([&] { return amp::nvfp4_matmul(ma, mb, o); });
+      },
+      py::arg("a"), py::arg("a_scales"), py::arg("a_scale_inv"), py::arg("b"), py::arg("b_scales"),
+      py::arg("b_scale_inv"), py::arg("out"),
+      "Emulated NVFP4 GEMM: out = (A @ B^T) * (a_scale_inv * b_scale_inv), operands decoded "
+      "exactly to q * s, MatMul in fp32.");
 
   m.def(
       "current_scale",

@@ -978,3 +978,29 @@ def test_emulated_fp8_and_mx_matmul():
     prod = np.zeros((6, 6), f32)
     mantissa.mx_matmul(q, s, q, s, prod)
     assert np.allclose(prod, deq.astype(np.float64) @ deq.T.astype(np.float64), rtol=1e-5, atol=1e-5)
+
+
+def test_nvfp4_recipe_round_trip_and_matmul():
+    # NVFP4: S = 2688 / amax; block scale E4M3(bmax / 6 * S); elements E2M1(x * S / s); the
+    # dequantized values within half an E2M1 step of the block's range; the GEMM of the decoded
+    # operands times both tensor scales.
+    rng = np.random.default_rng(21)
+    a = rng.standard_normal((4, 32)).astype(f32)
+    b = rng.standard_normal((3, 32)).astype(f32)
+    qa, sa = np.zeros((4, 16), np.uint8), np.zeros((4, 2), np.uint8)
+    qb, sb = np.zeros((3, 16), np.uint8), np.zeros((3, 2), np.uint8)
+    ia = mantissa.nvfp4_quantize(a, qa, sa)
+    ib = mantissa.nvfp4_quantize(b, qb, sb)
+    assert ia == f32(1) / (f32(2688) / np.abs(a).max())
+    da = np.zeros_like(a)
+    mantissa.nvfp4_dequantize(qa, sa, ia, da)
+    bmax = np.repeat(np.abs(a).reshape(4, 2, 16).max(axis=2), 16, axis=1)
+    assert np.all(np.abs(da - a) <= bmax * 0.25)
+    db = np.zeros_like(b)
+    mantissa.nvfp4_dequantize(qb, sb, ib, db)
+    out = np.zeros((4, 3), f32)
+    mantissa.nvfp4_matmul(qa, sa, ia, qb, sb, ib, out)
+    np.testing.assert_allclose(out, da.astype(np.float64) @ db.T.astype(np.float64), rtol=1e-5,
+                               atol=1e-6)
+    with pytest.raises(mantissa.Error):
+        mantissa.nvfp4_quantize(a[:, :20].copy(), np.zeros((4, 10), np.uint8), sa)

@@ -19,11 +19,13 @@ namespace {
 
 bool fp8_codes(DType d) { return d == DType::kFloat8E4M3FN || d == DType::kFloat8E5M2; }
 
-Status check_matrix(std::string_view op, const char* name, const TensorView& t) {
-  if (!fp8_codes(t.dtype)) {
-    return detail::fail(StatusCode::kParamInvalid, op,
-                        "{} dtype {} is not FLOAT8_E4M3FN or FLOAT8_E5M2", name,
-                        dtype_name(t.dtype));
+// fp4: MX operands may also hold FLOAT4_E2M1 / FLOAT4_E1M2 codes (MXFP4).
+Status check_matrix(std::string_view op, const char* name, const TensorView& t, bool fp4 = false) {
+  const bool fp4_codes = t.dtype == DType::kFloat4E2M1 || t.dtype == DType::kFloat4E1M2;
+  if (!fp8_codes(t.dtype) && !(fp4 && fp4_codes)) {
+    return detail::fail(StatusCode::kParamInvalid, op, "{} dtype {} is not FLOAT8_E4M3FN or {}",
+                        name, dtype_name(t.dtype),
+                        fp4 ? "FLOAT8_E5M2, FLOAT4_E2M1, FLOAT4_E1M2" : "FLOAT8_E5M2");
   }
   if (t.rank != 2) {
     return detail::fail(StatusCode::kParamInvalid, op, "{} has rank {}; a matrix is rank 2", name,
@@ -114,8 +116,8 @@ Status fp8_matmul(const Fp8Matrix& a, const Fp8Matrix& b, const TensorView& out,
 Status mx_matmul(const MxMatrix& a, const MxMatrix& b, const TensorView& out) {
   constexpr std::string_view op = "mx_matmul";
   return detail::guarded_entry(op, [&]() -> Status {
-    MANTISSA_RETURN_IF_ERROR(check_matrix(op, "a", a.codes));
-    MANTISSA_RETURN_IF_ERROR(check_matrix(op, "b", b.codes));
+    MANTISSA_RETURN_IF_ERROR(check_matrix(op, "a", a.codes, true));
+    MANTISSA_RETURN_IF_ERROR(check_matrix(op, "b", b.codes, true));
     const int64_t m = a.codes.shape[0], k = a.codes.shape[1], n = b.codes.shape[0];
     if (b.codes.shape[1] != k) {
       return detail::fail(StatusCode::kParamInvalid, op,

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -130,7 +131,8 @@ struct Fp8Matrix {
 MANTISSA_API Status fp8_matmul(const Fp8Matrix& a, const Fp8Matrix& b, const TensorView& out,
                                bool transpose_b = false);
 
-// An MX operand quantized along k: codes [rows, k] (FLOAT8_E4M3FN or FLOAT8_E5M2) and E8M0
+// An MX operand quantized along k: codes [rows, k] (FLOAT8_E4M3FN or FLOAT8_E5M2; or, for MXFP4,
+// FLOAT4_E2M1 / FLOAT4_E1M2, packed, k even) and E8M0
 // scales of blocks of 32 along k in DynamicMxQuant's last-axis layout ([rows, ceil(ceil(k / 32)
 // / 2), 2]).
 struct MxMatrix {
@@ -142,5 +144,48 @@ struct MxMatrix {
 // layout): each operand dequantized exactly as AntiMxQuant does (FP8 value times 2^(code - 127)
 // in fp32), then MatMul in fp32, rounded once to out's dtype.
 MANTISSA_API Status mx_matmul(const MxMatrix& a, const MxMatrix& b, const TensorView& out);
+
+// ---- NVFP4: FP4 E2M1 elements, an FP8 E4M3 scale per 16 elements, an fp32 tensor scale -------
+//
+// NVIDIA's two-level FP4 format (docs/fp8_training.md#nvfp4), quantized along the last dim:
+//   S      = fp32(2688 / amax)                 the tensor's encode scale (2688 = 448 * 6); 1 when
+//                                              amax is 0, infinite or NaN; FLT_MAX if it overflows
+//   s      = E4M3(fp32(bmax / 6) * S)          each 16-element block's scale (bmax its max |x|),
+//                                              rounded to nearest even, saturated at 448
+//   q      = E2M1(fp32(x) * fp32(S / s))       each element (0 when s is 0), rounded to nearest
+//                                              even (or stochastically) and saturated at 6
+//   x'     = (q * s) * fp32(1 / S)             the value it stands for (q * s exact)
+// A block holding an infinity or a NaN gets the E4M3 NaN code (0x7F) and zero elements, so it
+// decodes to NaN.
+struct Nvfp4Matrix {
+  TensorView codes;               // FLOAT4_E2M1 [rows, k], packed; k a multiple of 16
+  TensorView scales;              // FLOAT8_E4M3FN [rows, k / 16]
+  float tensor_scale_inv = 1.0f;  // fp32(1 / S)
+};
+
+struct Nvfp4Options {
+  // The amax S comes from; unset: max |x| of x itself (one pass).
+  std::optional<float> amax;
+  // Stochastic rounding of the elements (for gradients): between the two FP4 values around
+  // |x * S / s|, up with probability (|v| - lower) / (upper - lower), decided by the library's
+  // keyed bits sr_bits(seed, step, 0, element index) (mantissa/optim.h): the same bits on every
+  // target and thread count.
+  bool stochastic = false;
+  uint64_t seed = 0;
+  uint64_t step = 0;
+};
+
+// Quantizes x [rows, k] (FLOAT, FLOAT16 or BFLOAT16, contiguous) into m.codes and m.scales and
+// sets m.tensor_scale_inv. Validation first (161002 naming the argument); nothing is written on
+// error.
+MANTISSA_API Status nvfp4_quantize(const TensorView& x, Nvfp4Matrix& m, const Nvfp4Options& o = {});
+// out [rows, k] (FLOAT, FLOAT16 or BFLOAT16) = the values m stands for, rounded once to out's
+// dtype.
+MANTISSA_API Status nvfp4_dequantize(const Nvfp4Matrix& m, const TensorView& out);
+// out [m, n] = (A @ B^T) * fp32(a.tensor_scale_inv * b.tensor_scale_inv) for A [m, k] and B
+// [n, k]: each operand decoded exactly to q * s in fp32, MatMul in fp32 (the library's one
+// order), then the tensor scales applied once and the result rounded once to out's dtype (a
+// block-scaled FP4 GEMM's math).
+MANTISSA_API Status nvfp4_matmul(const Nvfp4Matrix& a, const Nvfp4Matrix& b, const TensorView& out);
 
 }  // namespace mantissa::amp
