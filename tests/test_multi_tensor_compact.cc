@@ -671,6 +671,69 @@ TEST(MultiTensorCompact, SameBitsOnEveryTargetAndThreadCount) {
   }
 }
 
+// Stochastically rounded bf16 moments: the weights of the round-to-nearest step, and each new
+// moment the fp32 one rounded with float_to_bf16_stochastic and sr_moment_bits (m and v on
+// streams of their own); the same bits on every target and thread count.
+TEST(MultiTensorCompact, StochasticBf16Moments) {
+  mantissa::FusedStepOptions o;
+  o.stochastic_moments = true;
+  o.seed = 9;
+  o.rng_step = 4;
+  // The fp32 moments the step computes: the same step with fp32 moments holding bf16's values.
+  std::vector<PC> ref =
+      make_compact(MomentFormat::kBf16, DType::kBFloat16, DType::kBFloat16, false);
+  for (PC& p : ref) {
+    HostTensor m32(DType::kFloat32, p.shape), v32(DType::kFloat32, p.shape);
+    for (int64_t i = 0; i < p.n; ++i) {
+      m32.set_bits(i, bits_of(static_cast<float>(p.m.value(i))));
+      v32.set_bits(i, bits_of(static_cast<float>(p.v.value(i))));
+    }
+    p.m = m32;
+    p.v = v32;
+    p.f = MomentFormat::kFp32;
+  }
+  ASSERT_TRUE(
+      mantissa::multi_tensor_adam_w_compact(tensors_of(ref), hyper(3), MomentFormat::kFp32).ok());
+  int64_t differ_from_nearest = 0;
+  mt::for_each_target_and_thread_count(
+      [&](const std::string&, int) {
+        std::vector<PC> got =
+            make_compact(MomentFormat::kBf16, DType::kBFloat16, DType::kBFloat16, false);
+        ASSERT_TRUE(
+            mantissa::multi_tensor_adam_w_compact(tensors_of(got), hyper(3), MomentFormat::kBf16, o)
+                .ok());
+        for (std::size_t k = 0; k < got.size(); ++k) {
+          ASSERT_TRUE(got[k].var.bytes == ref[k].var.bytes) << k;
+          for (int64_t i = 0; i < got[k].n; ++i) {
+            const auto t = static_cast<uint32_t>(k);
+            const uint16_t wm = mantissa::float_to_bf16_stochastic(
+                f32(ref[k].m.bits(i)),
+                mantissa::sr_moment_bits(9, 4, t, static_cast<uint64_t>(i), 0) >> 16);
+            const uint16_t wv = mantissa::float_to_bf16_stochastic(
+                f32(ref[k].v.bits(i)),
+                mantissa::sr_moment_bits(9, 4, t, static_cast<uint64_t>(i), 1) >> 16);
+            ASSERT_EQ(got[k].m.bits(i), wm) << k << " " << i;
+            ASSERT_EQ(got[k].v.bits(i), wv) << k << " " << i;
+            differ_from_nearest += wm != mantissa::float_to_bf16_bits(f32(ref[k].m.bits(i)));
+          }
+        }
+      },
+      {1, 3});
+  EXPECT_GT(differ_from_nearest, 0);
+  // Other formats and entry points refuse it.
+  std::vector<PC> q = make_compact(MomentFormat::kInt8, DType::kFloat32, DType::kFloat32, false);
+  EXPECT_EQ(
+      mantissa::multi_tensor_adam_w_compact(tensors_of(q), hyper(3), MomentFormat::kInt8, o).code(),
+      mantissa::StatusCode::kParamInvalid);
+  std::vector<mantissa::AdamWParamTensors> plain;
+  for (PC& p : ref) {
+    plain.push_back({mt::view(p.var), mt::view(p.m), mt::view(p.v), std::nullopt, mt::view(p.grad),
+                     std::nullopt, std::nullopt});
+  }
+  EXPECT_EQ(mantissa::multi_tensor_adam_w(plain, hyper(3), o).code(),
+            mantissa::StatusCode::kParamInvalid);
+}
+
 // The 4-bit coder's thresholds give torchao's rounding: at each threshold, the value below it,
 // each entry, the midpoints' neighbours and random values of [-1, 1]; the maps' entries.
 TEST(MultiTensorCompact, Int4CodesFollowTorchaosRounding) {

@@ -43,6 +43,11 @@ struct FusedStepOptions {
   WeightRounding rounding = WeightRounding::kNearest;
   uint64_t seed = 0;      // stochastic rounding: the stream
   uint64_t rng_step = 0;  // stochastic rounding: the step counter (advance it every call)
+  // multi_tensor_adam_w_compact with MomentFormat::kBf16 only (161002 elsewhere): the new m and
+  // v are stochastically rounded to bf16 instead of to nearest, with the bits of
+  // sr_moment_bits(seed, rng_step, tensor index, element, 0 for m / 1 for v): streams of their
+  // own, apart from the weights'.
+  bool stochastic_moments = false;
 };
 
 // One parameter of multi_tensor_sgd: SGD's tensors (docs/ops/sgd.md), updated in place.
@@ -245,6 +250,12 @@ MANTISSA_API Status clip_grad_norm(std::span<const TensorView> grads, double max
 MANTISSA_API uint32_t sr_mix32(uint32_t x) noexcept;
 MANTISSA_API uint32_t sr_bits(uint64_t seed, uint64_t step, uint32_t tensor_index,
                               uint64_t element_index) noexcept;
+// The 32 random bits of the stochastically rounded bf16 moments (FusedStepOptions::
+// stochastic_moments), as sr_bits() gives the weights': moment 0 (m) or 1 (v) of element
+// `element_index` of tensor `tensor_index`; the new moment is float_to_bf16_stochastic(f,
+// bits >> 16).
+MANTISSA_API uint32_t sr_moment_bits(uint64_t seed, uint64_t step, uint32_t tensor_index,
+                                     uint64_t element_index, uint32_t moment) noexcept;
 // fp32 -> bf16 bits by stochastic rounding with 16 random bits r (the low 16 bits of r are
 // used): NaN becomes 0x7FC0, everything else (bits + r) >> 16 on the sign-magnitude encoding.
 MANTISSA_API uint16_t float_to_bf16_stochastic(float f, uint32_t r) noexcept;

@@ -1252,7 +1252,8 @@ void bind_optim(py::module_& m) {
          py::handle scale_m, py::handle scale_v, py::handle working, py::handle compensation,
          int64_t step, float lr, float beta1, float beta2, float weight_decay, float eps,
          bool maximize, py::handle grad_scale, py::handle found_inf, std::optional<float> clip_coef,
-         const std::string& rounding, uint64_t seed, uint64_t rng_step, bool validate_only) {
+         const std::string& rounding, uint64_t seed, uint64_t rng_step, bool stochastic_moments,
+         bool validate_only) {
         static const std::pair<const char*, MomentFormat> kFormats[] = {
             {"fp32", MomentFormat::kFp32},
             {"bf16", MomentFormat::kBf16},
@@ -1287,8 +1288,9 @@ void bind_optim(py::module_& m) {
                                             .amsgrad = false,
                                             .maximize = maximize},
                                   .step = step};
-        const FusedStepOptions o =
+        FusedStepOptions o =
             fused_options(grad_scale, found_inf, clip_coef, rounding, seed, rng_step, b);
+        o.stochastic_moments = stochastic_moments;
         run([&] {
           return validate_only ? multi_tensor_adam_w_compact_validate(list, hp, *f, o)
                                : multi_tensor_adam_w_compact(list, hp, *f, o);
@@ -1301,10 +1303,12 @@ void bind_optim(py::module_& m) {
       py::arg("weight_decay") = 1e-2f, py::arg("eps") = 1e-8f, py::arg("maximize") = false,
       py::arg("grad_scale") = py::none(), py::arg("found_inf") = py::none(),
       py::arg("clip_coef") = py::none(), py::arg("rounding") = "nearest", py::arg("seed") = 0,
-      py::arg("rng_step") = 0, py::arg("validate_only") = false,
+      py::arg("rng_step") = 0, py::arg("stochastic_moments") = false,
+      py::arg("validate_only") = false,
       "Fused AdamW with compact moments over lists: format 'fp32', 'bf16', 'int8' (block 256), "
       "'int4' (two codes a byte, block 128) or 'fp8' (E4M3 codes as uint8, block 256), the "
-      "quantized ones with one FLOAT scale per block; step = steps already taken.");
+      "quantized ones with one FLOAT scale per block; step = steps already taken; "
+      "stochastic_moments: bf16 moments rounded stochastically.");
 
   m.def(
       "grad_norm",

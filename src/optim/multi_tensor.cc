@@ -350,6 +350,18 @@ HWY_NOINLINE void EncodeBlock(const detail::MtArgs& a, const detail::MtTensor& t
         if (a.format == MomentFormat::kFp32) {
           StoreResult<Fp32>(d, nm, static_cast<float*>(t.s0) + i);
           StoreResult<Fp32>(d, nv, static_cast<float*>(t.s1) + i);
+        } else if (a.stochastic_moments) {
+          // As WriteStochastic's bits: each stream's key mixed with the element index's high
+          // word (a block never straddles a multiple of 2^32), then with its low word.
+          const hn::RebindToUnsigned<decltype(d)> du;
+          const auto hi = static_cast<uint32_t>(static_cast<uint64_t>(begin) >> 32);
+          const auto lo = hn::Add(hn::Set(du, static_cast<uint32_t>(i)), hn::Iota(du, 0));
+          const auto rm = Mix32(du, hn::Xor(hn::Set(du, detail::mix32(t.moment_key_m ^ hi)), lo));
+          const auto rv = Mix32(du, hn::Xor(hn::Set(du, detail::mix32(t.moment_key_v ^ hi)), lo));
+          hn::StoreU(StochasticF32ToBf16(d, nm, rm), U16For<decltype(d)>(),
+                     static_cast<uint16_t*>(t.s0) + i);
+          hn::StoreU(StochasticF32ToBf16(d, nv, rv), U16For<decltype(d)>(),
+                     static_cast<uint16_t*>(t.s1) + i);
         } else {
           StoreResult<Bf16>(d, nm, static_cast<uint16_t*>(t.s0) + i);
           StoreResult<Bf16>(d, nv, static_cast<uint16_t*>(t.s1) + i);
@@ -954,7 +966,12 @@ Status at_param(Status s, std::string_view op, std::size_t i) {
 }
 
 // grad_scale and found_inf: FLOAT, one element, present; the rounding mode a known one.
-Status check_options(std::string_view op, const FusedStepOptions& o) {
+Status check_options(std::string_view op, const FusedStepOptions& o, bool compact = false) {
+  if (o.stochastic_moments && !compact) {
+    return fail(StatusCode::kParamInvalid, op,
+                "stochastic_moments is set, but only multi_tensor_adam_w_compact with bf16 "
+                "moments rounds its moments stochastically");
+  }
   for (const auto& [name, view] :
        {std::pair{"grad_scale", &o.grad_scale}, std::pair{"found_inf", &o.found_inf}}) {
     if (!*view) continue;
@@ -1026,7 +1043,7 @@ template <class Op, class AddRanges>
 Status validate_list(std::span<const typename Op::Tensors> params, const FusedStepOptions& o,
                      AddRanges&& add_ranges) {
   constexpr std::string_view op = Op::kType;
-  MANTISSA_RETURN_IF_ERROR(check_options(op, o));
+  MANTISSA_RETURN_IF_ERROR(check_options(op, o, std::is_same_v<Op, CompactAdamWParamOp>));
   const ParamRules rules{o.rounding};
   int64_t total = 0;
   for (std::size_t i = 0; i < params.size(); ++i) {
@@ -1301,11 +1318,17 @@ void run_compact(std::span<const CompactAdamWParamTensors> params, const MultiAd
     if (q.scale_m) t.scale_m = static_cast<float*>(q.scale_m->data);
     if (q.scale_v) t.scale_v = static_cast<float*>(q.scale_v->data);
     t.adam_w = c;
+    if (o.stochastic_moments) {
+      const uint32_t key = sr_tensor_key(o.seed, o.rng_step, static_cast<uint32_t>(i));
+      t.moment_key_m = sr_moment_key(key, 0);
+      t.moment_key_v = sr_moment_key(key, 1);
+    }
     tensors.push_back(t);
   }
   MtArgs a;
   a.algo = MtAlgo::kAdamWCompact;
   a.maximize = p.hyper.maximize;
+  a.stochastic_moments = o.stochastic_moments;
   a.format = format;
   a.block = format == MomentFormat::kInt4 ? 128 : kQuantBlock;
   if (format == MomentFormat::kInt8) {
@@ -1378,9 +1401,15 @@ Status multi_tensor_adam_w_compact_validate(std::span<const CompactAdamWParamTen
     return detail::fail(StatusCode::kParamInvalid, op,
                         "amsgrad is set, but compact moments keep no running maximum of v");
   }
+  if (o.stochastic_moments && format != MomentFormat::kBf16) {
+    return detail::fail(StatusCode::kParamInvalid, op,
+                        "stochastic_moments is set, but it rounds bf16 moments only (the format "
+                        "is {})",
+                        detail::format_name(format));
+  }
   // Each parameter's declaration (present, dtypes, ranks), then its format's rules (the byte
   // counts the aliasing rule reads), then the list's rules (validate_list).
-  MANTISSA_RETURN_IF_ERROR(detail::check_options(op, o));
+  MANTISSA_RETURN_IF_ERROR(detail::check_options(op, o, true));
   for (std::size_t i = 0; i < params.size(); ++i) {
     MANTISSA_RETURN_IF_ERROR(
         detail::at_param(detail::validate<Op>(params[i], detail::ParamRules{o.rounding}), op, i));
@@ -1795,6 +1824,14 @@ uint32_t sr_mix32(uint32_t x) noexcept { return detail::mix32(x); }
 uint32_t sr_bits(uint64_t seed, uint64_t step, uint32_t tensor_index,
                  uint64_t element_index) noexcept {
   const uint32_t key = detail::sr_tensor_key(seed, step, tensor_index);
+  const uint32_t hi = detail::mix32(key ^ static_cast<uint32_t>(element_index >> 32));
+  return detail::mix32(hi ^ static_cast<uint32_t>(element_index));
+}
+
+uint32_t sr_moment_bits(uint64_t seed, uint64_t step, uint32_t tensor_index, uint64_t element_index,
+                        uint32_t moment) noexcept {
+  const uint32_t key =
+      detail::sr_moment_key(detail::sr_tensor_key(seed, step, tensor_index), moment);
   const uint32_t hi = detail::mix32(key ^ static_cast<uint32_t>(element_index >> 32));
   return detail::mix32(hi ^ static_cast<uint32_t>(element_index));
 }

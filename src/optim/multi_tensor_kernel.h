@@ -35,6 +35,12 @@ constexpr uint32_t sr_tensor_key(uint64_t seed, uint64_t step, uint32_t tensor) 
   return mix32(h ^ tensor);
 }
 
+// The key of a moment's stream (0: m, 1: v): the tensor's key mixed with a constant of its own,
+// so that the moments' bits are independent of the weights' and of each other.
+constexpr uint32_t sr_moment_key(uint32_t tensor_key, uint32_t moment) noexcept {
+  return mix32(tensor_key ^ (0x6D6F6D30u + moment));  // "mom0", "mom1"
+}
+
 // The largest block of the compact moments (kAdamWCompact); chunks of kDefaultGrain elements
 // hold whole blocks of every format.
 inline constexpr int64_t kQuantBlock = 256;
@@ -63,6 +69,8 @@ struct MtTensor {
   void* working = nullptr;
   void* compensation = nullptr;
   uint32_t sr_key = 0;  // stochastic rounding: the (seed, step, tensor index) key
+  // Stochastically rounded bf16 moments: the keys of m's and v's streams (sr_moment_key).
+  uint32_t moment_key_m = 0, moment_key_v = 0;
   // Per-tensor scalars: SGD's lr and momentum and ApplyAdamD's constants depend on the dtype the
   // scalars are read in (var's).
   float sgd_lr = 0.0f;
@@ -108,6 +116,7 @@ struct MtArgs {
   const Int4Coder* int4_v = nullptr;
   bool amsgrad = false;
   bool maximize = false;
+  bool stochastic_moments = false;  // kAdamWCompact with kBf16
 };
 
 // The list norm: per-tensor fp64 partials (sum of squares, sum of |x|, or max |x|).

@@ -30,7 +30,7 @@ _ROUNDINGS = ("nearest", "kahan", "stochastic")
 # parameter; "int8" (bitsandbytes' block-wise dynamic quantization, blocks of 256), "int4"
 # (torchao's 4-bit state, blocks of 128) and "fp8" (E4M3 codes, blocks of 256) for parameters
 # of at least MIN_QUANT_SIZE elements.
-_STATE_DTYPES = (None, "fp32", "bf16", "int8", "int4", "fp8")
+_STATE_DTYPES = (None, "fp32", "bf16", "bf16_sr", "int8", "int4", "fp8")
 _QUANTIZED = {"int8": 256, "int4": 128, "fp8": 256}  # the block of each quantized format
 # bitsandbytes' rule: parameters with fewer elements keep their moments unquantized (the
 # scales and the quantization error would cost more than they save).
@@ -211,7 +211,8 @@ class AdamW(_FusedOptimizer):
     moments are fp32 then), rounding ('nearest', 'kahan' or 'stochastic': how bf16 parameters
     without a master are rounded), seed (the stochastic-rounding stream) and state_dtype (None:
     the moments in the parameter's dtype, fp32 with master weights; "fp32" or "bf16": moments of
-    that dtype for every parameter; "int8", "int4", "fp8": quantized moments for parameters of at
+    that dtype for every parameter; "bf16_sr": bf16 moments rounded stochastically (from seed and
+    the step); "int8", "int4", "fp8": quantized moments for parameters of at
     least MIN_QUANT_SIZE elements, ``exp_avg`` and ``exp_avg_sq`` then uint8 codes (int8 and fp8:
     the parameter's shape; int4: two codes a byte, flat) with fp32 scales, one per block:
     ``exp_avg_absmax`` and ``exp_avg_sq_absmax`` for int8, ``exp_avg_scale`` and
@@ -266,7 +267,7 @@ class AdamW(_FusedOptimizer):
         weights = torch.float32 if group["master_weights"] and p.dtype in _LOW else p.dtype
         if (f, weights) in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
             return None
-        return f
+        return f  # "bf16_sr" always runs the compact step (its moments are rounded stochastically)
 
     def _group_calls(self, group, grad_scale, found_inf):
         name = type(self).__name__
@@ -376,7 +377,8 @@ class AdamW(_FusedOptimizer):
                 found_inf=found_inf, rounding=group["rounding"], seed=group["seed"],
                 rng_step=step)
             if q is not None:
-                kwargs.update(format=q)
+                kwargs.update(format="bf16" if q == "bf16_sr" else q,
+                              stochastic_moments=q == "bf16_sr")
                 if q in _QUANTIZED:
                     kwargs.update(scale_m=pick(b["scale_m"], idx), scale_v=pick(b["scale_v"], idx))
                 fn = _m.multi_tensor_adam_w_compact
@@ -404,7 +406,7 @@ class AdamW(_FusedOptimizer):
                                                   memory_format=torch.preserve_format)
                 state[key + suffix] = torch.zeros((p.numel() + block - 1) // block)
             return
-        if f is not None:  # "fp32" or "bf16" moments
+        if f is not None:  # "fp32", "bf16" or "bf16_sr" moments
             dtype = torch.float32 if f == "fp32" else torch.bfloat16
             for key in ("exp_avg", "exp_avg_sq"):
                 state[key] = torch.zeros_like(like, dtype=dtype,
