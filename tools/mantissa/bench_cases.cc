@@ -327,6 +327,43 @@ class MultiStepCall final : public PreparedCall {
   std::vector<SgdParamTensors> sgd_;
 };
 
+// CANN's FusedAdamw (a step count per parameter) and FusedSgd (momentum buffers, no grad scale)
+// over the list, through the C++ API.
+class FusedListCall final : public PreparedCall {
+ public:
+  FusedListCall(bool adamw, DType dtype, const std::vector<Shape>& shapes)
+      : adamw_(adamw),
+        var_(dtype, shapes, 0.0f, 2.0f),
+        m_(dtype, shapes, 0.0f, 0.1f),
+        v_(dtype, shapes, 0.75f, 0.1f),
+        g_(dtype, shapes, 0.0f, 0.4f),
+        steps_(shapes.size()) {
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      steps_[i] = static_cast<int64_t>(9 + i % 3);
+      fused_adamw_.push_back({var_.views[i], g_.views[i], m_.views[i], v_.views[i], std::nullopt,
+                              TensorView(&steps_[i], DType::kInt64, {1})});
+      fused_sgd_.push_back({var_.views[i], g_.views[i], m_.views[i]});
+    }
+  }
+  void run() override {
+    if (adamw_) {
+      (void)fused_adamw(fused_adamw_, {});
+    } else {
+      FusedSgdParams p;
+      p.momentum = 0.9f;
+      p.lr = 0.01f;
+      (void)fused_sgd(fused_sgd_, p);
+    }
+  }
+
+ private:
+  bool adamw_;
+  ListBuffers var_, m_, v_, g_;
+  std::vector<int64_t> steps_;
+  std::vector<FusedAdamwParamTensors> fused_adamw_;
+  std::vector<FusedSgdParamTensors> fused_sgd_;
+};
+
 // multi_tensor_adam_w_8bit over the list: codes spread over the maps, absmax of ordinary
 // moments (0.01 for m, 1e-4 for v).
 // multi_tensor_adam_w_compact over a list, moments in `format`: random codes (or moments) and
@@ -665,17 +702,13 @@ int64_t case_elements(const OpCase& c, int64_t n) {
 }
 
 std::vector<ListCase> list_cases() {
-  return {{"unscale", {1, 0}},
-          {"check-only", {0, 1}},
-          {"inspect", {0, 1}},
-          {"unscale+inspect", {1, 0}},
-          {"adamw", {3, 1}},
-          {"adamw8bit", {1, 1}, 2},
-          {"adamw4bit", {1, 1}, 1},
-          {"adamwfp8", {1, 1}, 2},
-          {"adamwbf16m", {1, 1}, 4},
-          {"adam", {3, 1}},
-          {"sgd", {3, 1}}};
+  return {{"unscale", {1, 0}},       {"check-only", {0, 1}},
+          {"inspect", {0, 1}},       {"unscale+inspect", {1, 0}},
+          {"adamw", {3, 1}},         {"adamw8bit", {1, 1}, 2},
+          {"adamw4bit", {1, 1}, 1},  {"adamwfp8", {1, 1}, 2},
+          {"adamwbf16m", {1, 1}, 4}, {"adam", {3, 1}},
+          {"sgd", {3, 1}},           {"fusedadamw", {3, 1}},
+          {"fusedsgd", {2, 1}}};
 }
 
 Traffic ListCase::probe_traffic(std::size_t element_size, int64_t* stream_bytes) const {
@@ -709,6 +742,9 @@ std::unique_ptr<PreparedCall> prepare_list(const std::string& op, DType dtype,
   if (op == "adam")
     return std::make_unique<MultiStepCall>(MultiStepCall::Kind::kAdamD, dtype, shapes);
   if (op == "sgd") return std::make_unique<MultiStepCall>(MultiStepCall::Kind::kSgd, dtype, shapes);
+  if (op == "fusedadamw" || op == "fusedsgd") {
+    return std::make_unique<FusedListCall>(op == "fusedadamw", dtype, shapes);
+  }
   if (op == "inspect" || op == "unscale+inspect") {
     return std::make_unique<InspectListCall>(dtype, shapes, op == "unscale+inspect");
   }
