@@ -313,6 +313,33 @@ for s, scale in enumerate((1.0, 4.0)):
             for i, x in enumerate(a): print("%s%d[%d] is: %.9g" % (label, k + 1, i, x))
 '
 
+# The DynamicMxQuant FLOAT4_E2M1 sample (x [2, 32] bf16, row r (i - 16) / 4 * (r + 1), "floor",
+# OCP rule): code = E(amax) - 2 with E the biased exponent of the row's max |x|, factor
+# 2^(127 - code), each value floored onto E2M1's grid (0, 0.5, 1, 1.5, 2, 3, 4, 6, saturated),
+# two codes per byte with element 2i in the low nibble.
+check_sample test_aclnn_dynamic_mx_quant_fp4 '
+import math
+import numpy as np
+grid = [0, 0.5, 1, 1.5, 2, 3, 4, 6]
+def floor_code(v):
+    if v >= 0:
+        k = max(i for i, g in enumerate(grid) if g <= v)
+        return k
+    a = -v
+    k = min([i for i, g in enumerate(grid + [8]) if g >= a])
+    return 8 | min(k, 7)
+codes, scales = [], []
+for r in range(2):
+    x = [(i - 16) / 4 * (r + 1) for i in range(32)]
+    amax = max(abs(v) for v in x)
+    e = math.frexp(amax)[1] - 1 + 127
+    scales += [e - 2, 0]
+    f = 2.0 ** (127 - (e - 2))
+    codes += [floor_code(v * f) for v in x]
+for i in range(32): print("yOut byte[%d] is: %d" % (i, codes[2 * i] | (codes[2 * i + 1] << 4)))
+for i, s in enumerate(scales): print("mxscaleOut[%d] is: %d" % (i, s))
+'
+
 # The DynamicMxQuantV3 sample (upstream's inputs, whose expected codes its docs print: y 0, 72,
 # 96, 120 and mxscale 128, 0): the cuBLAS rule in float32 (S = amax * fp32(1 / 448), the
 # exponent rounded up unless S is a power of two), then each element's E4M3FN code by
