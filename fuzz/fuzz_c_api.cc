@@ -17,9 +17,12 @@
 #include "aclnnop/aclnn_add_rms_norm.h"
 #include "aclnnop/aclnn_addmm.h"
 #include "aclnnop/aclnn_amp_update_scale.h"
+#include "aclnnop/aclnn_anti_mx_quant.h"
 #include "aclnnop/aclnn_batch_matmul.h"
 #include "aclnnop/aclnn_cross_entropy_loss.h"
 #include "aclnnop/aclnn_cross_entropy_loss_grad.h"
+#include "aclnnop/aclnn_dynamic_mx_quant.h"
+#include "aclnnop/aclnn_dynamic_mx_quant_v3.h"
 #include "aclnnop/aclnn_foreach_norm.h"
 #include "aclnnop/aclnn_fused_adamw.h"
 #include "aclnnop/aclnn_fused_sgd.h"
@@ -28,6 +31,7 @@
 #include "aclnnop/aclnn_layer_norm.h"
 #include "aclnnop/aclnn_layer_norm_backward.h"
 #include "aclnnop/aclnn_matmul.h"
+#include "aclnnop/aclnn_quant_max.h"
 #include "aclnnop/aclnn_rms_norm.h"
 #include "aclnnop/aclnn_softmax.h"
 #include "aclnnop/aclnn_softmax_backward.h"
@@ -42,7 +46,7 @@ using mantissa::fuzz::Input;
 constexpr int64_t kMaxBytes = 1 << 20;
 
 // dtypes the operators take, a few they refuse, and one no enum names.
-constexpr int32_t kDtypes[] = {0, 1, 27, 3, 9, 11, 12, 2, 29, 35, 36, -1, 77};
+constexpr int32_t kDtypes[] = {0, 1, 27, 3, 9, 11, 12, 2, 29, 35, 36, 37, 40, 41, -1, 77};
 
 int32_t pick_dtype(Input& in) {
   return kDtypes[in.range(0, sizeof(kDtypes) / sizeof(kDtypes[0]) - 1)];
@@ -128,7 +132,7 @@ void fuzz_aclnn(Input& in) {
     }
     return make_tensor(in, a, max_rank);
   };
-  switch (const int op = static_cast<int>(in.range(0, 15)); op) {
+  switch (const int op = static_cast<int>(in.range(0, 16)); op) {
     case 0: {
       aclTensor* x = tensor();
       const int64_t dim = in.range(-6, 6);
@@ -370,13 +374,56 @@ void fuzz_aclnn(Input& in) {
         aclTensorList* b = list(count());
         aclTensor* scale = tensor();
         const float momentum = static_cast<float>(in.range(-1, 2)) * 0.45f;
-        if (aclnnFusedSgdGetWorkspaceSize(p, g, b, scale, 0.01f, momentum,
-                                          static_cast<float>(lr), 0.0f, in.byte() & 1, maximize,
-                                          in.byte() & 1, &size, &e) == 0) {
+        if (aclnnFusedSgdGetWorkspaceSize(p, g, b, scale, 0.01f, momentum, static_cast<float>(lr),
+                                          0.0f, in.byte() & 1, maximize, in.byte() & 1, &size,
+                                          &e) == 0) {
           run_executor(size, e, aclnnFusedSgd, a);
         }
       }
       for (aclTensorList* l : lists) aclDestroyTensorList(l);
+      break;
+    }
+    // The FP8/MX operators: QuantMax, DynamicMxQuant (V3 and V1) and AntiMxQuant with any
+    // tensors (packed FP4 ones included), destination types, round-mode strings, block sizes,
+    // scale rules and bounds.
+    case 16: {
+      const char* const modes[] = {"rint", "floor", "round", "hybrid", "", nullptr};
+      char* mode = const_cast<char*>(modes[in.range(0, 5)]);
+      const int64_t dst_types[] = {35, 36, 40, 41, 34, 0, 27, 99};
+      const int64_t dst = dst_types[in.range(0, 7)];
+      const int64_t axis = in.range(-3, 3);
+      aclTensor* x = tensor();
+      aclTensor* t1 = tensor(5);
+      aclTensor* t2 = tensor(5);
+      switch (in.range(0, 3)) {
+        case 0:
+          if (aclnnQuantMaxGetWorkspaceSize(x, t1, mode, dst, t2, tensor(), &size, &e) == 0) {
+            run_executor(size, e, aclnnQuantMax, a);
+          }
+          break;
+        case 1: {
+          const int64_t bs = in.range(0, 3) == 0 ? in.range(-1, 70) : 32 * in.range(1, 3);
+          const int64_t alg = in.range(-1, 3);
+          const double dtm = static_cast<double>(in.range(-1, 13));
+          const double mlb = in.range(0, 3) == 0 ? 0.5 : 0.0;
+          if (aclnnDynamicMxQuantV3GetWorkspaceSize(x, axis, mode, dst, bs, alg, dtm, mlb, t1, t2,
+                                                    &size, &e) == 0) {
+            run_executor(size, e, aclnnDynamicMxQuantV3, a);
+          }
+          break;
+        }
+        case 2:
+          if (aclnnDynamicMxQuantGetWorkspaceSize(x, axis, mode, dst, 32, in.range(0, 2), t1, t2,
+                                                  &size, &e) == 0) {
+            run_executor(size, e, aclnnDynamicMxQuant, a);
+          }
+          break;
+        default:
+          if (aclnnAntiMxQuantGetWorkspaceSize(x, t1, axis, dst, t2, &size, &e) == 0) {
+            run_executor(size, e, aclnnAntiMxQuant, a);
+          }
+          break;
+      }
       break;
     }
     // CrossEntropyLoss and its gradient: targets of any dtype and value (out of range, the
