@@ -174,21 +174,24 @@ void Gpt::build() {
     const std::string b = "block" + std::to_string(l) + ".";
     const DType c = cd(b);
     int n1 = norm(b + "norm1", &x, branch);
-    int qkv = g.add(std::make_unique<Linear>(b + "attn.qkv", param(b + "attn.qkv"), c), {n1},
-                    {b + "attn.qkv"})[0];
+    // The block's Linear layers, in the GEMM recipe's format when there is one.
+    auto linear = [&](const std::string& name, int in, DType out) {
+      auto layer = std::make_unique<Linear>(b + name, param(b + name), out, false,
+                                            &precision_.gemm, 1 + gemms_.size());
+      if (layer->gemm() != nullptr) gemms_.push_back(layer->gemm());
+      return g.add(std::move(layer), {in}, {b + name})[0];
+    };
+    int qkv = linear("attn.qkv", n1, c);
     int att = g.add(std::make_unique<Attention>(b + "attn", config_.heads, c), {qkv},
                     {b + "attn.out", b + "attn.probs"})[0];
-    int proj = g.add(std::make_unique<Linear>(b + "attn.proj", param(b + "attn.proj"), f32), {att},
-                     {b + "attn.proj"})[0];
+    int proj = linear("attn.proj", att, f32);
     int n2 = norm(b + "norm2", &x, proj);
-    int up = g.add(std::make_unique<Linear>(b + "mlp.up", param(b + "mlp.up"), c), {n2},
-                   {b + "mlp.up"})[0];
+    int up = linear("mlp.up", n2, c);
     int act =
         config_.mlp == MlpKind::kGelu
             ? g.add(std::make_unique<Gelu>(b + "mlp.gelu"), {up}, {b + "mlp.act"})[0]
             : g.add(std::make_unique<SwiGluLayer>(b + "mlp.swiglu"), {up}, {b + "mlp.act"})[0];
-    branch = g.add(std::make_unique<Linear>(b + "mlp.down", param(b + "mlp.down"), f32), {act},
-                   {b + "mlp.down"})[0];
+    branch = linear("mlp.down", act, f32);
   }
   int nf = norm("norm_f", &x, branch);
   Parameter* head = config_.tied ? wte : param("head");

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "trainer/graph.h"
+#include "trainer/lowp_gemm.h"
 
 namespace mantissa::trainer {
 
@@ -48,6 +49,9 @@ std::size_t unit_of(const std::string& name);
 struct GptPrecision {
   std::vector<Precision> units;  // one per unit_names(), in that order
   bool loss_scaling = false;
+  // The blocks' four Linear layers' products in FP8 or an MX format (the FP8 and MX modes;
+  // none: as the unit computes). The tied head and the embeddings stay in their unit's dtype.
+  GemmRecipe gemm;
   // Every unit alike (a precision mode).
   static GptPrecision uniform(const Precision& p, int64_t layers);
   bool any_compute(DType d) const;
@@ -91,6 +95,13 @@ class Gpt {
   // FNV-1a 64 over every parameter's var, in parameter order (16 hex digits).
   std::string digest() const;
 
+  // The blocks' FP8/MX products in graph order (empty without a GEMM recipe).
+  const std::vector<LowpGemm*>& gemms() const { return gemms_; }
+  // What the next passes are: training (amaxes recorded) or validation; the micro-batch index
+  // keying stochastic rounding; whether the quantizations keep statistics.
+  void set_pass(bool training, uint64_t pass) { ctx_.training = training, ctx_.pass = pass; }
+  void set_collect_stats(bool on) { ctx_.collect_stats = on; }
+
  private:
   Parameter* add_param(std::string name, std::vector<int64_t> shape, bool decay, double std_dev,
                        double constant, uint64_t seed);
@@ -105,6 +116,7 @@ class Gpt {
   Context ctx_;
   UnderflowCount underflow_;
   std::vector<float> grad_flat_;
+  std::vector<LowpGemm*> gemms_;
 };
 
 }  // namespace mantissa::trainer

@@ -32,6 +32,34 @@ GptPrecision gpt_precision_of(train::Mode mode, const GptConfig& config) {
   return GptPrecision::uniform(precision_of(mode), config.layers);
 }
 
+namespace {
+constexpr GemmFormat kGemmModes[] = {GemmFormat::kFp8Delayed, GemmFormat::kFp8Current,
+                                     GemmFormat::kMxfp8, GemmFormat::kMxfp4, GemmFormat::kNvfp4};
+}  // namespace
+
+std::vector<std::string> gpt_mode_names() {
+  std::vector<std::string> names;
+  for (train::Mode m : train::all_modes()) names.emplace_back(train::mode_name(m));
+  for (GemmFormat f : kGemmModes) names.emplace_back(gemm_format_name(f));
+  return names;
+}
+
+bool gpt_precision_of(const std::string& name, const GptConfig& config, const GemmRecipe& gemm,
+                      GptPrecision* out) {
+  if (const auto m = train::mode_from_name(name)) {
+    *out = gpt_precision_of(*m, config);
+    return true;
+  }
+  for (GemmFormat f : kGemmModes) {
+    if (name != gemm_format_name(f)) continue;
+    *out = gpt_precision_of(train::Mode::kBf16Amp, config);
+    out->gemm = gemm;
+    out->gemm.format = f;
+    return true;
+  }
+  return false;
+}
+
 Status gpt_precision_from_policy(const train::PrecisionPolicy& policy, const GptConfig& config,
                                  GptPrecision* out) {
   const std::vector<std::string> units = unit_names(config);
@@ -325,10 +353,36 @@ Status adamw_step(Gpt& model, const GptTrainOptions& o, const amp::StepScaling& 
   return {};
 }
 
+// fp8-delayed: the step's amaxes reduced over the ranks (the max, in rank order: every rank
+// holds the same histories), then every scaling's update(). The max is what one process
+// recording every micro-batch computes, so the scales do not depend on the number of ranks.
+Status end_scaling_step(Gpt& model, train::Communicator* comm) {
+  const std::vector<LowpGemm*>& gemms = model.gemms();
+  if (gemms.empty() || gemms[0]->recipe().format != GemmFormat::kFp8Delayed) return {};
+  if (comm != nullptr && comm->size() > 1) {
+    std::vector<float> mine, all(3 * gemms.size() * static_cast<std::size_t>(comm->size()));
+    for (LowpGemm* g : gemms) {
+      const auto a = g->pending_amax();
+      mine.insert(mine.end(), a.begin(), a.end());
+    }
+    TRAINER_TRY(comm->all_gather(mine.data(), static_cast<int64_t>(mine.size() * sizeof(float)),
+                                 all.data()));
+    for (int q = 0; q < comm->size(); ++q) {
+      for (std::size_t i = 0; i < gemms.size(); ++i) {
+        const float* a = all.data() + (static_cast<std::size_t>(q) * gemms.size() + i) * 3;
+        gemms[i]->record({a[0], a[1], a[2]});
+      }
+    }
+  }
+  for (LowpGemm* g : gemms) g->end_step();
+  return {};
+}
+
 }  // namespace
 
 Status evaluate_gpt(Gpt& model, const TextCorpus& corpus, const GptTrainOptions& o, double* loss) {
   const int64_t T = o.model.context;
+  model.set_pass(false, 0);
   const int64_t count = validation_windows(corpus, T, o.eval_windows);
   std::vector<int32_t> tokens, targets;
   double sum = 0.0;
@@ -406,6 +460,7 @@ Status train_gpt(const TextCorpus& corpus, const GptPrecision& precision, const 
     std::vector<double> losses(static_cast<std::size_t>(micro));
     for (int64_t k = 0; k < local; ++k) {
       const int64_t at = (rank * local + k) * per * T;
+      model.set_pass(true, static_cast<uint64_t>(step * micro + rank * local + k));
       TRAINER_TRY(
           model.forward(tokens.data() + at, targets.data() + at, per, &losses[rank * local + k]));
       TRAINER_TRY(model.backward(scaler.scale(), o.batch_size * T));
@@ -425,6 +480,7 @@ Status train_gpt(const TextCorpus& corpus, const GptPrecision& precision, const 
       grad_sum = tree.result().data();
     }
     model.set_grads(grad_sum);
+    TRAINER_TRY(end_scaling_step(model, comm));
     double loss = 0.0;
     for (double l : losses) loss += l;  // micro-batch order; all of one size
     loss /= static_cast<double>(micro);

@@ -24,6 +24,13 @@ namespace mantissa::trainer {
 Precision precision_of(train::Mode mode);
 // The mode in every unit.
 GptPrecision gpt_precision_of(train::Mode mode, const GptConfig& config);
+// The GPT's modes: the seven of train::Mode, then the FP8 and MX modes, bf16-amp with the blocks'
+// products in a format (lowp_gemm.h): fp8-delayed, fp8-current, mxfp8, mxfp4, nvfp4.
+std::vector<std::string> gpt_mode_names();
+// A mode by name; `gemm` gives the FP8 and MX modes' options (its format is the name's). False
+// for an unknown name.
+bool gpt_precision_of(const std::string& name, const GptConfig& config, const GemmRecipe& gemm,
+                      GptPrecision* out);
 // A per-layer policy (train_policy.h's file format, with unit_names() as its layers): each unit
 // computes in its "compute" dtype and keeps its activations in it ("stored" must be the same);
 // "update" master gives fp32 master weights with a working copy in the compute dtype, plain,

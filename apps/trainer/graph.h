@@ -98,6 +98,12 @@ struct Context {
   float loss_scale = 1.0f;           // the gradient computed is that of loss * loss_scale
   int64_t grad_rows = 0;             // the rows the loss's mean divides by; 0: this batch's
   UnderflowCount* underflow = nullptr;
+  // For the FP8 and MX products (lowp_gemm.h): a training pass records amaxes (a validation
+  // pass does not); `pass` keys stochastic rounding (the micro-batch's index in the run);
+  // collect_stats keeps each quantization's statistics (the precision analysis).
+  bool training = true;
+  bool collect_stats = false;
+  uint64_t pass = 0;
   int64_t rows() const { return batch * context; }
 };
 

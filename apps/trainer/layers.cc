@@ -99,15 +99,22 @@ Status Embedding::backward(const Context& ctx, std::span<Value* const>,
 
 // ---- Linear ----------------------------------------------------------------------------------
 
-Linear::Linear(std::string name, Parameter* weight, DType out_dtype, bool transposed)
-    : Layer(std::move(name)), w_(weight), out_dtype_(out_dtype), transposed_(transposed) {}
+Linear::Linear(std::string name, Parameter* weight, DType out_dtype, bool transposed,
+               const GemmRecipe* recipe, uint64_t stream)
+    : Layer(std::move(name)), w_(weight), out_dtype_(out_dtype), transposed_(transposed) {
+  if (recipe != nullptr && recipe->format != GemmFormat::kNone && !transposed) {
+    gemm_ = std::make_unique<LowpGemm>(this->name(), *recipe, stream);
+  }
+}
 
-Status Linear::forward(const Context&, std::span<Value* const> in, std::span<Value* const> out) {
+Status Linear::forward(const Context& ctx, std::span<Value* const> in,
+                       std::span<Value* const> out) {
   const Tensor& x = in[0]->data;
   const Tensor& w = w_->weights();
   const int64_t n = transposed_ ? w.shape()[0] : w.shape()[1];
   Tensor& y = out[0]->data;
   y.ensure(out_dtype_, {x.shape()[0], n});
+  if (gemm_) return gemm_->forward(ctx, x, w, y.view());
   return product(x.view(), w.view(), false, transposed_, y.view());
 }
 
@@ -118,6 +125,22 @@ Status Linear::backward(const Context& ctx, std::span<Value* const> in,
   const DType c = x.dtype();
   Value& y = *out[0];
   if (!y.has_grad) y.grad.reset(out_dtype_, y.data.shape());
+  if (gemm_) {
+    // dx and dW in fp32 from the quantized operands; dx rounded once to c.
+    dx32_.ensure(DType::kFloat32, x.shape());
+    float* first = w_->first_grad();
+    dw32_.ensure(DType::kFloat32, w.shape());
+    const TensorView dw =
+        first != nullptr ? TensorView(first, DType::kFloat32, w.shape()) : dw32_.view();
+    TRAINER_TRY(gemm_->backward(ctx, x, w, y.grad, dx32_.view(), dw));
+    if (first == nullptr) w_->add_grad(dw32_.f32());
+    if (c == DType::kFloat32) {
+      give_grad(*in[0], dx32_);
+    } else {
+      give_rounded(*in[0], dx32_, c, &scratch_, ctx.underflow);
+    }
+    return {};
+  }
   // The gradient of y as the products read it: c.
   const Tensor* dy = &y.grad;
   if (y.grad.dtype() != c) {

@@ -4,7 +4,10 @@
 
 #include <cstdint>
 
+#include <memory>
+
 #include "trainer/graph.h"
+#include "trainer/lowp_gemm.h"
 
 namespace mantissa::trainer {
 
@@ -31,9 +34,13 @@ class Embedding final : public Layer {
 // y = x @ W (W [in, out]), or x @ W^T (W [out, in], `transposed`: a tied output head). x: c
 // [rows, in]; y: `out_dtype` (c, or fp32 where the result joins the residual stream or the loss).
 // The gradient of x is c; W's is summed in fp32 and rounded once to its gradient's dtype.
+// With a GEMM recipe (not transposed) the three products run in its format (lowp_gemm.h), and
+// the gradient of y is quantized from the dtype it arrives in.
 class Linear final : public Layer {
  public:
-  Linear(std::string name, Parameter* weight, DType out_dtype, bool transposed = false);
+  Linear(std::string name, Parameter* weight, DType out_dtype, bool transposed = false,
+         const GemmRecipe* recipe = nullptr, uint64_t stream = 0);
+  LowpGemm* gemm() { return gemm_.get(); }
   Status forward(const Context& ctx, std::span<Value* const> in,
                  std::span<Value* const> out) override;
   Status backward(const Context& ctx, std::span<Value* const> in,
@@ -48,6 +55,7 @@ class Linear final : public Layer {
   Parameter* w_;
   DType out_dtype_;
   bool transposed_;
+  std::unique_ptr<LowpGemm> gemm_;
   Tensor dy_, dx32_, dw32_, scratch_;
 };
 

@@ -784,7 +784,8 @@ std::function<int()> add_train_command(CLI::App& app) {
                   "of python3-sklearn)");
   cmd->add_option("--precision", o->precision,
                   "Modes, comma-separated: fp32, fp16-amp, bf16-amp, bf16-pure, bf16-kahan, "
-                  "bf16-sr, fp16-noscale");
+                  "bf16-sr, fp16-noscale; --model gpt also fp8-delayed, fp8-current, mxfp8, "
+                  "mxfp4, nvfp4");
   cmd->add_flag("--compare", o->compare, "Every mode, then a side-by-side table");
   cmd->add_option("--epochs", o->epochs, "Epochs (default 30)")->check(CLI::Range(0, 100000));
   cmd->add_option("--batch-size", o->batch_size,
@@ -896,6 +897,19 @@ std::function<int()> add_train_command(CLI::App& app) {
          "optimizer dtype; the quantized formats for parameters of 4096 elements and more)")
       ->check(CLI::IsMember({"fp32", "bf16", "int8", "int4", "fp8"}))
       ->group(kGpt);
+  cmd->add_option("--mx-scale-rule", g.mx_scale_rule,
+                  "mxfp8 and mxfp4: the E8M0 scale of a block, floor (OCP), rceil (amax / max "
+                  "rounded up) or even (torchao's) (default floor)")
+      ->check(CLI::IsMember({"floor", "rceil", "even"}))
+      ->group(kGpt);
+  cmd->add_option("--amax-history", g.amax_history,
+                  "fp8-delayed: steps of amax history, the scale from their max (default 1024)")
+      ->check(CLI::Range(int64_t{1}, int64_t{65536}))
+      ->group(kGpt);
+  cmd->add_option("--fp8-margin", g.fp8_margin,
+                  "fp8-delayed: the scale divided by 2^margin (default 0)")
+      ->check(CLI::Range(int64_t{-126}, int64_t{127}))
+      ->group(kGpt);
   cmd->add_option("--scale-growth-interval", g.scale_growth_interval,
                   "Clean steps before the loss scaler grows the scale (default 100)")
       ->check(CLI::Range(int64_t{1}, int64_t{2147483647}))
@@ -922,6 +936,9 @@ std::function<int()> add_train_command(CLI::App& app) {
                                      "--norm",
                                      "--untie",
                                      "--optimizer-state",
+                                     "--mx-scale-rule",
+                                     "--amax-history",
+                                     "--fp8-margin",
                                      "--scale-growth-interval"};
     for (const char* name :
          gpt ? std::span<const char* const>(kMlpOnly) : std::span<const char* const>(kGptOnly)) {

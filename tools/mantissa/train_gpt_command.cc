@@ -235,21 +235,20 @@ std::string bytes_text(int64_t b) {
 int run_train_gpt(const GptCommandOptions& o_in, train::Communicator* comm, bool quiet) {
   GptCommandOptions o = o_in;
   if (quiet) o.log_path.clear(), o.plot_path.clear(), o.export_init.clear();
-  std::vector<tr::Mode> modes;
+  std::vector<std::string> modes;
+  const std::vector<std::string> known = tn::gpt_mode_names();
   if (o.compare) {
-    modes.assign(tr::all_modes().begin(), tr::all_modes().end());
+    modes = known;
   } else if (!o.precision.empty() || o.policies.empty()) {
     std::stringstream ss(o.precision.empty() ? std::string("fp32") : o.precision);
     for (std::string name; std::getline(ss, name, ',');) {
-      const auto m = tr::mode_from_name(name);
-      if (!m) {
-        std::string known;
-        for (tr::Mode k : tr::all_modes())
-          known += std::string(known.empty() ? "" : ", ") + tr::mode_name(k);
-        fmt::print(stderr, "mantissa train: unknown precision mode '{}' ({})\n", name, known);
+      if (std::find(known.begin(), known.end(), name) == known.end()) {
+        std::string list;
+        for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+        fmt::print(stderr, "mantissa train: unknown precision mode '{}' ({})\n", name, list);
         return 2;
       }
-      modes.push_back(*m);
+      modes.push_back(name);
     }
   }
   const int ranks = comm != nullptr ? comm->size() : 1;
@@ -296,8 +295,18 @@ int run_train_gpt(const GptCommandOptions& o_in, train::Communicator* comm, bool
     std::optional<tr::PrecisionPolicy> policy;
   };
   std::vector<Run> runs;
-  for (tr::Mode m : modes)
-    runs.push_back({tr::mode_name(m), tn::gpt_precision_of(m, to.model), {}});
+  tn::GemmRecipe gemm;
+  gemm.mx_rule = o.mx_scale_rule == "rceil"  ? tn::MxScaleRule::kRceil
+                 : o.mx_scale_rule == "even" ? tn::MxScaleRule::kEven
+                                             : tn::MxScaleRule::kFloor;
+  gemm.delayed.amax_history_len = o.amax_history;
+  gemm.delayed.margin = static_cast<int32_t>(o.fp8_margin);
+  gemm.seed = o.seed;
+  for (const std::string& m : modes) {
+    tn::GptPrecision p;
+    tn::gpt_precision_of(m, to.model, gemm, &p);
+    runs.push_back({m, p, {}});
+  }
   std::vector<tr::PrecisionPolicy> policies;
   for (const std::string& spec : o.policies) {
     tr::PrecisionPolicy p;

@@ -25,6 +25,10 @@ struct GptCommandOptions {
   double lr = 1e-3, weight_decay = 0.1, clip = 1.0;
   int64_t scale_growth_interval = 100;
   std::string optimizer_state;  // "" (moments in var's dtype) or fp32, bf16, int8, int4, fp8
+  // The FP8 and MX modes: the MX scale rule, and delayed scaling's history and margin.
+  std::string mx_scale_rule = "floor";
+  int64_t amax_history = 1024;
+  int64_t fp8_margin = 0;
   uint64_t seed = 0;
   int show_severity = 7;
   std::string log_path, plot_path;
