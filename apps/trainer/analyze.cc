@@ -81,8 +81,16 @@ int block_of(const std::string& name) {
 Status analyze_gpt(Gpt& model, const int32_t* tokens, const int32_t* targets, int64_t batch,
                    float loss_scale, GptAnalysis* out) {
   GptAnalysis a;
-  TRAINER_TRY(model.forward(tokens, targets, batch, &a.loss));
-  TRAINER_TRY(model.backward(loss_scale));
+  // A validation batch: the FP8 scalings cast with their scales and record nothing.
+  model.set_pass(false, 0);
+  model.set_collect_stats(true);
+  Status st = model.forward(tokens, targets, batch, &a.loss);
+  if (st.ok()) st = model.backward(loss_scale);
+  model.set_collect_stats(false);
+  TRAINER_TRY(st);
+  for (const LowpGemm* q : model.gemms()) {
+    for (const OperandStats& s : q->stats()) a.quantized.push_back({q->name(), s});
+  }
   model.set_grads(model.grad32().data());
   Graph& g = model.graph();
   Context ctx;

@@ -39,6 +39,13 @@ struct GptAnalysis {
   // graph order; then "dW:" + a parameter's name (after its one rounding to the gradient's
   // dtype: what the optimizer reads), in parameter order. depth counts backward from the loss.
   std::vector<GptTensorError> grads;
+  // The FP8 and MX modes: every quantized operand of the blocks' products in this pass (layer
+  // name, then its operands in the order quantized: forward, dgrad, wgrad).
+  struct Quantized {
+    std::string layer;
+    OperandStats stats;
+  };
+  std::vector<Quantized> quantized;
 };
 
 // After `model` has trained (or not), its forward and backward passes (the gradient of loss *

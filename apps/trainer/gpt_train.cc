@@ -458,7 +458,10 @@ Status train_gpt(const TextCorpus& corpus, const GptPrecision& precision, const 
     // ranks' sums (nodes of the same tree) gathered and summed on, identically on every rank.
     tree.reset(grad_count);
     std::vector<double> losses(static_cast<std::size_t>(micro));
+    const bool eval_step = (step + 1) % o.eval_every == 0 || step + 1 == o.steps;
+    const bool stats_step = eval_step && cb.on_quant_stats && !model.gemms().empty();
     for (int64_t k = 0; k < local; ++k) {
+      model.set_collect_stats(stats_step && k == 0);
       const int64_t at = (rank * local + k) * per * T;
       model.set_pass(true, static_cast<uint64_t>(step * micro + rank * local + k));
       TRAINER_TRY(
@@ -466,6 +469,8 @@ Status train_gpt(const TextCorpus& corpus, const GptPrecision& precision, const 
       TRAINER_TRY(model.backward(scaler.scale(), o.batch_size * T));
       tree.push(model.grad32().data());
     }
+    model.set_collect_stats(false);
+    if (stats_step) cb.on_quant_stats(step + 1, model.gemms());
     const float* grad_sum = tree.result().data();
     if (ranks > 1) {
       const int level = tree.level();
@@ -523,7 +528,7 @@ Status train_gpt(const TextCorpus& corpus, const GptPrecision& precision, const 
                   .loss_scale = scaler.scale(),
                   .skipped_steps = scaler.stats().skipped_steps});
     }
-    if ((step + 1) % o.eval_every == 0 || step + 1 == o.steps) {
+    if (eval_step) {
       GptEval e;
       e.step = step + 1;
       TRAINER_TRY(evaluate_gpt(model, corpus, o, &e.val_loss));

@@ -104,6 +104,9 @@ struct GptCallbacks {
   std::function<void(const GptStep&)> on_step;
   std::function<void(const GptEval&)> on_eval;
   std::function<void(int64_t step, const amp::AnomalyReport&)> on_anomaly;
+  // The FP8 and MX modes, on every evaluation step: the statistics of each block product's
+  // quantized operands (LowpGemm::stats()) in the step's first micro-batch (rank 0's).
+  std::function<void(int64_t step, const std::vector<LowpGemm*>&)> on_quant_stats;
   // The model after its last step and the loss scale it would train on next (e.g. for the
   // precision analysis).
   std::function<Status(Gpt&, float loss_scale)> on_finish;

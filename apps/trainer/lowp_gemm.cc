@@ -339,6 +339,7 @@ void LowpGemm::note(const Context&, const char* label, const TensorView& src, co
   const float vmax = format_max(q.dtype);
   OperandStats s;
   s.operand = label;
+  s.dtype = q.dtype == DType::kFloat8E4M3FN ? "e4m3" : q.dtype == DType::kFloat8E5M2 ? "e5m2" : "e2m1";
   s.count = n;
   s.scale = recipe_.format == GemmFormat::kMxfp8 || recipe_.format == GemmFormat::kMxfp4
                 ? 0.0f

@@ -44,6 +44,7 @@ struct GemmRecipe {
 // What one operand's quantization did in the last pass that collected statistics.
 struct OperandStats {
   std::string operand;  // "x", "w", "dy" (forward and dgrad), "x^T", "dy^T" (wgrad)
+  std::string dtype;    // the element format: "e4m3", "e5m2", "e2m1"
   int64_t count = 0, nonzero = 0;
   int64_t underflow = 0;  // nonzero values that became zero
   int64_t saturated = 0;  // values beyond the format's largest code after scaling, clamped to it

@@ -495,6 +495,32 @@ int run_train_gpt(const GptCommandOptions& o_in, train::Communicator* comm, bool
         }
       }
     };
+    if (log.is_open()) {
+      // The FP8 and MX modes: each quantized operand's statistics on every evaluation step.
+      cb.on_quant_stats = [&](int64_t step, const std::vector<tn::LowpGemm*>& gemms) {
+        nlohmann::json operands = nlohmann::json::array();
+        for (const tn::LowpGemm* g : gemms) {
+          for (const tn::OperandStats& s : g->stats()) {
+            operands.push_back({{"layer", g->name()},
+                                {"operand", s.operand},
+                                {"format", s.dtype},
+                                {"count", s.count},
+                                {"nonzero", s.nonzero},
+                                {"underflow", s.underflow},
+                                {"saturated", s.saturated},
+                                {"amax", number(s.amax)},
+                                {"scale", number(s.scale)},
+                                {"error", number(s.error)}});
+          }
+        }
+        log << nlohmann::json{{"event", "quantized"},
+                              {"mode", name},
+                              {"step", step},
+                              {"operands", operands}}
+                   .dump()
+            << "\n";
+      };
+    }
     tn::GptAnalysis analysis;
     if (!o.analyze_path.empty()) {
       cb.on_finish = [&](tn::Gpt& model, float loss_scale) -> Status {
@@ -587,6 +613,37 @@ int run_train_gpt(const GptCommandOptions& o_in, train::Communicator* comm, bool
       fmt::print(
           "normwise: ||mode - shadow|| / ||shadow|| (inherited from the layers before); local: "
           "against fp64 on the mode's own inputs (what the layer adds)\n");
+      nlohmann::json quantized = nlohmann::json::array();
+      if (!a.quantized.empty()) {
+        fmt::print("\n{} operands of the blocks' products\n{:<18} {:>7} {:>6} {:>9} {:>10} {:>10} "
+                   "{:>10} {:>10} {:>10}\n",
+                   a.mode, "layer", "operand", "format", "elements", "amax", "scale",
+                   "underflow", "saturated", "error");
+        for (const auto& q : a.quantized) {
+          const tn::OperandStats& s = q.stats;
+          const double nz = static_cast<double>(std::max<int64_t>(1, s.nonzero));
+          const double all = static_cast<double>(std::max<int64_t>(1, s.count));
+          fmt::print("{:<18} {:>7} {:>6} {:>9} {:>10.3e} {:>10} {:>9.4f}% {:>9.4f}% {:>10.3e}\n",
+                     q.layer, s.operand, s.dtype, s.count, s.amax,
+                     s.scale > 0 ? fmt::format("{:.3e}", s.scale) : std::string("blocks"),
+                     100.0 * static_cast<double>(s.underflow) / nz,
+                     100.0 * static_cast<double>(s.saturated) / all, s.error);
+          quantized.push_back({{"layer", q.layer},
+                               {"operand", s.operand},
+                               {"format", s.dtype},
+                               {"count", s.count},
+                               {"nonzero", s.nonzero},
+                               {"underflow", s.underflow},
+                               {"saturated", s.saturated},
+                               {"amax", number(s.amax)},
+                               {"scale", number(s.scale)},
+                               {"error", number(s.error)}});
+        }
+        fmt::print(
+            "underflow: nonzero values that became zero, of the nonzero; saturated: values "
+            "beyond the largest code after scaling; error: ||dequantized - x|| / ||x||; scale: "
+            "the tensor's (blocks: one per block)\n");
+      }
       const nlohmann::json doc{{"mode", a.mode},
                                {"model", "gpt"},
                                {"steps", a.step},
@@ -595,7 +652,8 @@ int run_train_gpt(const GptCommandOptions& o_in, train::Communicator* comm, bool
                                {"shadow_loss", number(a.shadow_loss)},
                                {"loss_scale", a.loss_scale},
                                {"values", rows},
-                               {"gradients", grads}};
+                               {"gradients", grads},
+                               {"quantized", quantized}};
       std::ofstream f(o.analyze_path, std::ios::binary);
       f << doc.dump(1) << "\n";
       if (!f.flush()) {
