@@ -162,6 +162,24 @@ TEST(Lowp, KnownValuesAndTies) {
   EXPECT_EQ(packed_nibble(packed, 1), 0xCu);
 }
 
+// The branch-free E2M1 rounding (DynamicMxQuant's and NVFP4's element rule) against the general
+// minifloat rounding: every midpoint and its neighbours, and a sweep of one fp32 pattern in 251
+// below +inf (all 2^31 of them agreed when it was written).
+TEST(Lowp, E2M1ComparisonRoundingIsTheMinifloatRounding) {
+  auto check = [](float a) {
+    ASSERT_EQ(e2m1_magnitude_rne(a), float_to_minifloat(kE2M1, a, true)) << a;
+  };
+  for (float mid : {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f, 6.0f, 0.5f, 1.0f, 4.0f}) {
+    check(mid);
+    check(std::nextafter(mid, 0.0f));
+    check(std::nextafter(mid, 100.0f));
+  }
+  check(0.0f);
+  check(std::numeric_limits<float>::denorm_min());
+  check(std::numeric_limits<float>::max());
+  for (uint32_t b = 0; b < 0x7F800000u; b += 251) check(std::bit_cast<float>(b));
+}
+
 TEST(Lowp, E8M0EveryCodeAndTie) {
   for (uint32_t c = 0; c < 256; ++c) {
     const double v = testing::ref_e8m0_decode(c);

@@ -176,8 +176,8 @@ void Gpt::build() {
     int n1 = norm(b + "norm1", &x, branch);
     // The block's Linear layers, in the GEMM recipe's format when there is one.
     auto linear = [&](const std::string& name, int in, DType out) {
-      auto layer = std::make_unique<Linear>(b + name, param(b + name), out, false,
-                                            &precision_.gemm, 1 + gemms_.size());
+      auto layer = std::make_unique<Linear>(b + name, param(b + name), out, false, &precision_.gemm,
+                                            1 + gemms_.size());
       if (layer->gemm() != nullptr) gemms_.push_back(layer->gemm());
       return g.add(std::move(layer), {in}, {b + name})[0];
     };

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-
 #include <memory>
 
 #include "trainer/graph.h"

@@ -86,7 +86,8 @@ LowpGemm::LowpGemm(std::string name, const GemmRecipe& recipe, uint64_t stream)
     for (int i = 0; i < 3; ++i) {
       const amp::Fp8Role role = i == 2 ? amp::Fp8Role::kGradient : amp::Fp8Role::kForward;
       // The recipe was validated with the options; create() cannot fail on it here.
-      (void)amp::DelayedScaling::create(recipe.delayed, role, &delayed_[static_cast<std::size_t>(i)]);
+      (void)amp::DelayedScaling::create(recipe.delayed, role,
+                                        &delayed_[static_cast<std::size_t>(i)]);
     }
   }
 }
@@ -339,7 +340,9 @@ void LowpGemm::note(const Context&, const char* label, const TensorView& src, co
   const float vmax = format_max(q.dtype);
   OperandStats s;
   s.operand = label;
-  s.dtype = q.dtype == DType::kFloat8E4M3FN ? "e4m3" : q.dtype == DType::kFloat8E5M2 ? "e5m2" : "e2m1";
+  s.dtype = q.dtype == DType::kFloat8E4M3FN ? "e4m3"
+            : q.dtype == DType::kFloat8E5M2 ? "e5m2"
+                                            : "e2m1";
   s.count = n;
   s.scale = recipe_.format == GemmFormat::kMxfp8 || recipe_.format == GemmFormat::kMxfp4
                 ? 0.0f
@@ -350,7 +353,8 @@ void LowpGemm::note(const Context&, const char* label, const TensorView& src, co
     double factor = q.scale_inv;  // what the code is multiplied by
     if (recipe_.format == GemmFormat::kNvfp4) {
       float s16 = 0.0f;
-      convert_lowp_to_fp32(DType::kFloat8E4M3FN, &q.scales[static_cast<std::size_t>(row * (c / 16) + col / 16)], &s16, 1);
+      convert_lowp_to_fp32(DType::kFloat8E4M3FN,
+                           &q.scales[static_cast<std::size_t>(row * (c / 16) + col / 16)], &s16, 1);
       factor = static_cast<double>(s16) * q.scale_inv;
     } else if (recipe_.format == GemmFormat::kMxfp8 || recipe_.format == GemmFormat::kMxfp4) {
       const int64_t pairs = ((c + 31) / 32 + 1) / 2;

@@ -99,6 +99,16 @@ constexpr uint32_t float_to_minifloat(const MiniFloat& fmt, float f, bool satura
   return sign | code;
 }
 
+// The E2M1 magnitude code (0..7) of a finite a >= 0, rounded to nearest even and saturated at 6:
+// float_to_minifloat(kE2M1, a, true) for every such a, by comparisons with the grid's midpoints
+// (0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5; a tie goes to the even code), without branches.
+constexpr uint32_t e2m1_magnitude_rne(float a) noexcept {
+  return static_cast<uint32_t>(a > 0.25f) + static_cast<uint32_t>(a >= 0.75f) +
+         static_cast<uint32_t>(a > 1.25f) + static_cast<uint32_t>(a >= 1.75f) +
+         static_cast<uint32_t>(a > 2.5f) + static_cast<uint32_t>(a >= 3.5f) +
+         static_cast<uint32_t>(a > 5.0f);
+}
+
 // code -> fp32, exact. NaN codes give a quiet fp32 NaN with sign and payload kept.
 constexpr float minifloat_to_float(const MiniFloat& fmt, uint32_t code) noexcept {
   const int m = fmt.mbits;

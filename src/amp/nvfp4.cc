@@ -71,10 +71,12 @@ Status nvfp4_check_float(std::string_view op, const char* name, const TensorView
 uint32_t nvfp4_element(float v, bool stochastic, uint32_t r) {
   const uint32_t sign = std::signbit(v) ? 8u : 0u;
   const float a = std::fabs(v);
-  if (!stochastic) return sign | float_to_minifloat(kE2M1, a, true);
+  if (!stochastic) return sign | e2m1_magnitude_rne(a);
   if (a >= 6.0f) return sign | 7u;
-  int lower = 0;
-  while (lower < 7 && kE2M1Values[lower + 1] <= a) ++lower;
+  // The grid values at or below a, less one: the code of the value below.
+  const int lower = static_cast<int>(a >= 0.5f) + static_cast<int>(a >= 1.0f) +
+                    static_cast<int>(a >= 1.5f) + static_cast<int>(a >= 2.0f) +
+                    static_cast<int>(a >= 3.0f) + static_cast<int>(a >= 4.0f);
   const double lo = kE2M1Values[lower], hi = kE2M1Values[lower + 1];
   // (a - lo) / (hi - lo): exact in double (hi - lo a power of two); compared with r / 2^32.
   const double p = (static_cast<double>(a) - lo) / (hi - lo);
@@ -87,11 +89,6 @@ void nvfp4_set_nibble(uint8_t* y, int64_t i, uint32_t code) {
                  : static_cast<uint8_t>((byte & 0xF0u) | code);
 }
 
-float nvfp4_code_value(const uint8_t* codes, int64_t i) {
-  const uint32_t c = (codes[i >> 1] >> (4 * (i & 1))) & 0x0Fu;
-  return (c & 8u) ? -kE2M1Values[c & 7u] : kE2M1Values[c & 7u];
-}
-
 // q * s for every element of m, in fp32 (exact: at most 6 significant bits).
 std::vector<float> nvfp4_decode(const Nvfp4Matrix& m) {
   const int64_t rows = m.codes.shape[0], k = m.codes.shape[1];
@@ -100,9 +97,15 @@ std::vector<float> nvfp4_decode(const Nvfp4Matrix& m) {
   const auto* scales = static_cast<const uint8_t*>(m.scales.data);
   auto body = [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      for (int64_t j = 0; j < k; ++j) {
-        const float s = minifloat_to_float(kE4M3, scales[r * (k / kNvfp4Block) + j / kNvfp4Block]);
-        out[static_cast<std::size_t>(r * k + j)] = nvfp4_code_value(codes, r * k + j) * s;
+      for (int64_t b = 0; b < k / kNvfp4Block; ++b) {
+        const float s = minifloat_to_float(kE4M3, scales[r * (k / kNvfp4Block) + b]);
+        float value[16];  // each code's value times s: the same products, once per block
+        for (uint32_t c = 0; c < 16; ++c) {
+          value[c] = ((c & 8u) ? -kE2M1Values[c & 7u] : kE2M1Values[c & 7u]) * s;
+        }
+        for (int64_t i = r * k + b * kNvfp4Block; i < r * k + (b + 1) * kNvfp4Block; ++i) {
+          out[static_cast<std::size_t>(i)] = value[(codes[i >> 1] >> (4 * (i & 1))) & 0x0Fu];
+        }
       }
     }
   };
@@ -142,16 +145,40 @@ Status nvfp4_quantize(const TensorView& x, Nvfp4Matrix& m, const Nvfp4Options& o
     MANTISSA_RETURN_IF_ERROR(nvfp4_check(op, "codes", m.codes, DType::kFloat4E2M1, rows, k));
     MANTISSA_RETURN_IF_ERROR(
         nvfp4_check(op, "scales", m.scales, DType::kFloat8E4M3FN, rows, k / kNvfp4Block));
-    const auto at = [&](int64_t i) {
-      return load_as_float(x.dtype, x.data, static_cast<std::size_t>(i));
+    // Row r of x widened (exactly) into `row`.
+    const auto widen_row = [&](int64_t r, float* row) {
+      const auto n = static_cast<std::size_t>(k);
+      if (x.dtype == DType::kFloat32) {
+        std::memcpy(row, static_cast<const float*>(x.data) + r * k, n * sizeof(float));
+      } else if (x.dtype == DType::kBFloat16) {
+        convert_bf16_to_fp32(static_cast<const uint16_t*>(x.data) + r * k, row, n);
+      } else {
+        convert_fp16_to_fp32(static_cast<const uint16_t*>(x.data) + r * k, row, n);
+      }
     };
     float amax = 0.0f;
     if (o.amax) {
       amax = *o.amax;
     } else {
-      for (int64_t i = 0; i < rows * k; ++i) {
-        const float a = std::fabs(at(i));
-        if (std::isnan(a) || a > amax) amax = a;
+      // Each row's max |x| (NaN if it holds one), then the rows' in order: the max does not
+      // depend on how rows are split among threads.
+      std::vector<float> row_max(static_cast<std::size_t>(rows), 0.0f);
+      auto rows_max = [&](int64_t r0, int64_t r1) {
+        std::vector<float> row(static_cast<std::size_t>(k));
+        for (int64_t r = r0; r < r1; ++r) {
+          widen_row(r, row.data());
+          float top = 0.0f;
+          for (float v : row) {
+            const float a = std::fabs(v);
+            if (std::isnan(a) || a > top) top = a;
+            if (std::isnan(top)) break;
+          }
+          row_max[static_cast<std::size_t>(r)] = top;
+        }
+      };
+      detail::parallel_for(rows, 16, rows_max);
+      for (float top : row_max) {
+        if (std::isnan(top) || top > amax) amax = top;
         if (std::isnan(amax)) break;
       }
     }
@@ -163,7 +190,10 @@ Status nvfp4_quantize(const TensorView& x, Nvfp4Matrix& m, const Nvfp4Options& o
     auto* codes = static_cast<uint8_t*>(m.codes.data);
     auto* scales = static_cast<uint8_t*>(m.scales.data);
     auto body = [&](int64_t r0, int64_t r1) {
+      std::vector<float> row(static_cast<std::size_t>(k));
+      const auto at = [&](int64_t i) { return row[static_cast<std::size_t>(i % k)]; };
       for (int64_t r = r0; r < r1; ++r) {
+        widen_row(r, row.data());
         for (int64_t b = 0; b < k / kNvfp4Block; ++b) {
           const int64_t base = r * k + b * kNvfp4Block;
           float bmax = 0.0f;

@@ -615,10 +615,11 @@ int run_train_gpt(const GptCommandOptions& o_in, train::Communicator* comm, bool
           "against fp64 on the mode's own inputs (what the layer adds)\n");
       nlohmann::json quantized = nlohmann::json::array();
       if (!a.quantized.empty()) {
-        fmt::print("\n{} operands of the blocks' products\n{:<18} {:>7} {:>6} {:>9} {:>10} {:>10} "
-                   "{:>10} {:>10} {:>10}\n",
-                   a.mode, "layer", "operand", "format", "elements", "amax", "scale",
-                   "underflow", "saturated", "error");
+        fmt::print(
+            "\n{} operands of the blocks' products\n{:<18} {:>7} {:>6} {:>9} {:>10} {:>10} "
+            "{:>10} {:>10} {:>10}\n",
+            a.mode, "layer", "operand", "format", "elements", "amax", "scale", "underflow",
+            "saturated", "error");
         for (const auto& q : a.quantized) {
           const tn::OperandStats& s = q.stats;
           const double nz = static_cast<double>(std::max<int64_t>(1, s.nonzero));

@@ -154,6 +154,8 @@ HWY_AFTER_NAMESPACE();
 
 #include "core/op_entry.h"
 #include "core/parallel.h"
+#include "mantissa/convert.h"
+#include "mantissa/lowp.h"
 #include "mantissa/ops/dynamic_mx_quant.h"
 #include "ops/dynamic_mx_quant/dynamic_mx_quant_desc.h"
 
@@ -290,6 +292,15 @@ uint8_t fp4_code(float s, bool e1m2, MxRoundMode mode) {
   return static_cast<uint8_t>((std::signbit(v) ? 8u : 0u) | code);
 }
 
+// fp4_code(s, false, kRint) without branches: NaN gives +0, otherwise the sign and
+// e2m1_magnitude_rne (the same code for every one of the 2^32 fp32 inputs: compared
+// exhaustively when it was written; the case set's ties and saturations check it against the
+// kit's golden).
+inline uint8_t fp4_e2m1_rint(float s) {
+  if (std::isnan(s)) return 0;
+  return static_cast<uint8_t>((std::signbit(s) ? 8u : 0u) | e2m1_magnitude_rne(std::fabs(s)));
+}
+
 float load_element(DType dtype, const void* x, int64_t i) {
   return load_as_float(dtype, x, static_cast<std::size_t>(i));
 }
@@ -307,6 +318,49 @@ void run_fp4(const DynamicMxQuantKernelArgs& a, const DynamicMxQuantParams& p) {
   const int64_t blocks = (a.length + a.blocksize - 1) / a.blocksize;
   const int64_t pairs = (blocks + 1) / 2;
   const bool e1m2 = a.y_dtype == DType::kFloat4E1M2;
+  const bool rint = !e1m2 && p.round_mode == MxRoundMode::kRint;
+  if (a.inner == 1) {
+    // The last axis: each block's elements contiguous, widened once into a buffer. A block
+    // starts at an even element (blocks are multiples of 32, rows are even), so its codes are
+    // whole bytes.
+    auto row_body = [&](int64_t task_begin, int64_t task_end) {
+      std::vector<float> v(static_cast<std::size_t>(a.blocksize));
+      for (int64_t task = task_begin; task < task_end; ++task) {
+        const int64_t o = task / blocks, b = task % blocks;
+        const int64_t l0 = b * a.blocksize, n = std::min(a.length, l0 + a.blocksize) - l0;
+        const int64_t at = o * a.length + l0;
+        const auto count = static_cast<std::size_t>(n);
+        if (a.x_dtype == DType::kFloat32) {
+          std::memcpy(v.data(), static_cast<const float*>(a.x) + at, count * sizeof(float));
+        } else if (a.x_dtype == DType::kBFloat16) {
+          convert_bf16_to_fp32(static_cast<const uint16_t*>(a.x) + at, v.data(), count);
+        } else {
+          convert_fp16_to_fp32(static_cast<const uint16_t*>(a.x) + at, v.data(), count);
+        }
+        float amax = 0.0f;
+        bool nan = false;
+        for (int64_t j = 0; j < n; ++j) {
+          const float m = std::fabs(v[static_cast<std::size_t>(j)]);
+          nan = nan || std::isnan(m);
+          amax = std::max(amax, m);
+        }
+        if (nan) amax = std::numeric_limits<float>::quiet_NaN();
+        const MxBlockScale s = mx_fp4_block_scale(amax, a.y_dtype, a.scale_alg, p.dst_type_max);
+        a.mxscale[(o * pairs + b / 2) * 2 + (b % 2)] = s.code;
+        if (b == blocks - 1 && blocks % 2 == 1) a.mxscale[(o * pairs + b / 2) * 2 + 1] = 0;
+        uint8_t* y = a.y + at / 2;
+        for (int64_t j = 0; j < n; j += 2) {
+          const float v0 = v[static_cast<std::size_t>(j)] * s.recip;
+          const float v1 = v[static_cast<std::size_t>(j + 1)] * s.recip;
+          const uint8_t c0 = rint ? fp4_e2m1_rint(v0) : fp4_code(v0, e1m2, p.round_mode);
+          const uint8_t c1 = rint ? fp4_e2m1_rint(v1) : fp4_code(v1, e1m2, p.round_mode);
+          y[j / 2] = static_cast<uint8_t>(c0 | (c1 << 4));
+        }
+      }
+    };
+    detail::parallel_for(a.outer * blocks, std::max<int64_t>(1, 32768 / a.blocksize), row_body);
+    return;
+  }
   auto body = [&](int64_t task_begin, int64_t task_end) {
     std::vector<float> recip(static_cast<std::size_t>(a.inner));
     for (int64_t task = task_begin; task < task_end; ++task) {
@@ -331,7 +385,7 @@ void run_fp4(const DynamicMxQuantKernelArgs& a, const DynamicMxQuantParams& p) {
         for (int64_t c = 0; c < a.inner; ++c) {
           const int64_t at = (o * a.length + l) * a.inner + c;
           const float v = load_element(a.x_dtype, a.x, at) * recip[static_cast<std::size_t>(c)];
-          set_nibble(a.y, at, fp4_code(v, e1m2, p.round_mode));
+          set_nibble(a.y, at, rint ? fp4_e2m1_rint(v) : fp4_code(v, e1m2, p.round_mode));
         }
       }
     }
