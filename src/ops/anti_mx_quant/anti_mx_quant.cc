@@ -60,8 +60,31 @@ void AntiMxRows(const detail::AntiMxQuantKernelArgs& a, int64_t begin, int64_t e
   }
 }
 
+// The last axis (inner 1): blocks [begin, end) of the outer * ceil(length / 32) blocks, each 32
+// contiguous codes sharing one factor.
+template <MiniFloat kFmt, class YF>
+void AntiMxLastAxisBlocks(const detail::AntiMxQuantKernelArgs& a, int64_t begin, int64_t end) {
+  using YS = typename YF::Storage;
+  YS* const y = static_cast<YS*>(a.y);
+  const int64_t blocks = (a.length + 31) / 32;
+  for (int64_t task = begin; task < end; ++task) {
+    const int64_t o = task / blocks, b = task % blocks;
+    const float f = E8M0Factor(a.mxscale[(o * a.pairs + b / 2) * 2 + (b % 2)]);
+    const int64_t base = o * a.length + b * 32;
+    const int64_t stop = o * a.length + std::min(a.length, (b + 1) * 32);
+    ForEachVector(base, stop, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
+      Dequantize<kFmt, YF>(d, a.x + i, hn::Set(d, f), y + i);
+    });
+  }
+}
+
 template <MiniFloat kFmt, class YF>
 void AntiMxOut(const detail::AntiMxQuantKernelArgs& a) {
+  if (a.inner == 1) {
+    auto blocks = [&](int64_t b, int64_t e) { AntiMxLastAxisBlocks<kFmt, YF>(a, b, e); };
+    detail::parallel_for(a.outer * ((a.length + 31) / 32), 1024, blocks);
+    return;
+  }
   const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, a.inner));
   auto body = [&](int64_t b, int64_t e) { AntiMxRows<kFmt, YF>(a, b, e); };
   detail::parallel_for(a.outer * a.length, grain, body);
