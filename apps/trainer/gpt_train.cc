@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "mantissa/optim.h"
+#include "trainer/gpt_checkpoint.h"
 #include "trainer/rng.h"
 
 namespace mantissa::trainer {
@@ -129,6 +130,10 @@ Status GptTrainOptions::validate() const {
   }
   if (scale_growth_interval < 1 || scale_growth_interval > 2147483647) {
     return bad("the scaler's growth interval must be in [1, 2^31 - 1]");
+  }
+  if (stop_after < 0 || stop_after > steps) {
+    return bad("--stop-after must be in [0, --steps (" + std::to_string(steps) + ")], got " +
+               std::to_string(stop_after));
   }
   return {};
 }
@@ -378,6 +383,43 @@ Status end_scaling_step(Gpt& model, train::Communicator* comm) {
   return {};
 }
 
+// What a checkpoint must match to be resumed: everything that shapes the trajectory (the model,
+// the precision of every unit and the products' recipe, the options, the corpus), hashed.
+uint64_t config_hash(const TextCorpus& corpus, const GptPrecision& precision,
+                     const std::string& name, const GptTrainOptions& o) {
+  std::string s = name;
+  auto add = [&](double v) { s += "|" + std::to_string(v); };
+  const GptConfig& m = o.model;
+  for (int64_t v :
+       {m.vocab, m.context, m.d_model, m.layers, m.heads, o.steps, o.batch_size,
+        o.micro_batch_count(), o.eval_every, o.eval_windows, o.warmup, o.scale_growth_interval}) {
+    s += "|" + std::to_string(v);
+  }
+  s += "|" + std::to_string(static_cast<int>(m.mlp)) + std::to_string(static_cast<int>(m.norm)) +
+       (m.tied ? "t" : "u") + "|" + std::to_string(o.seed);
+  for (double v : {static_cast<double>(o.lr), o.min_lr_ratio, static_cast<double>(o.weight_decay),
+                   static_cast<double>(o.beta1), static_cast<double>(o.beta2),
+                   static_cast<double>(o.eps), o.clip}) {
+    add(v);
+  }
+  s += "|state" + std::to_string(o.optimizer_state ? static_cast<int>(*o.optimizer_state) : -1);
+  for (const Precision& p : precision.units) {
+    s += "|u" + std::to_string(static_cast<int>(p.compute)) + (p.master ? "m" : "") +
+         std::to_string(static_cast<int>(p.rounding));
+  }
+  const GemmRecipe& g = precision.gemm;
+  s += "|gemm" + std::to_string(static_cast<int>(g.format)) + "," +
+       std::to_string(static_cast<int>(g.mx_rule)) + "," +
+       std::to_string(g.delayed.amax_history_len) + "," + std::to_string(g.delayed.margin) + "," +
+       std::to_string(static_cast<int>(g.delayed.amax_compute_algo)) + "," +
+       std::to_string(static_cast<int>(g.delayed.fp8_format)) + "," +
+       (g.stochastic_gradients ? "sr" : "rne") + "," + std::to_string(g.seed);
+  s += precision.loss_scaling ? "|scaled" : "|unscaled";
+  uint64_t h = fnv1a(s.data(), s.size());
+  h = fnv1a(corpus.train.data(), corpus.train.size(), h);
+  return fnv1a(corpus.validation.data(), corpus.validation.size(), h);
+}
+
 }  // namespace
 
 Status evaluate_gpt(Gpt& model, const TextCorpus& corpus, const GptTrainOptions& o, double* loss) {
@@ -438,6 +480,10 @@ Status train_gpt(const TextCorpus& corpus, const GptPrecision& precision, const 
   TRAINER_TRY(amp::DynamicLossScaler::create(so, &scaler));
   Guard guard(precision, model.param_names());
 
+  const uint64_t config = config_hash(corpus, precision, name, o);
+  GptCheckpointHeader resumed;
+  if (!o.resume.empty())
+    TRAINER_TRY(load_gpt_checkpoint(o.resume, config, &scaler, &model, &resumed));
   if (cb.on_start) TRAINER_TRY(cb.on_start(model));
   GptResult r;
   r.mode = name;
@@ -448,17 +494,20 @@ Status train_gpt(const TextCorpus& corpus, const GptPrecision& precision, const 
   std::vector<float> gathered;
   const std::size_t grad_count = static_cast<std::size_t>(model.param_count());
   std::vector<unsigned char> snapshot;
-  int64_t stalled = 0, weights_seen = 0, taken = 0;
+  int64_t stalled = resumed.stalled, weights_seen = resumed.weights_seen, taken = resumed.taken;
+  r.overflow_steps = resumed.overflow_steps;
+  r.findings = resumed.findings;
   double loss_since = 0.0;
   int64_t steps_since = 0;
-  for (int64_t step = 0; step < o.steps; ++step) {
+  const int64_t last = o.stop_after > 0 ? o.stop_after : o.steps;
+  for (int64_t step = resumed.step; step < last; ++step) {
     training_batch(corpus, T, o.batch_size, o.seed, step, &tokens, &targets);
     const auto t0 = std::chrono::steady_clock::now();
     // This rank's micro-batches, their fp32 gradients summed by the pairwise tree, then the
     // ranks' sums (nodes of the same tree) gathered and summed on, identically on every rank.
     tree.reset(grad_count);
     std::vector<double> losses(static_cast<std::size_t>(micro));
-    const bool eval_step = (step + 1) % o.eval_every == 0 || step + 1 == o.steps;
+    const bool eval_step = (step + 1) % o.eval_every == 0 || step + 1 == last;
     const bool stats_step = eval_step && cb.on_quant_stats && !model.gemms().empty();
     for (int64_t k = 0; k < local; ++k) {
       model.set_collect_stats(stats_step && k == 0);
@@ -540,9 +589,19 @@ Status train_gpt(const TextCorpus& corpus, const GptPrecision& precision, const 
       steps_since = 0;
       r.evals.push_back(e);
       if (cb.on_eval) cb.on_eval(e);
+      if (!o.save_checkpoint.empty() && rank == 0) {
+        GptCheckpointHeader h{.config = config,
+                              .step = step + 1,
+                              .taken = taken,
+                              .overflow_steps = r.overflow_steps,
+                              .findings = r.findings,
+                              .stalled = stalled,
+                              .weights_seen = weights_seen};
+        TRAINER_TRY(save_gpt_checkpoint(o.save_checkpoint, h, scaler, model));
+      }
     }
   }
-  r.steps = o.steps;
+  r.steps = last;
   if (r.evals.empty()) {
     GptEval e;
     TRAINER_TRY(evaluate_gpt(model, corpus, o, &e.val_loss));

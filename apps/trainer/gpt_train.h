@@ -62,6 +62,12 @@ struct GptTrainOptions {
   // at least kMinQuantElements elements (smaller ones keep var's dtype), as mantissa.torch.
   std::optional<MomentFormat> optimizer_state;
   static constexpr int64_t kMinQuantElements = 4096;
+  // Checkpoints (gpt_checkpoint.h): written after every evaluation and at stop_after (rank 0);
+  // a run resumed from one continues at the step after it and ends with the uninterrupted run's
+  // digest. stop_after > 0 ends the run after that many steps (an evaluation, a checkpoint), the
+  // learning-rate schedule still that of `steps`.
+  std::string save_checkpoint, resume;
+  int64_t stop_after = 0;
   Status validate() const;
   int64_t micro_batch_count() const;
   // The learning rate of step t (0-based): computed in double, rounded once to fp32.

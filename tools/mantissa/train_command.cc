@@ -897,6 +897,11 @@ std::function<int()> add_train_command(CLI::App& app) {
          "optimizer dtype; the quantized formats for parameters of 4096 elements and more)")
       ->check(CLI::IsMember({"fp32", "bf16", "int8", "int4", "fp8"}))
       ->group(kGpt);
+  cmd->add_option("--stop-after", g.stop_after,
+                  "End after this many steps (an evaluation and, with --save-checkpoint, a "
+                  "checkpoint), the schedule still that of --steps; --resume continues")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000000}))
+      ->group(kGpt);
   cmd->add_option("--mx-scale-rule", g.mx_scale_rule,
                   "mxfp8 and mxfp4: the E8M0 scale of a block, floor (OCP), rceil (amax / max "
                   "rounded up) or even (torchao's) (default floor)")
@@ -917,12 +922,11 @@ std::function<int()> add_train_command(CLI::App& app) {
   return [cmd, o] {
     if (!cmd->parsed()) return -1;
     const bool gpt = o->model == "gpt";
-    static const char* kMlpOnly[] = {
-        "--epochs",         "--hidden",     "--activation", "--optimizer",
-        "--test-fraction",  "--header",     "--csv",        "--shards",
-        "--zero",           "--grad-comm",  "--bucket-mib", "--save-checkpoint",
-        "--resume",         "--abort-rank", "--abort-step", "--inject-inf-rank",
-        "--inject-inf-step"};
+    static const char* kMlpOnly[] = {"--epochs",     "--hidden",          "--activation",
+                                     "--optimizer",  "--test-fraction",   "--header",
+                                     "--csv",        "--shards",          "--zero",
+                                     "--grad-comm",  "--bucket-mib",      "--abort-rank",
+                                     "--abort-step", "--inject-inf-rank", "--inject-inf-step"};
     static const char* kGptOnly[] = {"--layers",
                                      "--d-model",
                                      "--heads",
@@ -939,6 +943,7 @@ std::function<int()> add_train_command(CLI::App& app) {
                                      "--mx-scale-rule",
                                      "--amax-history",
                                      "--fp8-margin",
+                                     "--stop-after",
                                      "--scale-growth-interval"};
     for (const char* name :
          gpt ? std::span<const char* const>(kMlpOnly) : std::span<const char* const>(kGptOnly)) {
@@ -966,6 +971,8 @@ std::function<int()> add_train_command(CLI::App& app) {
     run.analyze_svg = o->analyze_svg;
     run.policies = o->policies;
     run.policy_tools = o->policy_tools;
+    run.save_checkpoint = o->distributed.save_checkpoint;
+    run.resume = o->distributed.resume;
     if (const int rc = check_output_paths(*o); rc != 0) return rc;
     DistributedSession session;
     DistributedCli dc;

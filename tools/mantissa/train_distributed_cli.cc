@@ -45,8 +45,10 @@ void add_distributed_options(CLI::App* cmd, DistributedCli* o) {
       ->check(CLI::Range(0.001, 1024.0));
   cmd->add_option("--save-checkpoint", o->save_checkpoint,
                   "Write every rank's state (shard, loss scaler, step) to this directory after "
-                  "every epoch");
-  cmd->add_option("--resume", o->resume, "Continue from a --save-checkpoint directory");
+                  "every epoch (--model gpt: the run's state to this file after every "
+                  "evaluation)");
+  cmd->add_option("--resume", o->resume,
+                  "Continue from a --save-checkpoint directory (--model gpt: file)");
   cmd->add_option("--inject-inf-rank", o->inject_inf_rank,
                   "Test: put an Inf into this rank's (shard's) gradient at --inject-inf-step");
   cmd->add_option("--inject-inf-step", o->inject_inf_step, "Test: the step (1-based, whole run)");

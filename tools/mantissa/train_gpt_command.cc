@@ -283,6 +283,9 @@ int run_train_gpt(const GptCommandOptions& o_in, train::Communicator* comm, bool
     }
   }
   to.seed = o.seed;
+  to.save_checkpoint = o.save_checkpoint;
+  to.resume = o.resume;
+  to.stop_after = o.stop_after;
   if (Status st = to.validate(); !st.ok()) {
     fmt::print(stderr, "mantissa {}\n", st.message());
     return 2;
@@ -352,6 +355,12 @@ int run_train_gpt(const GptCommandOptions& o_in, train::Communicator* comm, bool
   if (Status st = tn::load_text(path, to.model.context, &corpus); !st.ok()) {
     fmt::print(stderr, "mantissa {}\n", st.message());
     return 1;
+  }
+  if ((!o.save_checkpoint.empty() || !o.resume.empty()) && runs.size() != 1) {
+    fmt::print(stderr,
+               "mantissa train: --save-checkpoint and --resume take one --precision mode or one "
+               "--policy\n");
+    return 2;
   }
   if (!o.analyze_path.empty() && runs.size() != 1) {
     fmt::print(stderr, "mantissa train: --analyze takes one --precision mode or one --policy\n");

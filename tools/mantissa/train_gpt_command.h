@@ -29,6 +29,8 @@ struct GptCommandOptions {
   std::string mx_scale_rule = "floor";
   int64_t amax_history = 1024;
   int64_t fp8_margin = 0;
+  std::string save_checkpoint, resume;  // files (one mode)
+  int64_t stop_after = 0;
   uint64_t seed = 0;
   int show_severity = 7;
   std::string log_path, plot_path;
