@@ -6,21 +6,26 @@
 #include <gtest/gtest.h>
 
 #include <barrier>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "mantissa/amp/fp8_scaling.h"
+#include "mantissa/lowp.h"
 #include "mantissa/runtime.h"
 #include "target_support.h"
 #include "trainer/analyze.h"
 #include "trainer/gpt.h"
 #include "trainer/gpt_policy.h"
 #include "trainer/gpt_train.h"
+#include "trainer/lowp_gemm.h"
 #include "trainer/rng.h"
 #include "trainer/text.h"
 
@@ -692,6 +697,440 @@ TEST(GptConfig, BadSizesAreRefused) {
   c = tiny(MlpKind::kGelu, NormKind::kLayerNorm, true);
   c.vocab = 100;
   EXPECT_EQ(c.validate().code(), StatusCode::kParamInvalid);
+}
+
+// ---- FP8 and MX modes (lowp_gemm.h) --------------------------------------------------------
+
+namespace {
+
+using trainer::GemmFormat;
+using trainer::GemmRecipe;
+using trainer::LowpGemm;
+using trainer::MxScaleRule;
+using trainer::Tensor;
+
+struct GemmCase {
+  GemmFormat format;
+  MxScaleRule rule;
+};
+constexpr GemmCase kGemmCases[] = {
+    {GemmFormat::kFp8Delayed, MxScaleRule::kFloor}, {GemmFormat::kFp8Current, MxScaleRule::kFloor},
+    {GemmFormat::kMxfp8, MxScaleRule::kFloor},      {GemmFormat::kMxfp8, MxScaleRule::kRceil},
+    {GemmFormat::kMxfp8, MxScaleRule::kEven},       {GemmFormat::kMxfp4, MxScaleRule::kFloor},
+    {GemmFormat::kNvfp4, MxScaleRule::kFloor}};
+
+std::string gemm_case_name(const GemmCase& c) {
+  return std::string(trainer::gemm_format_name(c.format)) + "/" +
+         trainer::mx_scale_rule_name(c.rule);
+}
+
+trainer::GptPrecision gemm_precision(const GemmCase& c, const trainer::GptConfig& config) {
+  GemmRecipe g;
+  g.mx_rule = c.rule;
+  g.seed = 11;
+  trainer::GptPrecision p;
+  EXPECT_TRUE(trainer::gpt_precision_of(trainer::gemm_format_name(c.format), config, g, &p));
+  return p;
+}
+
+// A [rows, cols] fp32 or bf16 tensor of normal(0, sd) values with a few large ones.
+Tensor random_tensor(DType dtype, int64_t rows, int64_t cols, double sd, uint64_t seed) {
+  trainer::Rng rng(seed);
+  std::vector<float> v(static_cast<std::size_t>(rows * cols));
+  for (float& x : v) x = static_cast<float>(sd * rng.normal());
+  for (std::size_t i = 0; i < v.size(); i += 37) v[i] *= 9.0f;
+  Tensor t(dtype, {rows, cols});
+  trainer::narrow(v.data(), dtype, t.data(), rows * cols);
+  return t;
+}
+
+std::vector<float> widened(const Tensor& t) {
+  std::vector<float> v(static_cast<std::size_t>(t.numel()));
+  trainer::widen(t.data(), t.dtype(), v.data(), t.numel());
+  return v;
+}
+
+uint32_t biased_exponent(float f) { return (std::bit_cast<uint32_t>(f) >> 23) & 0xFFu; }
+
+// Row-wise MX quantization of m [rows, k] along k, written from the rules (not the operator):
+// the dequantized values.
+std::vector<double> ref_mx(const std::vector<float>& m, int64_t rows, int64_t k, MxScaleRule rule,
+                           bool fp4) {
+  const MiniFloat& fmt = fp4 ? kE2M1 : kE4M3;
+  const uint32_t emax = fp4 ? 2 : 8;
+  const float fmax = fp4 ? 6.0f : 448.0f;
+  std::vector<double> out(m.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t b0 = 0; b0 < k; b0 += 32) {
+      const int64_t b1 = std::min(k, b0 + 32);
+      float amax = 0.0f;
+      for (int64_t j = b0; j < b1; ++j) amax = std::max(amax, std::fabs(m[r * k + j]));
+      int code = 0;
+      if (rule == MxScaleRule::kFloor) {
+        code = std::max(0, static_cast<int>(biased_exponent(amax)) - static_cast<int>(emax));
+      } else if (rule == MxScaleRule::kRceil) {
+        const float s = amax * (1.0f / fmax);
+        const bool pow2 = (std::bit_cast<uint32_t>(s) & 0x7FFFFFu) == 0;
+        code = static_cast<int>(biased_exponent(s)) + (pow2 || s == 0.0f ? 0 : 1);
+      } else {  // even: amax's mantissa rounded half up to the element's bits, then floor
+        const int mbits = fp4 ? 1 : 3;
+        const uint32_t bits = (std::bit_cast<uint32_t>(amax) + (1u << (22 - mbits))) & 0x7F800000u;
+        code = std::clamp(static_cast<int>(bits >> 23) - static_cast<int>(emax), 0, 254);
+      }
+      for (int64_t j = b0; j < b1; ++j) {
+        const float scaled = m[r * k + j] * std::ldexp(1.0f, 127 - code);
+        const float q = minifloat_to_float(fmt, float_to_minifloat(fmt, scaled, true));
+        out[r * k + j] = std::ldexp(static_cast<double>(q), code - 127);
+      }
+    }
+  }
+  return out;
+}
+
+// Tensor-wise FP8 with the scale fp8_max / amax (current scaling): dequantized values.
+std::vector<double> ref_tensorwise(const std::vector<float>& m, const MiniFloat& fmt, float fmax) {
+  float amax = 0.0f;
+  for (float x : m) amax = std::max(amax, std::fabs(x));
+  const float scale = fmax / amax, inv = 1.0f / scale;
+  std::vector<double> out(m.size());
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    out[i] =
+        static_cast<double>(minifloat_to_float(fmt, float_to_minifloat(fmt, m[i] * scale, true))) *
+        inv;
+  }
+  return out;
+}
+
+std::vector<float> transposed(const std::vector<float>& m, int64_t rows, int64_t cols) {
+  std::vector<float> t(m.size());
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) t[j * rows + i] = m[i * cols + j];
+  }
+  return t;
+}
+
+// out[i][j] = sum_k a[i][k] * b[j][k]: both quantized along k.
+void expect_product(const std::vector<double>& a, const std::vector<double>& b, int64_t m,
+                    int64_t n, int64_t k, const TensorView& out, const std::string& what) {
+  const float* y = static_cast<const float*>(out.data);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0.0, mag = 0.0;
+      for (int64_t t = 0; t < k; ++t) {
+        sum += a[i * k + t] * b[j * k + t];
+        mag += std::fabs(a[i * k + t] * b[j * k + t]);
+      }
+      // k fp32 additions and the scale factor's one rounding.
+      ASSERT_NEAR(y[i * n + j], sum, (k + 2) * 0x1p-24 * mag + 1e-30)
+          << what << " [" << i << ", " << j << "]";
+    }
+  }
+}
+
+}  // namespace
+
+// Each product of a Linear in each format equals the product of its operands quantized by the
+// format's rules, written here from the rules: the right operands, along the right axis (k for
+// y, n for dx, the rows for dW), with the right element formats (HYBRID: dy in E5M2).
+TEST(LowpGemm, ProductsAreThoseOfTheOperandsQuantizedByTheRules) {
+  const int64_t m = 48, k = 64, n = 32;
+  const Tensor x = random_tensor(DType::kBFloat16, m, k, 1.0, 1);
+  const Tensor w = random_tensor(DType::kBFloat16, k, n, 0.05, 2);
+  const Tensor dy = random_tensor(DType::kFloat32, m, n, 1e-4, 3);
+  const std::vector<float> xv = widened(x), wv = widened(w), dyv = widened(dy);
+  const std::vector<float> wt = transposed(wv, k, n), xt = transposed(xv, m, k),
+                           dyt = transposed(dyv, m, n);
+  for (const GemmCase& c : kGemmCases) {
+    if (c.format == GemmFormat::kFp8Delayed) continue;  // tensor-wise: the current case below
+    SCOPED_TRACE(gemm_case_name(c));
+    GemmRecipe r;
+    r.format = c.format;
+    r.mx_rule = c.rule;
+    r.stochastic_gradients = false;
+    LowpGemm g("test", r, 1);
+    trainer::Context ctx;
+    Tensor y(DType::kFloat32, {m, n}), dx(DType::kFloat32, {m, k}), dw(DType::kFloat32, {k, n});
+    ASSERT_TRUE(g.forward(ctx, x, w, y.view()).ok());
+    ASSERT_TRUE(g.backward(ctx, x, w, dy, dx.view(), dw.view()).ok());
+    std::vector<double> qx, qwt, qdy, qw, qxt, qdyt;
+    if (c.format == GemmFormat::kFp8Current) {
+      qx = ref_tensorwise(xv, kE4M3, 448.0f);
+      qw = ref_tensorwise(wv, kE4M3, 448.0f);
+      qdy = ref_tensorwise(dyv, kE5M2, 57344.0f);
+      // One tensor-wise cast serves every product: transposing commutes with it.
+      auto t = [](const std::vector<double>& v, int64_t rows, int64_t cols) {
+        std::vector<double> o(v.size());
+        for (int64_t i = 0; i < rows; ++i) {
+          for (int64_t j = 0; j < cols; ++j) o[j * rows + i] = v[i * cols + j];
+        }
+        return o;
+      };
+      qwt = t(qw, k, n);
+      qxt = t(qx, m, k);
+      qdyt = t(qdy, m, n);
+    } else if (c.format == GemmFormat::kNvfp4) {
+      auto nv = [](const std::vector<float>& v, int64_t rows, int64_t cols) {
+        std::vector<uint8_t> codes(static_cast<std::size_t>(rows * cols / 2));
+        std::vector<uint8_t> scales(static_cast<std::size_t>(rows * cols / 16));
+        amp::Nvfp4Matrix q{
+            .codes = TensorView(codes.data(), DType::kFloat4E2M1, {rows, cols}),
+            .scales = TensorView(scales.data(), DType::kFloat8E4M3FN, {rows, cols / 16})};
+        EXPECT_TRUE(amp::nvfp4_quantize(
+                        TensorView(const_cast<float*>(v.data()), DType::kFloat32, {rows, cols}), q)
+                        .ok());
+        // q * s exactly (the product applies the tensor scales after the sum).
+        std::vector<float> deq(v.size());
+        amp::Nvfp4Matrix unit = q;
+        unit.tensor_scale_inv = 1.0f;
+        EXPECT_TRUE(
+            amp::nvfp4_dequantize(unit, TensorView(deq.data(), DType::kFloat32, {rows, cols}))
+                .ok());
+        std::vector<double> out(v.size());
+        for (std::size_t i = 0; i < v.size(); ++i)
+          out[i] = static_cast<double>(deq[i]) * q.tensor_scale_inv;
+        return out;
+      };
+      qx = nv(xv, m, k);
+      qwt = nv(wt, n, k);
+      qdy = nv(dyv, m, n);
+      qw = nv(wv, k, n);
+      qxt = nv(xt, k, m);
+      qdyt = nv(dyt, n, m);
+    } else {
+      const bool fp4 = c.format == GemmFormat::kMxfp4;
+      qx = ref_mx(xv, m, k, c.rule, fp4);
+      qwt = ref_mx(wt, n, k, c.rule, fp4);
+      qdy = ref_mx(dyv, m, n, c.rule, fp4);
+      qw = ref_mx(wv, k, n, c.rule, fp4);
+      qxt = ref_mx(xt, k, m, c.rule, fp4);
+      qdyt = ref_mx(dyt, n, m, c.rule, fp4);
+    }
+    expect_product(qx, qwt, m, n, k, y.view(), "y = x W");
+    expect_product(qdy, qw, m, k, n, dx.view(), "dx = dy W^T");
+    expect_product(qxt, qdyt, k, n, m, dw.view(), "dW = x^T dy");
+  }
+}
+
+// fp8-delayed: a step's casts use the scale of the amaxes recorded in earlier steps (history
+// 2, max); a validation pass casts but records nothing; another rank's amaxes merge by max.
+TEST(LowpGemm, DelayedScalingCastsWithTheHistory) {
+  const int64_t m = 16, k = 32, n = 16;
+  GemmRecipe r;
+  r.format = GemmFormat::kFp8Delayed;
+  r.delayed.amax_history_len = 2;
+  LowpGemm g("test", r, 1);
+  trainer::Context train, valid;
+  valid.training = false;
+  train.collect_stats = valid.collect_stats = true;
+  const Tensor w = random_tensor(DType::kBFloat16, k, n, 0.05, 2);
+  Tensor y(DType::kFloat32, {m, n});
+  auto x_of = [&](float top) {
+    Tensor x = random_tensor(DType::kFloat32, m, k, 0.01, 5);
+    x.f32()[7] = top;  // the largest |value|: the amax
+    return x;
+  };
+  auto x_scale = [&] { return g.stats().front().scale; };
+  ASSERT_TRUE(g.forward(train, x_of(4.0f), w, y.view()).ok());
+  EXPECT_EQ(x_scale(), 1.0f);  // no history yet
+  EXPECT_EQ(g.pending_amax()[0], 4.0f);
+  g.record({8.0f, 0.0f, 0.0f});  // another rank saw 8
+  g.end_step();
+  ASSERT_TRUE(g.forward(valid, x_of(100.0f), w, y.view()).ok());
+  EXPECT_EQ(x_scale(), 448.0f / 8.0f);
+  EXPECT_EQ(g.pending_amax()[0], 0.0f);  // validation recorded nothing
+  g.end_step();
+  ASSERT_TRUE(g.forward(train, x_of(2.0f), w, y.view()).ok());
+  EXPECT_EQ(x_scale(), 448.0f / 8.0f);  // 8 is still in the two-step history
+  g.end_step();
+  g.end_step();  // the 8 leaves the window; 2 remains
+  ASSERT_TRUE(g.forward(train, x_of(1.0f), w, y.view()).ok());
+  EXPECT_EQ(x_scale(), 448.0f / 2.0f);
+  // The state round-trips; another format's state is refused.
+  LowpGemm copy("copy", r, 1);
+  ASSERT_TRUE(copy.load_state(g.state()).ok());
+  EXPECT_EQ(copy.state(), g.state());
+  EXPECT_FALSE(copy.load_state({"{}"}).ok());
+}
+
+// The statistics count what the cast did: with the scale pushed up by a negative margin every
+// value beyond fp8_max / scale saturates; pushed down, every value below the smallest
+// subnormal's half underflows (counted here from the inputs and the scale alone).
+TEST(LowpGemm, StatisticsCountSaturationAndUnderflow) {
+  const int64_t m = 32, k = 32, n = 16;
+  const Tensor x = random_tensor(DType::kFloat32, m, k, 1.0, 9);
+  const Tensor w = random_tensor(DType::kBFloat16, k, n, 0.05, 2);
+  Tensor y(DType::kFloat32, {m, n});
+  for (int margin : {-6, 14}) {
+    SCOPED_TRACE(margin);
+    GemmRecipe r;
+    r.format = GemmFormat::kFp8Delayed;
+    r.delayed.margin = margin;
+    LowpGemm g("test", r, 1);
+    trainer::Context ctx;
+    ctx.collect_stats = true;
+    ASSERT_TRUE(g.forward(ctx, x, w, y.view()).ok());
+    g.end_step();
+    ASSERT_TRUE(g.forward(ctx, x, w, y.view()).ok());
+    const trainer::OperandStats& s = g.stats().front();
+    ASSERT_EQ(s.operand, "x");
+    float amax = 0.0f;
+    for (int64_t i = 0; i < x.numel(); ++i) amax = std::max(amax, std::fabs(x.f32()[i]));
+    const float scale = std::ldexp(448.0f, -margin) / amax;
+    EXPECT_EQ(s.scale, scale);
+    EXPECT_EQ(s.amax, amax);
+    int64_t saturated = 0, underflow = 0;
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const float v = std::fabs(x.f32()[i] * scale);
+      saturated += v > 448.0f ? 1 : 0;
+      underflow += x.f32()[i] != 0.0f && v <= 0x1p-10f ? 1 : 0;
+    }
+    EXPECT_EQ(s.saturated, saturated);
+    EXPECT_EQ(s.underflow, underflow);
+    EXPECT_GT(margin < 0 ? saturated : underflow, 100);
+    EXPECT_GT(s.error, 0.0);
+  }
+}
+
+TEST(GptFp8, EveryFormatGivesTheSameDigestOnEveryTargetAndThreadCount) {
+  ThreadCountGuard guard;
+  const trainer::TextCorpus corpus = synthetic_corpus();
+  const trainer::GptTrainOptions o = small_run(MlpKind::kSwiGlu, NormKind::kRmsNorm);
+  trainer::GptResult amp_run;
+  ASSERT_TRUE(trainer::train_gpt(corpus, train::Mode::kBf16Amp, o, {}, &amp_run).ok());
+  for (const GemmCase& c : kGemmCases) {
+    SCOPED_TRACE(gemm_case_name(c));
+    const trainer::GptPrecision p = gemm_precision(c, o.model);
+    trainer::GptResult first;
+    ASSERT_TRUE(trainer::train_gpt(corpus, p, "x", o, {}, &first).ok());
+    EXPECT_TRUE(std::isfinite(first.val_loss));
+    EXPECT_NE(first.digest, amp_run.digest);  // the products are quantized
+    EXPECT_LT(std::fabs(first.val_loss - amp_run.val_loss), 0.1 * amp_run.val_loss);
+    for_each_target([&](const std::string&) {
+      for (int threads : {1, 3}) {
+        ASSERT_TRUE(set_num_threads(threads).ok());
+        trainer::GptResult again;
+        ASSERT_TRUE(trainer::train_gpt(corpus, p, "x", o, {}, &again).ok());
+        EXPECT_EQ(again.digest, first.digest) << threads << " threads";
+      }
+    });
+  }
+}
+
+namespace {
+
+std::vector<trainer::GptResult> train_on_ranks(const trainer::TextCorpus& corpus,
+                                               const trainer::GptPrecision& p,
+                                               const trainer::GptTrainOptions& o, int ranks) {
+  ThreadRanks all(ranks);
+  std::vector<trainer::GptResult> results(static_cast<std::size_t>(ranks));
+  std::vector<Status> statuses(static_cast<std::size_t>(ranks));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      ThreadRanks::Rank comm(&all, r);
+      statuses[r] = trainer::train_gpt(corpus, p, "x", o, {}, &results[r], &comm);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const Status& st : statuses) EXPECT_TRUE(st.ok()) << st.message();
+  return results;
+}
+
+}  // namespace
+
+// The delayed scalings' amaxes are reduced over the ranks and stochastic rounding is keyed by
+// the micro-batch: the digest of 1, 2 and 4 ranks is one process's.
+TEST(GptFp8, TheDigestDoesNotDependOnTheNumberOfRanks) {
+  const trainer::TextCorpus corpus = synthetic_corpus();
+  trainer::GptTrainOptions o = small_run(MlpKind::kGelu, NormKind::kLayerNorm);
+  o.batch_size = 8;
+  o.micro_batches = 4;
+  for (const GemmCase& c : {kGemmCases[0], kGemmCases[2], kGemmCases[6]}) {
+    SCOPED_TRACE(gemm_case_name(c));
+    const trainer::GptPrecision p = gemm_precision(c, o.model);
+    trainer::GptResult one;
+    ASSERT_TRUE(trainer::train_gpt(corpus, p, "x", o, {}, &one).ok());
+    for (int ranks : {2, 4}) {
+      for (const trainer::GptResult& r : train_on_ranks(corpus, p, o, ranks)) {
+        EXPECT_EQ(r.digest, one.digest) << ranks << " ranks";
+        EXPECT_EQ(r.val_loss, one.val_loss);
+      }
+    }
+  }
+}
+
+// A run stopped after step 3 with a checkpoint and resumed (in one process, or on 2 ranks)
+// ends with the uninterrupted run's digest: weights, moments, the loss scaler and the FP8
+// histories all come back.
+TEST(GptCheckpoint, AResumedRunEndsWithTheUninterruptedDigest) {
+  const trainer::TextCorpus corpus = synthetic_corpus();
+  trainer::GptTrainOptions o = small_run(MlpKind::kGelu, NormKind::kLayerNorm);
+  o.steps = 6;
+  o.eval_every = 2;
+  o.batch_size = 4;
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "mantissa_test_gpt.ckpt").string();
+  struct Run {
+    std::string name;
+    trainer::GptPrecision precision;
+  };
+  std::vector<Run> runs{{"fp16-amp", trainer::gpt_precision_of(train::Mode::kFp16Amp, o.model)},
+                        {"bf16-sr", trainer::gpt_precision_of(train::Mode::kBf16Sr, o.model)}};
+  for (const GemmCase& c : {kGemmCases[0], kGemmCases[6]}) {
+    runs.push_back({gemm_case_name(c), gemm_precision(c, o.model)});
+  }
+  for (const Run& run : runs) {
+    SCOPED_TRACE(run.name);
+    trainer::GptResult whole, first, second;
+    ASSERT_TRUE(trainer::train_gpt(corpus, run.precision, run.name, o, {}, &whole).ok());
+    trainer::GptTrainOptions a = o;
+    a.stop_after = 3;
+    a.save_checkpoint = path;
+    ASSERT_TRUE(trainer::train_gpt(corpus, run.precision, run.name, a, {}, &first).ok());
+    EXPECT_EQ(first.steps, 3);
+    EXPECT_NE(first.digest, whole.digest);
+    trainer::GptTrainOptions b = o;
+    b.resume = path;
+    ASSERT_TRUE(trainer::train_gpt(corpus, run.precision, run.name, b, {}, &second).ok());
+    EXPECT_EQ(second.digest, whole.digest);
+    EXPECT_EQ(second.val_loss, whole.val_loss);
+    b.micro_batches = 2;  // another configuration: refused
+    trainer::GptResult refused;
+    Status st = trainer::train_gpt(corpus, run.precision, run.name, b, {}, &refused);
+    EXPECT_NE(st.message().find("written by another run"), std::string::npos) << st.message();
+  }
+  // Two ranks resume what one process wrote.
+  trainer::GptTrainOptions b = o;
+  b.micro_batches = 2;
+  trainer::GptResult whole;
+  ASSERT_TRUE(trainer::train_gpt(corpus, runs[2].precision, "x", b, {}, &whole).ok());
+  trainer::GptTrainOptions a = b;
+  a.stop_after = 3;
+  a.save_checkpoint = path;
+  trainer::GptResult first;
+  ASSERT_TRUE(trainer::train_gpt(corpus, runs[2].precision, "x", a, {}, &first).ok());
+  b.resume = path;
+  for (const trainer::GptResult& r : train_on_ranks(corpus, runs[2].precision, b, 2)) {
+    EXPECT_EQ(r.digest, whole.digest);
+  }
+  // A damaged file is refused before anything changes.
+  std::string bytes;
+  {
+    std::ifstream f(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  }
+  bytes[bytes.size() / 2] ^= 1;
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << bytes;
+  }
+  trainer::GptResult refused;
+  Status st = trainer::train_gpt(corpus, runs[2].precision, "x", b, {}, &refused);
+  EXPECT_NE(st.message().find("checksum mismatch"), std::string::npos) << st.message();
+  b.resume = path + ".missing";
+  st = trainer::train_gpt(corpus, runs[2].precision, "x", b, {}, &refused);
+  EXPECT_NE(st.message().find("cannot read"), std::string::npos) << st.message();
+  std::filesystem::remove(path);
 }
 
 }  // namespace mantissa::testing

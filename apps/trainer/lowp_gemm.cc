@@ -122,6 +122,7 @@ Status LowpGemm::tensorwise(const Context& ctx, const TensorView& src, int which
     float amax = 0.0f;
     TRAINER_TRY(amp::current_scaling_quantize(src, y, {}, &scale, &amax));
   }
+  out->scale = scale;
   out->scale_inv = 1.0f / scale;
   if (ctx.collect_stats) note(ctx, label, src, *out);
   return {};
@@ -144,6 +145,7 @@ Status LowpGemm::blocks(const Context& ctx, const TensorView& src, bool gradient
     o.step = ctx.pass;
     TRAINER_TRY(amp::nvfp4_quantize(src, m, o));
     out->scale_inv = m.tensor_scale_inv;
+    out->scale = 1.0f / m.tensor_scale_inv;
     if (ctx.collect_stats) note(ctx, label, src, *out);
     return {};
   }
@@ -264,6 +266,7 @@ Status LowpGemm::backward(const Context& ctx, const Tensor& x, const Tensor& w, 
     // dW = x^T dy: x's codes transposed (the same values: a tensor-wise cast commutes with it).
     aq_.dtype = xq_.dtype;
     aq_.shape = {k, m};
+    aq_.scale = xq_.scale;
     aq_.scale_inv = xq_.scale_inv;
     aq_.codes.resize(xq_.codes.size());
     transpose(xq_.codes.data(), 1, m, k, aq_.codes.data());
@@ -344,9 +347,8 @@ void LowpGemm::note(const Context&, const char* label, const TensorView& src, co
             : q.dtype == DType::kFloat8E5M2 ? "e5m2"
                                             : "e2m1";
   s.count = n;
-  s.scale = recipe_.format == GemmFormat::kMxfp8 || recipe_.format == GemmFormat::kMxfp4
-                ? 0.0f
-                : 1.0f / q.scale_inv;
+  s.scale =
+      recipe_.format == GemmFormat::kMxfp8 || recipe_.format == GemmFormat::kMxfp4 ? 0.0f : q.scale;
   double dd = 0.0, xx = 0.0;
   for (int64_t i = 0; i < n; ++i) {
     const int64_t col = i % c, row = i / c;

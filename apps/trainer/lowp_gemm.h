@@ -84,7 +84,7 @@ class LowpGemm {
     std::vector<uint8_t> codes, scales;
     std::vector<int64_t> shape;
     DType dtype = DType::kFloat8E4M3FN;
-    float scale_inv = 1.0f;
+    float scale = 1.0f, scale_inv = 1.0f;  // tensor-wise: cast with scale, read back times inv
   };
   Status tensorwise(const Context& ctx, const TensorView& src, int which, Operand* out,
                     const char* label);
