@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # mantissa train --model gpt end to end: bad corpora and options refused naming the problem, the
 # JSONL records and keys scripts rely on, the SVG, the initial weights as .npy, the same digest
-# for 1 and 2 threads, and precision per unit (--policy, --sensitivity, --suggest, --tradeoff).
+# for 1 and 2 threads, precision per unit (--policy, --sensitivity, --suggest, --tradeoff), the
+# FP8 and MX modes' statistics, and checkpoint resume.
 set -euo pipefail
 tool="${MANTISSA_BINARY_DIR:?MANTISSA_BINARY_DIR must name the build directory}/mantissa"
 work="$(mktemp -d)"
@@ -110,4 +111,37 @@ for name in ("sens.svg", "trade.svg"):
 PY
 # The suggested policy trains as a policy of this model.
 run 1 "$work/q.jsonl" --policy "$work/sens-suggested.json" > /dev/null
+
+# FP8 and MX modes: the GPT's alone; --analyze lists every quantized operand, the log records
+# them on evaluation steps; a stopped and resumed run ends with the uninterrupted digest.
+refused 2 "unknown precision mode 'fp8-delayed'" --precision fp8-delayed
+refused 2 "--mx-scale-rule needs --model gpt" --mx-scale-rule rceil
+refused 2 "--save-checkpoint and --resume take one --precision mode" "${tiny[@]}" \
+  --data "text:$work/text.txt" --precision bf16-amp,mxfp8 --save-checkpoint "$work/x.ckpt"
+run 2 "$work/f.jsonl" --precision mxfp8 --mx-scale-rule rceil --analyze "$work/f.json" > "$work/f.txt"
+grep -q "operands of the blocks' products" "$work/f.txt" || fail "no operand table"
+/usr/bin/env python3 - "$work" <<'PY'
+import json, sys
+w = sys.argv[1]
+a = json.load(open(w + "/f.json"))
+layers = {q["layer"] for q in a["quantized"]}
+assert layers == {"block0.attn.qkv", "block0.attn.proj", "block0.mlp.up", "block0.mlp.down"}, layers
+assert [q["operand"] for q in a["quantized"][:6]] == ["x", "w", "dy", "w^T", "x^T", "dy^T"], a
+for q in a["quantized"]:
+    assert q["format"] == "e4m3" and q["count"] > 0 and 0 <= q["underflow"] <= q["nonzero"], q
+    assert q["saturated"] == 0, q  # rceil never saturates
+events = [json.loads(l) for l in open(w + "/f.jsonl")]
+assert [e["step"] for e in events if e["event"] == "quantized"] == [3, 6], events
+PY
+run 2 "$work/d1.jsonl" --precision fp8-delayed --amax-history 4 > /dev/null
+run 2 "$work/d2.jsonl" --precision fp8-delayed --amax-history 4 --stop-after 3 \
+  --save-checkpoint "$work/d.ckpt" > /dev/null
+run 2 "$work/d3.jsonl" --precision fp8-delayed --amax-history 4 --resume "$work/d.ckpt" > /dev/null
+[ "$(digests "$work/d3.jsonl")" = "$(digests "$work/d1.jsonl")" ] ||
+  fail "the resumed fp8-delayed run's digest differs from the uninterrupted one's"
+status=0
+run 2 "$work/d4.jsonl" --precision fp8-delayed --resume "$work/d.ckpt" > /dev/null \
+  2> "$work/err.txt" || status=$?
+[ "$status" = 1 ] && grep -q "written by another run" "$work/err.txt" ||
+  fail "a checkpoint of another run (--amax-history 4) was not refused"
 echo "test_train_gpt_cli: ok"
