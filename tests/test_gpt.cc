@@ -717,7 +717,7 @@ constexpr GemmCase kGemmCases[] = {
     {GemmFormat::kFp8Delayed, MxScaleRule::kFloor}, {GemmFormat::kFp8Current, MxScaleRule::kFloor},
     {GemmFormat::kMxfp8, MxScaleRule::kFloor},      {GemmFormat::kMxfp8, MxScaleRule::kRceil},
     {GemmFormat::kMxfp8, MxScaleRule::kEven},       {GemmFormat::kMxfp4, MxScaleRule::kFloor},
-    {GemmFormat::kNvfp4, MxScaleRule::kFloor}};
+    {GemmFormat::kNvfp4, MxScaleRule::kFloor},      {GemmFormat::kMxfp4, MxScaleRule::kRceil}};
 
 std::string gemm_case_name(const GemmCase& c) {
   return std::string(trainer::gemm_format_name(c.format)) + "/" +
@@ -768,6 +768,12 @@ std::vector<double> ref_mx(const std::vector<float>& m, int64_t rows, int64_t k,
       int code = 0;
       if (rule == MxScaleRule::kFloor) {
         code = std::max(0, static_cast<int>(biased_exponent(amax)) - static_cast<int>(emax));
+      } else if (rule == MxScaleRule::kRceil && fp4) {
+        // FP4: amax rounded to bf16 (nearest even), 0x3F added to its exponent and significand
+        // bits: the exponent goes up when the significand exceeds 1.5.
+        const uint32_t bits = std::bit_cast<uint32_t>(amax);
+        const uint32_t bf16 = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
+        code = std::max(0, static_cast<int>((((bf16 & 0x7FFFu) + 0x3Fu) >> 7) & 0xFFu) - 2);
       } else if (rule == MxScaleRule::kRceil) {
         const float s = amax * (1.0f / fmax);
         const bool pow2 = (std::bit_cast<uint32_t>(s) & 0x7FFFFFu) == 0;

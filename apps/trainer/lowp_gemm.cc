@@ -155,9 +155,11 @@ Status LowpGemm::blocks(const Context& ctx, const TensorView& src, bool gradient
   out->scales.assign(static_cast<std::size_t>(r * pairs * 2), 0);
   out->scale_inv = 1.0f;
   if (recipe_.mx_rule != MxScaleRule::kEven) {
+    // rceil: FP8's scaleAlg 1 (amax / max, the exponent rounded up); FP4's is scaleAlg 2 (the
+    // exponent up when amax's significand, rounded to bf16, exceeds 1.5 = 6 / 4).
     DynamicMxQuantParams p;
     p.dst_type = out->dtype;
-    p.scale_alg = recipe_.mx_rule == MxScaleRule::kFloor ? 0 : 1;
+    p.scale_alg = recipe_.mx_rule == MxScaleRule::kFloor ? 0 : fp4(out->dtype) ? 2 : 1;
     TRAINER_TRY(dynamic_mx_quant(
         {.x = src,
          .y = TensorView(out->codes.data(), out->dtype, {r, c}),

@@ -12,7 +12,8 @@
 //                tensor, the scale rule chosen (floor: OCP, DynamicMxQuant scaleAlg 0; rceil:
 //                scaleAlg 1; even: torchao's EVEN). Each product quantizes its own operands (x
 //                along d_in for y, along the rows for dW).
-//   mxfp4        the same with FP4 E2M1 elements.
+//   mxfp4        the same with FP4 E2M1 elements (rceil: scaleAlg 2, the exponent up when
+//                amax's significand, rounded to bf16, exceeds 1.5).
 //   nvfp4        16-element blocks with E4M3 scales and an fp32 tensor scale (amp::nvfp4_*),
 //                gradients rounded stochastically from the library's keyed bits.
 #pragma once
