@@ -16,6 +16,7 @@
 #include "acl/acl.h"
 #include "aclnnop/aclnn_dynamic_mx_quant.h"
 #include "aclnnop/aclnn_dynamic_mx_quant_v3.h"
+#include "mantissa/lowp.h"
 #include "mantissa/ops/dynamic_mx_quant.h"
 #include "op_support.h"
 #include "ops/dynamic_mx_quant/dynamic_mx_quant_desc.h"
@@ -172,6 +173,93 @@ TEST(DynamicMxQuant, ScaleRulesOnSpecialBlocks) {
 // x [2, 70, 3] along axis 1, blocks of 32: 3 blocks, 2 pairs; mxscale [2, 2, 3, 2], element
 // [o, j, i, t] the scale of block 2j + t of column (o, i), [o, 1, i, 1] the pad. Block (o, b, i)
 // holds amax 2^(o * 10 + b * 3 + i): its OCP E4M3 code is 127 + o * 10 + b * 3 + i - 8.
+// Published vectors. The OCP MX specification's element tables (largest normal, smallest normal,
+// largest and smallest subnormal of E4M3, E5M2 and E2M1; E8M0's range and NaN), decoded from
+// their codes. Microsoft's microxcaling test vectors, through DynamicMxQuant with the OCP scale
+// rule: a 32-element E4M3 block whose every element is off a tie (its expected values hold for
+// both of microxcaling's round modes), and the block of its "E4M3 fix" test, where 485 and 475
+// saturate to 448 and 400, halfway between 384 and 416, goes to 416 under microxcaling's default
+// round-half-away-from-zero and to 384 here (round to nearest even, the OCP conversion's rule).
+TEST(DynamicMxQuant, PublishedVectors) {
+  struct Row {
+    DType dtype;
+    uint32_t code;
+    double value;
+  };
+  const std::vector<Row> ocp{{DType::kFloat8E4M3FN, 0x7E, 448.0},
+                             {DType::kFloat8E4M3FN, 0x08, 0x1p-6},
+                             {DType::kFloat8E4M3FN, 0x07, 0.875 * 0x1p-6},
+                             {DType::kFloat8E4M3FN, 0x01, 0x1p-9},
+                             {DType::kFloat8E5M2, 0x7B, 57344.0},
+                             {DType::kFloat8E5M2, 0x04, 0x1p-14},
+                             {DType::kFloat8E5M2, 0x03, 0.75 * 0x1p-14},
+                             {DType::kFloat8E5M2, 0x01, 0x1p-16},
+                             {DType::kFloat4E2M1, 0x7, 6.0},
+                             {DType::kFloat4E2M1, 0x2, 1.0},
+                             {DType::kFloat4E2M1, 0x1, 0.5},
+                             {DType::kFloat8E8M0, 0x00, 0x1p-127},
+                             {DType::kFloat8E8M0, 0xFE, 0x1p127},
+                             {DType::kFloat8E8M0, 0x7F, 1.0}};
+  // The library's conversion, and for the element formats the kit's own decoding.
+  auto decoded = [](uint32_t code, DType d) {
+    const uint8_t byte = static_cast<uint8_t>(code);
+    float f = 0.0f;
+    EXPECT_TRUE(convert_lowp_to_fp32(d, &byte, &f, 1));
+    if (precision::is_fp8(d)) {
+      const double k = precision::decode_fp8(code, d);
+      EXPECT_TRUE(k == f || (std::isnan(k) && std::isnan(f))) << k << " " << f;
+    }
+    if (precision::is_fp4(d)) {
+      EXPECT_EQ(precision::decode_fp4(code, d), f);
+    }
+    return static_cast<double>(f);
+  };
+  for (const Row& r : ocp) {
+    EXPECT_EQ(decoded(r.code, r.dtype), r.value) << dtype_name(r.dtype) << " code " << r.code;
+    if (r.dtype != DType::kFloat8E8M0) {
+      EXPECT_EQ(decoded(r.code | (r.dtype == DType::kFloat4E2M1 ? 0x8u : 0x80u), r.dtype),
+                -r.value);
+    }
+  }
+  EXPECT_TRUE(std::isnan(decoded(0xFF, DType::kFloat8E8M0)));
+  EXPECT_TRUE(std::isnan(decoded(0x7F, DType::kFloat8E4M3FN)));
+  EXPECT_TRUE(std::isinf(decoded(0x7C, DType::kFloat8E5M2)));
+  EXPECT_TRUE(std::isnan(decoded(0x7D, DType::kFloat8E5M2)));
+
+  auto quantized = [](const std::vector<double>& v) {
+    HostTensor x(DType::kFloat32, {1, 32});
+    for (int64_t i = 0; i < 32; ++i) {
+      x.set_bits(i, precision::round_to_bits(i < static_cast<int64_t>(v.size()) ? v[i] : 0.0,
+                                             DType::kFloat32));
+    }
+    Call c(x, DType::kFloat8E4M3FN, -1, 32, 0);
+    EXPECT_TRUE(c.run().ok());
+    std::vector<double> out;
+    const double factor = std::ldexp(1.0, static_cast<int>(c.s.bits(0)) - 127);
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      out.push_back(precision::decode_fp8(c.y.bits(static_cast<int64_t>(i)), DType::kFloat8E4M3FN) *
+                    factor);
+    }
+    return out;
+  };
+  const std::vector<double> x{-0.582733273506, -0.256973713636, 0.506033003330,  0.400039970875,
+                              -0.437093466520, 1.275019764900,  -2.123294353485, 1.514909625053,
+                              -2.660086154938, -0.200791791081, -0.060985822231, -0.209203109145,
+                              2.385987281799,  0.062245476991,  0.217003762722,  -0.857734560966,
+                              0.507945835590,  0.896152675152,  -0.751049160957, -0.488164335489,
+                              0.805381953716,  -0.172028362751, 0.271137863398,  -0.503807783127,
+                              1.879478693008,  -0.294227510691, 0.968807995319,  0.670037031174,
+                              -0.871595799923, 0.304561793804,  -0.567594051361, -1.265962004662};
+  const std::vector<double> t{-0.5625,   -0.25,   0.5,       0.40625, -0.4375,   1.25, -2.0,
+                              1.5,       -2.75,   -0.203125, -0.0625, -0.203125, 2.5,  0.0625,
+                              0.21875,   -0.875,  0.5,       0.875,   -0.75,     -0.5, 0.8125,
+                              -0.171875, 0.28125, -0.5,      1.875,   -0.28125,  1.0,  0.6875,
+                              -0.875,    0.3125,  -0.5625,   -1.25};
+  EXPECT_EQ(quantized(x), t);
+  EXPECT_EQ(quantized({485, 475, 400, -485, -475, -450, 0x1p-6, -0x1p-6}),
+            (std::vector<double>{448, 448, 384, -448, -448, -448, 0x1p-6, -0x1p-6}));
+}
+
 TEST(DynamicMxQuant, ScaleLayoutForAnEarlierAxis) {
   HostTensor x(DType::kFloat32, {2, 70, 3});
   for (int64_t o = 0; o < 2; ++o) {
