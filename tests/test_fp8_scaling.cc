@@ -464,6 +464,103 @@ TEST(MxMatmul, Fp4Operands) {
   }
 }
 
+// ---- MX scale rules (mx_quantize_blocks) ------------------------------------------------------
+
+// floor and rceil are DynamicMxQuant's scale algorithms (0; 1 for FP8, 2 for FP4), byte for byte.
+// EVEN against the rule transcribed with the kit's own FP8 and FP4 rounding: worked block codes
+// (a significand that rounds up to the next binade in the element's mantissa bits, and one that
+// does not), zero and NaN blocks, a partial last block, and the same bits on every target and
+// thread count.
+TEST(MxScaleRules, FloorAndRceilAreDynamicMxQuantAndEvenIsTorchaosRule) {
+  ThreadCountGuard guard;
+  const int64_t rows = 6, k = 80;  // 3 blocks per row: the last partial, the pair padded
+  for (DType d : {DType::kFloat8E4M3FN, DType::kFloat8E5M2, DType::kFloat4E2M1}) {
+    SCOPED_TRACE(dtype_name(d));
+    const bool fp4 = d == DType::kFloat4E2M1;
+    const int mbits = d == DType::kFloat8E4M3FN ? 3 : d == DType::kFloat8E5M2 ? 2 : 1;
+    const int emax = d == DType::kFloat8E4M3FN ? 8 : d == DType::kFloat8E5M2 ? 15 : 2;
+    HostTensor x = filled(DType::kFloat32, {rows, k}, 0.0, 1.0, 7);
+    // Row 0's blocks: amax with the significand just at and just below the rounding point of
+    // EVEN (1 + (2^mbits - 1/2) / 2^mbits: 1.9375 E4M3, 1.875 E5M2, 1.75 E2M1), then a zero
+    // block; row 1 holds a NaN in its first block.
+    const double top = 1.0 + (std::ldexp(1.0, mbits) - 0.5) / std::ldexp(1.0, mbits);
+    for (int64_t j = 0; j < k; ++j) {
+      const double v = j < 32 ? (j == 5 ? top : 0.5) : j < 64 ? (j == 40 ? top * 0.99 : 0.5) : 0.0;
+      x.set_bits(j, precision::round_to_bits(v, DType::kFloat32));
+    }
+    x.set_bits(k + 3, precision::quiet_nan_bits(DType::kFloat32, false));
+    for (mantissa::amp::MxScaleRule rule :
+         {mantissa::amp::MxScaleRule::kFloor, mantissa::amp::MxScaleRule::kRceil,
+          mantissa::amp::MxScaleRule::kEven}) {
+      SCOPED_TRACE(mantissa::amp::mx_scale_rule_name(rule));
+      HostTensor q = sentinel(d, {rows, k}), s = sentinel(DType::kFloat8E8M0, {rows, 2, 2});
+      ASSERT_TRUE(mantissa::amp::mx_quantize_blocks(view(x), {view(q), view(s)}, rule).ok());
+      for_each_target([&](const std::string&) {
+        for (int threads : {1, 3}) {
+          ASSERT_TRUE(set_num_threads(threads).ok());
+          HostTensor q2 = sentinel(d, {rows, k}), s2 = sentinel(DType::kFloat8E8M0, {rows, 2, 2});
+          ASSERT_TRUE(mantissa::amp::mx_quantize_blocks(view(x), {view(q2), view(s2)}, rule).ok());
+          EXPECT_EQ(q2.bytes, q.bytes);
+          EXPECT_EQ(s2.bytes, s.bytes);
+        }
+      });
+      if (rule != mantissa::amp::MxScaleRule::kEven) {
+        HostTensor q2 = sentinel(d, {rows, k}), s2 = sentinel(DType::kFloat8E8M0, {rows, 2, 2});
+        mantissa::DynamicMxQuantParams p;
+        p.dst_type = d;
+        p.scale_alg = rule == mantissa::amp::MxScaleRule::kFloor ? 0 : fp4 ? 2 : 1;
+        ASSERT_TRUE(mantissa::dynamic_mx_quant({view(x), view(q2), view(s2)}, p).ok());
+        EXPECT_EQ(q2.bytes, q.bytes);
+        EXPECT_EQ(s2.bytes, s.bytes);
+        continue;
+      }
+      // Worked codes: the significand at the rounding point moves to the next binade.
+      EXPECT_EQ(s.bits(0), static_cast<uint32_t>(128 - emax));  // top: 2^1 after rounding
+      EXPECT_EQ(s.bits(1), static_cast<uint32_t>(127 - emax));  // top * 0.99 stays in 2^0
+      EXPECT_EQ(s.bits(2), 0u);                                 // the zero block
+      EXPECT_EQ(s.bits(3), 0u);                                 // the pad
+      EXPECT_EQ(s.bits(4), 0xFFu);                              // the NaN block
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t j = 0; j < k; ++j) {
+          const int64_t i = r * k + j;
+          const uint32_t code = s.bits(r * 4 + j / 32);
+          uint32_t want = 0;
+          if (code == 0xFF) {
+            want = fp4 ? 0u : precision::round_to_fp8_saturating(NAN, d);
+          } else {
+            const float v =
+                static_cast<float>(x.value(i)) * std::ldexp(1.0f, 127 - static_cast<int>(code));
+            want =
+                fp4 ? precision::round_to_fp4(v, d, 0) : precision::round_to_fp8_saturating(v, d);
+          }
+          ASSERT_EQ(q.bits(i), want) << "element " << i << " code " << code;
+        }
+        // And every other block's code by the rule, from its amax.
+        for (int64_t b = 0; b < 3 && r > 1; ++b) {
+          float amax = 0.0f;
+          for (int64_t j = b * 32; j < std::min<int64_t>(k, b * 32 + 32); ++j)
+            amax = std::max(amax, std::fabs(static_cast<float>(x.value(r * k + j))));
+          const uint32_t bits =
+              (std::bit_cast<uint32_t>(amax) + (1u << (22 - mbits))) & 0x7F800000u;
+          const int want = std::clamp(static_cast<int>(bits >> 23) - emax, 0, 254);
+          EXPECT_EQ(s.bits(r * 4 + b), static_cast<uint32_t>(want)) << r << "," << b;
+        }
+      }
+    }
+  }
+  // Validation: nothing written.
+  HostTensor x(DType::kFloat32, {2, 32}), q = sentinel(DType::kFloat8E4M3FN, {2, 32}),
+                                          bad = sentinel(DType::kFloat8E8M0, {2, 2, 2});
+  const Status st = mantissa::amp::mx_quantize_blocks(view(x), {view(q), view(bad)},
+                                                      mantissa::amp::MxScaleRule::kEven);
+  EXPECT_EQ(st.code(), StatusCode::kParamInvalid);
+  EXPECT_NE(st.message().find("scales must be the contiguous FLOAT8_E8M0 [2, 1, 2]"),
+            std::string::npos)
+      << st.message();
+  EXPECT_TRUE(untouched(q));
+  EXPECT_TRUE(untouched(bad));
+}
+
 // ---- NVFP4 ----------------------------------------------------------------------------------
 
 // The recipe transcribed with the kit's own FP8 and FP4 rounding (enumeration of each format's

@@ -2,12 +2,10 @@
 #include "trainer/lowp_gemm.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstring>
 
 #include "mantissa/lowp.h"
-#include "mantissa/ops/dynamic_mx_quant.h"
 #include "mantissa/ops/quant_max.h"
 #include "trainer/rng.h"
 
@@ -45,18 +43,6 @@ float widen_one(DType t, const void* data, int64_t i) {
   return f;
 }
 
-// torchao's ScaleCalculationMode.EVEN: amax's mantissa rounded (half up) to the element
-// format's mantissa bits, then the OCP rule on the result: code = floor(log2) - emax + 127,
-// clamped to [0, 254].
-uint8_t even_scale_code(float amax, DType d) {
-  const int mbits = d == DType::kFloat8E4M3FN ? 3 : d == DType::kFloat8E5M2 ? 2 : 1;
-  const int emax = d == DType::kFloat8E4M3FN ? 8 : d == DType::kFloat8E5M2 ? 15 : 2;
-  uint32_t bits = std::bit_cast<uint32_t>(amax);
-  bits = (bits + (1u << (22 - mbits))) & 0x7F800000u;
-  const int e = static_cast<int>(bits >> 23) - 127;
-  return static_cast<uint8_t>(std::clamp(e - emax + 127, 0, 254));
-}
-
 }  // namespace
 
 const char* gemm_format_name(GemmFormat f) {
@@ -67,15 +53,6 @@ const char* gemm_format_name(GemmFormat f) {
     case GemmFormat::kMxfp8: return "mxfp8";
     case GemmFormat::kMxfp4: return "mxfp4";
     case GemmFormat::kNvfp4: return "nvfp4";
-  }
-  return "?";
-}
-
-const char* mx_scale_rule_name(MxScaleRule r) {
-  switch (r) {
-    case MxScaleRule::kFloor: return "floor";
-    case MxScaleRule::kRceil: return "rceil";
-    case MxScaleRule::kEven: return "even";
   }
   return "?";
 }
@@ -150,59 +127,15 @@ Status LowpGemm::blocks(const Context& ctx, const TensorView& src, bool gradient
     return {};
   }
   out->dtype = recipe_.format == GemmFormat::kMxfp4 ? DType::kFloat4E2M1 : DType::kFloat8E4M3FN;
-  const int64_t nb = (c + 31) / 32, pairs = (nb + 1) / 2;
+  const int64_t pairs = ((c + 31) / 32 + 1) / 2;
   out->codes.resize(static_cast<std::size_t>(code_bytes(out->dtype, r * c)));
   out->scales.assign(static_cast<std::size_t>(r * pairs * 2), 0);
-  out->scale_inv = 1.0f;
-  if (recipe_.mx_rule != MxScaleRule::kEven) {
-    // rceil: FP8's scaleAlg 1 (amax / max, the exponent rounded up); FP4's is scaleAlg 2 (the
-    // exponent up when amax's significand, rounded to bf16, exceeds 1.5 = 6 / 4).
-    DynamicMxQuantParams p;
-    p.dst_type = out->dtype;
-    p.scale_alg = recipe_.mx_rule == MxScaleRule::kFloor ? 0 : fp4(out->dtype) ? 2 : 1;
-    TRAINER_TRY(dynamic_mx_quant(
-        {.x = src,
-         .y = TensorView(out->codes.data(), out->dtype, {r, c}),
-         .mxscale = TensorView(out->scales.data(), DType::kFloat8E8M0, {r, pairs, 2})},
-        p));
-  } else {
-    // The EVEN rule is torchao's, not one of DynamicMxQuant's scale algorithms: the block codes
-    // here, the elements cast by the library's bulk conversion (nearest even, saturating).
-    std::vector<float> row(static_cast<std::size_t>(c)), scaled(32);
-    std::vector<uint8_t> packed(32);
-    for (int64_t i = 0; i < r; ++i) {
-      widen(static_cast<const unsigned char*>(src.data) +
-                i * c * static_cast<int64_t>(dtype_size(src.dtype)),
-            src.dtype, row.data(), c);
-      for (int64_t b = 0; b < nb; ++b) {
-        const int64_t at = b * 32, len = std::min<int64_t>(32, c - at);
-        float amax = 0.0f;
-        bool special = false;
-        for (int64_t j = 0; j < len; ++j) {
-          const float a = std::fabs(row[static_cast<std::size_t>(at + j)]);
-          special = special || !std::isfinite(a);
-          amax = std::max(amax, a);
-        }
-        const uint8_t code = special ? 0xFF : even_scale_code(amax, out->dtype);
-        out->scales[static_cast<std::size_t>(i * pairs * 2 + b)] = code;
-        const float factor = special ? 1.0f : std::ldexp(1.0f, 127 - code);
-        for (int64_t j = 0; j < len; ++j) {
-          scaled[static_cast<std::size_t>(j)] =
-              special ? NAN : row[static_cast<std::size_t>(at + j)] * factor;
-        }
-        if (fp4(out->dtype)) {
-          // 32-element blocks start at even elements: whole bytes.
-          convert_fp32_to_lowp(out->dtype, scaled.data(), packed.data(),
-                               static_cast<std::size_t>(len), true);
-          std::memcpy(out->codes.data() + (i * c + at) / 2, packed.data(),
-                      static_cast<std::size_t>((len + 1) / 2));
-        } else {
-          convert_fp32_to_lowp(out->dtype, scaled.data(), out->codes.data() + i * c + at,
-                               static_cast<std::size_t>(len), true);
-        }
-      }
-    }
-  }
+  out->scale = out->scale_inv = 1.0f;
+  TRAINER_TRY(amp::mx_quantize_blocks(
+      src,
+      {.codes = TensorView(out->codes.data(), out->dtype, {r, c}),
+       .scales = TensorView(out->scales.data(), DType::kFloat8E8M0, {r, pairs, 2})},
+      recipe_.mx_rule));
   if (ctx.collect_stats) note(ctx, label, src, *out);
   return {};
 }

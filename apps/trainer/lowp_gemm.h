@@ -9,11 +9,10 @@
 //                amax in one pass. x and W are cast once and reused by the backward products.
 //   fp8-current  tensor-wise scales from the tensor's own amax (two passes), HYBRID.
 //   mxfp8        32-element E8M0 blocks along each product's reduction dim, E4M3 for every
-//                tensor, the scale rule chosen (floor: OCP, DynamicMxQuant scaleAlg 0; rceil:
-//                scaleAlg 1; even: torchao's EVEN). Each product quantizes its own operands (x
-//                along d_in for y, along the rows for dW).
-//   mxfp4        the same with FP4 E2M1 elements (rceil: scaleAlg 2, the exponent up when
-//                amax's significand, rounded to bf16, exceeds 1.5).
+//                tensor, the scale rule chosen (amp::mx_quantize_blocks: floor, rceil, even).
+//                Each product quantizes its own operands (x along d_in for y, along the rows
+//                for dW).
+//   mxfp4        the same with FP4 E2M1 elements.
 //   nvfp4        16-element blocks with E4M3 scales and an fp32 tensor scale (amp::nvfp4_*),
 //                gradients rounded stochastically from the library's keyed bits.
 #pragma once
@@ -30,9 +29,9 @@
 namespace mantissa::trainer {
 
 enum class GemmFormat : int32_t { kNone, kFp8Delayed, kFp8Current, kMxfp8, kMxfp4, kNvfp4 };
-enum class MxScaleRule : int32_t { kFloor, kRceil, kEven };
+using amp::MxScaleRule;
 const char* gemm_format_name(GemmFormat f);  // "fp8-delayed", ... ("none")
-const char* mx_scale_rule_name(MxScaleRule r);
+inline const char* mx_scale_rule_name(MxScaleRule r) { return amp::mx_scale_rule_name(r); }
 
 struct GemmRecipe {
   GemmFormat format = GemmFormat::kNone;

@@ -736,6 +736,30 @@ void bind_ops(py::module_& m) {
       py::kw_only(), py::arg("dtype_a") = "fp8_e4m3", py::arg("dtype_b") = "fp8_e4m3",
       "Emulated MX GEMM: out = A @ B^T for MX operands quantized along k (DynamicMxQuant's "
       "last-axis layout), dequantized exactly, the product by MatMul in fp32.");
+  m.def(
+      "mx_quantize_blocks",
+      [code_view](py::handle x, py::handle codes, py::handle scales, const std::string& rule,
+                  const std::string& dtype) {
+        Buffers buf;
+        const TensorView xv = view_of(x, Access::kRead, buf, "x");
+        const amp::MxMatrix q{code_view(codes, "codes", dtype, buf, Access::kWrite),
+                              code_view(scales, "scales", "e8m0", buf, Access::kWrite)};
+        amp::MxScaleRule r = amp::MxScaleRule::kFloor;
+        if (rule == "rceil") {
+          r = amp::MxScaleRule::kRceil;
+        } else if (rule == "even") {
+          r = amp::MxScaleRule::kEven;
+        } else if (rule != "floor") {
+          raise_error(StatusCode::kParamInvalid,
+                      "mx_quantize_blocks: rule '" + rule + "' is not floor, rceil or even");
+        }
+        run([&] { return amp::mx_quantize_blocks(xv, q, r); });
+      },
+      py::arg("x"), py::arg("codes"), py::arg("scales"), py::kw_only(), py::arg("rule") = "floor",
+      py::arg("dtype") = "fp8_e4m3",
+      "MX quantization of x [rows, k] along k with the block scale rule chosen: floor (OCP), "
+      "rceil (amax / max rounded up to a power of two) or even (torchao's EVEN); codes uint8 "
+      "[rows, k] (fp4_e2m1: [rows, k / 2]), scales uint8 [rows, ceil(ceil(k / 32) / 2), 2].");
 
   m.def(
       "nvfp4_quantize",

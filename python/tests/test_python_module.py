@@ -980,6 +980,30 @@ def test_emulated_fp8_and_mx_matmul():
     assert np.allclose(prod, deq.astype(np.float64) @ deq.T.astype(np.float64), rtol=1e-5, atol=1e-5)
 
 
+def test_mx_quantize_blocks_scale_rules():
+    # floor and rceil are DynamicMxQuant's scale algorithms; EVEN moves a block whose amax's
+    # significand rounds up in E4M3's 3 bits (1.9375 -> 2) to the next scale, where floor keeps
+    # it (and saturates its largest values) and rceil rounds up any significand above 1.75.
+    x = np.full((2, 32), 0.5, f32)
+    x[0, 3] = 1.9375
+    x[1, 3] = 1.8
+    codes = {}
+    for rule in ("floor", "rceil", "even"):
+        q, s = np.zeros((2, 32), np.uint8), np.zeros((2, 1, 2), np.uint8)
+        mantissa.mx_quantize_blocks(x, q, s, rule=rule)
+        codes[rule] = s[:, 0, 0].tolist()
+        if rule != "even":
+            q2, s2 = np.zeros_like(q), np.zeros_like(s)
+            mantissa.dynamic_mx_quant(x, q2, s2, scale_alg=0 if rule == "floor" else 1)
+            np.testing.assert_array_equal(q, q2)
+            np.testing.assert_array_equal(s, s2)
+    assert codes == {"floor": [119, 119], "rceil": [120, 120], "even": [120, 119]}, codes
+    with pytest.raises(mantissa.Error) as e:
+        mantissa.mx_quantize_blocks(x, np.zeros((2, 32), np.uint8), np.zeros((2, 1, 2), np.uint8),
+                                    rule="ceil")
+    assert e.value.code == 161002
+
+
 def test_nvfp4_recipe_round_trip_and_matmul():
     # NVFP4: S = 2688 / amax; block scale E4M3(bmax / 6 * S); elements E2M1(x * S / s); the
     # dequantized values within half an E2M1 step of the block's range; the GEMM of the decoded

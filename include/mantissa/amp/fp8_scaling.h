@@ -140,6 +140,26 @@ struct MxMatrix {
   TensorView scales;
 };
 
+// MX quantization along k with the block scale rule chosen (torchao's FLOOR, RCEIL and EVEN;
+// docs/fp8_training.md#mx-scale-rules):
+//   kFloor  the OCP rule: code = E(amax) - emax (DynamicMxQuant scale_alg 0)
+//   kRceil  amax / max rounded up to a power of two: DynamicMxQuant scale_alg 1 for FP8; for
+//           FLOAT4_E2M1 its scale_alg 2 (the exponent up when amax's significand, rounded to
+//           bf16, exceeds 1.5)
+//   kEven   torchao's EVEN: amax's significand rounded half up to the element's mantissa bits
+//           (3 E4M3, 2 E5M2, 1 E2M1), then the OCP rule on the result; code clamped to
+//           [0, 254]
+// Elements: x * 2^(127 - code) in fp32, rounded to nearest even and saturated. A block holding
+// an infinity or a NaN gets code 0xFF and NaN elements (E2M1, which has no NaN: +0).
+enum class MxScaleRule : int32_t { kFloor = 0, kRceil = 1, kEven = 2 };
+MANTISSA_API const char* mx_scale_rule_name(MxScaleRule rule) noexcept;
+
+// x [rows, k] (FLOAT, FLOAT16 or BFLOAT16, contiguous) into m: codes [rows, k]
+// (FLOAT8_E4M3FN, FLOAT8_E5M2 or FLOAT4_E2M1, k even) and scales in DynamicMxQuant's last-axis
+// layout [rows, ceil(ceil(k / 32) / 2), 2]. Validation first (161002 naming the argument);
+// nothing is written on error.
+MANTISSA_API Status mx_quantize_blocks(const TensorView& x, const MxMatrix& m, MxScaleRule rule);
+
 // out [m, n] = A @ B^T for A [m, k] and B [n, k], both quantized along k (MXFP8 training's
 // layout): each operand dequantized exactly as AntiMxQuant does (FP8 value times 2^(code - 127)
 // in fp32), then MatMul in fp32, rounded once to out's dtype.
