@@ -2,7 +2,7 @@
 # The main job: install what is missing (the "main" group of scripts/install-deps.sh), build the
 # library, the tool and the sample programs, show the machine, check every operator against its
 # independent golden with the shipped case sets (one line per operator; every row in the JSON),
-# run the sample programs, and train the digits MLP, then the GPT on text, in every precision mode
+# run the sample programs, and train the digits MLP, then the GPT on text, in its precision modes
 # side by side.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -45,10 +45,14 @@ echo "== mantissa train --compare (digits set, 30 epochs, every precision mode)"
   grep -v -E '^[a-z0-9-]+ +epoch +[0-9]+ '
 echo "every epoch: $build_dir/train-run.jsonl, $build_dir/train-run.csv; curves: $build_dir/train-curves.svg"
 
-# The GPT on the default corpus (Debian's fortunes), every mode side by side: the per-evaluation
-# lines go to the JSONL log, the terminal shows each mode's result and the table.
-echo "== mantissa train --model gpt --compare (the fortunes corpus, every precision mode, 150 steps)"
-"$build_dir/mantissa" train --model gpt --compare --steps 150 --log "$build_dir/gpt-run.jsonl" \
-  --plot "$build_dir/gpt-curves.svg" | grep -v -E '^[a-z0-9-]+ +step +[0-9]+ '
+# The GPT on the default corpus (Debian's fortunes): the seven modes and the two FP8 recipes the
+# goals name (fp8-delayed, mxfp8) side by side; `--compare` adds fp8-current, mxfp4 and nvfp4
+# (slower: FP4 is quantized by scalar code). The per-step lines go to the JSONL log, the terminal
+# shows each mode's result and the table.
+modes=fp32,fp16-amp,bf16-amp,bf16-pure,bf16-kahan,bf16-sr,fp16-noscale,fp8-delayed,mxfp8
+echo "== mantissa train --model gpt --precision $modes (the fortunes corpus, 150 steps)"
+"$build_dir/mantissa" train --model gpt --precision "$modes" --steps 150 \
+  --log "$build_dir/gpt-run.jsonl" --plot "$build_dir/gpt-curves.svg" |
+  grep -v -E '^[a-z0-9-]+ +step +[0-9]+ '
 echo "every step and evaluation: $build_dir/gpt-run.jsonl; curves: $build_dir/gpt-curves.svg"
 echo "== main job done in $(( $(date +%s) - start )) s"
