@@ -686,30 +686,36 @@ int run_train_gpt(const GptCommandOptions& o_in, train::Communicator* comm, bool
     }
   }
   if (results.size() > 1) {
-    double fp32 = NAN;
+    double fp32 = NAN, amp = NAN;
     for (const auto& r : results) {
       if (r.mode == "fp32") fp32 = r.val_loss;
+      if (r.mode == "bf16-amp") amp = r.val_loss;
     }
     // Policies alone: against the first run.
     const bool no_fp32 = std::isnan(fp32);
     if (no_fp32) fp32 = results.front().val_loss;
+    // The FP8 and MX modes are bf16-amp with quantized products: beside it.
+    const bool beside_amp = !std::isnan(amp) && results.size() > 1;
     std::size_t width = 13;
     for (const auto& r : results) width = std::max(width, r.mode.size());
-    fmt::print("\n{:<{}} {:>9} {:>9} {:>8} {:>10} {:>8} {:>10} {:>8} {:>9} {:>11}  {}\n", "mode",
-               width, "val loss", "bits/B", no_fp32 ? "vs 1st" : "vs fp32", "train loss", "skipped",
-               "underflow", "stalled", "ms/step", "state", "digest");
+    fmt::print("\n{:<{}} {:>9} {:>9} {:>8}{} {:>10} {:>8} {:>10} {:>8} {:>9} {:>11}  {}\n", "mode",
+               width, "val loss", "bits/B", no_fp32 ? "vs 1st" : "vs fp32",
+               beside_amp ? fmt::format(" {:>8}", "vs amp") : std::string(), "train loss",
+               "skipped", "underflow", "stalled", "ms/step", "state", "digest");
     for (const auto& r : results) {
       fmt::print(
-          "{:<{}} {:>9.4f} {:>9.4f} {:>7.2f}% {:>10.4f} {:>8} {:>9.3f}% {:>7.2f}% {:>9.1f} "
+          "{:<{}} {:>9.4f} {:>9.4f} {:>7.2f}%{} {:>10.4f} {:>8} {:>9.3f}% {:>7.2f}% {:>9.1f} "
           "{:>11}  {}\n",
-          r.mode, width, r.val_loss, r.val_bpb, 100 * (r.val_loss / fp32 - 1), r.train_loss,
-          r.skipped_steps, 100 * r.grad_underflow, 100 * r.stalled_updates, 1e3 * r.step_time_s,
-          bytes_text(r.state_bytes), r.digest);
+          r.mode, width, r.val_loss, r.val_bpb, 100 * (r.val_loss / fp32 - 1),
+          beside_amp ? fmt::format(" {:>7.2f}%", 100 * (r.val_loss / amp - 1)) : std::string(),
+          r.train_loss, r.skipped_steps, 100 * r.grad_underflow, 100 * r.stalled_updates,
+          1e3 * r.step_time_s, bytes_text(r.state_bytes), r.digest);
     }
     fmt::print(
-        "vs fp32: relative change of the validation loss; underflow: gradient values nonzero in "
+        "vs fp32{}: relative change of the validation loss; underflow: gradient values nonzero in "
         "fp32 and zero in the mode's 16-bit dtype; stalled: weights an applied step left "
-        "unchanged\n");
+        "unchanged\n",
+        beside_amp ? " (vs amp: against bf16-amp)" : "");
   }
   if (!o.plot_path.empty()) {
     std::ofstream plot(o.plot_path, std::ios::binary);
