@@ -1105,6 +1105,17 @@ TEST(GptCheckpoint, AResumedRunEndsWithTheUninterruptedDigest) {
     Status st = trainer::train_gpt(corpus, run.precision, run.name, b, {}, &refused);
     EXPECT_NE(st.message().find("written by another run"), std::string::npos) << st.message();
   }
+  // NVFP4's blocks of 16 along every reduction dim: a width that is not a multiple is refused.
+  trainer::GptTrainOptions odd = o;
+  odd.model.d_model = 24;
+  odd.model.heads = 2;
+  trainer::GptResult none;
+  const Status odd_status =
+      trainer::train_gpt(corpus, gemm_precision(kGemmCases[6], odd.model), "x", odd, {}, &none);
+  EXPECT_NE(odd_status.message().find("nvfp4 quantizes in blocks of 16 along every product's "
+                                      "reduction dim: --d-model (24)"),
+            std::string::npos)
+      << odd_status.message();
   // Two ranks resume what one process wrote.
   trainer::GptTrainOptions b = o;
   b.micro_batches = 2;

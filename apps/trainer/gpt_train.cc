@@ -463,6 +463,21 @@ Status train_gpt(const TextCorpus& corpus, const GptPrecision& precision, const 
   }
   const int64_t per = o.batch_size / micro, local = micro / ranks;
   const int64_t T = o.model.context;
+  // The block formats quantize along every product's reduction dim: the model width, the MLP's
+  // hidden width and the tokens of a micro-batch (dW).
+  const GemmFormat gemm = precision.gemm.format;
+  if (gemm == GemmFormat::kNvfp4 || gemm == GemmFormat::kMxfp4) {
+    const int64_t unit = gemm == GemmFormat::kNvfp4 ? 16 : 2;
+    const int64_t hidden = o.model.mlp_hidden(), tokens = per * T;
+    if (o.model.d_model % unit != 0 || hidden % unit != 0 || tokens % unit != 0) {
+      return invalid(std::string("train --model gpt: ") + gemm_format_name(gemm) +
+                     (unit == 16 ? " quantizes in blocks of 16" : " packs two FP4 codes a byte") +
+                     " along every product's reduction dim: --d-model (" +
+                     std::to_string(o.model.d_model) + "), the MLP's hidden width (" +
+                     std::to_string(hidden) + ") and the tokens of a micro-batch (" +
+                     std::to_string(tokens) + ") must be multiples of " + std::to_string(unit));
+    }
+  }
   if (static_cast<int64_t>(corpus.train.size()) < T + 1 ||
       static_cast<int64_t>(corpus.validation.size()) < T + 1) {
     return invalid("train --model gpt: " + corpus.source + ": the splits (" +
