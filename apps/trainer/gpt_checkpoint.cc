@@ -15,7 +15,7 @@ constexpr char kMagic[8] = {'M', 'A', 'N', 'T', 'G', 'P', 'T', '1'};
 constexpr uint32_t kVersion = 1;
 
 void put(std::string& out, const void* p, std::size_t n) {
-  out.append(static_cast<const char*>(p), n);
+  if (n > 0) out.append(static_cast<const char*>(p), n);  // an empty buffer may have no data
 }
 template <class T>
 void put_value(std::string& out, T v) {
@@ -37,6 +37,7 @@ class Reader {
   Reader(const std::string& bytes, std::size_t end) : bytes_(bytes), end_(end) {}
   bool take(void* p, std::size_t n) {
     if (end_ - at_ < n) return false;
+    if (n == 0) return true;  // an empty buffer may have no data
     std::memcpy(p, bytes_.data() + at_, n);
     at_ += n;
     return true;
