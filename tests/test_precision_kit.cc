@@ -5,9 +5,11 @@
 
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "mantissa/dtype.h"
 #include "mantissa/runtime.h"
@@ -237,6 +239,53 @@ TEST(PrecisionCaseFile, ABrokenFileIsAnErrorRowAndTheRunGoesOn) {
       << rep.rows[2].reason;
   EXPECT_EQ(rep.errors, 2);
   EXPECT_EQ(rep.failed, 2 + (rep.rows[1].verdict == Verdict::kFail ? 1 : 0));
+}
+
+// Cases run side by side and the goldens shared by the backends change nothing in the report:
+// the rows of a shipped set, every backend, with one thread and with three, and each row as
+// run_case gives it for its backend alone.
+TEST(PrecisionCheck, TheReportIsTheSameForAnyJobCountAndSharedGoldens) {
+  const char* src = std::getenv("MANTISSA_SOURCE_DIR");
+  ASSERT_NE(src, nullptr) << "MANTISSA_SOURCE_DIR must name the source tree";
+  CheckOptions opt;
+  opt.case_dir = std::string(src) + "/cases/amp_update_scale";
+  opt.all_backends = true;
+  opt.jobs = 1;
+  const CheckReport one = run_check(opt);
+  opt.jobs = 3;
+  std::size_t calls = 0, last_done = 0;
+  bool in_order = true;
+  const CheckReport three = run_check(opt, [&](std::size_t done, std::size_t total) {
+    in_order = in_order && done == last_done + 1 && done <= total;
+    last_done = done;
+    ++calls;
+  });
+  ASSERT_GT(one.rows.size(), 9u);
+  EXPECT_EQ(report_json(opt, one), report_json(opt, three));
+  EXPECT_EQ(one.passed, static_cast<int>(one.rows.size()));
+  EXPECT_EQ(calls * 3, three.rows.size());  // one call per case, counting up
+  EXPECT_TRUE(in_order);
+  for (std::size_t k = 0; k < one.rows.size(); ++k) {
+    EXPECT_EQ(one.rows[k].backend,
+              std::vector<Backend>({Backend::kKernel, Backend::kAclnn, Backend::kAclop})[k % 3]);
+  }
+  // Each backend alone, for the first cases of the set.
+  int compared = 0;
+  for (const LoadedCase& lc : load_case_dir(opt.case_dir)) {
+    if (compared == 3) break;
+    ASSERT_TRUE(lc.spec) << lc.error;
+    for (Backend b : {Backend::kKernel, Backend::kAclnn, Backend::kAclop}) {
+      CheckReport alone, shared;
+      alone.rows.push_back(run_case(*lc.spec, *find_op(lc.spec->op), b, 0));
+      for (const CaseResult& r : one.rows) {
+        if (r.case_id == lc.id && r.file == lc.file && r.backend == b) shared.rows.push_back(r);
+      }
+      ASSERT_EQ(shared.rows.size(), 1u) << lc.id;
+      EXPECT_EQ(report_json(opt, alone), report_json(opt, shared)) << lc.id;
+    }
+    ++compared;
+  }
+  EXPECT_EQ(compared, 3);
 }
 
 // Inputs that once terminated `mantissa check` (an exception out of the parser, a stack overflow,

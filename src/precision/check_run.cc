@@ -1,8 +1,13 @@
 // Running a case directory through the selected backends, and the machine-readable report.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <exception>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "precision/kit.h"
 
@@ -63,33 +68,62 @@ CheckReport run_check(const CheckOptions& opt,
     selected.push_back(&lc);
   }
   const std::size_t total = selected.size();
-  std::size_t done = 0;
-  for (const LoadedCase* lc : selected) {
-    if (!lc->spec) {
-      report.rows.push_back(error_row(*lc));
-    } else if (const OpEntry* op = find_op(lc->spec->op); op == nullptr) {
-      LoadedCase bad = *lc;
+  // One case's rows: its backends in order, each compared with the kernel backend's bits.
+  const auto run_one = [&](const LoadedCase& lc) {
+    std::vector<CaseResult> rows;
+    if (!lc.spec) {
+      rows.push_back(error_row(lc));
+    } else if (const OpEntry* op = find_op(lc.spec->op); op == nullptr) {
+      LoadedCase bad = lc;
       std::string known;
       for (const auto& [name, e] : registry()) known += (known.empty() ? "" : ", ") + name;
-      bad.error = fmt::format("{}: case {}: key 'op': unknown operator \"{}\" (known: {})",
-                              lc->file, lc->id, lc->spec->op, known);
-      report.rows.push_back(error_row(bad));
+      bad.error = fmt::format("{}: case {}: key 'op': unknown operator \"{}\" (known: {})", lc.file,
+                              lc.id, lc.spec->op, known);
+      rows.push_back(error_row(bad));
     } else {
-      std::optional<std::size_t> kernel_row;
-      for (Backend b : backends) {
-        CaseResult r = run_case(*lc->spec, *op, b, opt.seed);
-        if (b == Backend::kKernel) {
-          if (r.verdict == Verdict::kPass || r.verdict == Verdict::kFail) {
-            kernel_row = report.rows.size();
-          }
-        } else if (kernel_row && (r.verdict == Verdict::kPass || r.verdict == Verdict::kFail)) {
-          compare_with_kernel(r, report.rows[*kernel_row]);
+      rows = run_case(*lc.spec, *op, backends, opt.seed);
+      const CaseResult* kernel = nullptr;
+      for (CaseResult& r : rows) {
+        const bool ran = r.verdict == Verdict::kPass || r.verdict == Verdict::kFail;
+        if (r.backend == Backend::kKernel) {
+          if (ran) kernel = &r;
+        } else if (kernel != nullptr && ran) {
+          compare_with_kernel(r, *kernel);
         }
-        report.rows.push_back(std::move(r));
       }
     }
-    ++done;
-    if (progress) progress(done, total);
+    return rows;
+  };
+  // Cases side by side: each thread takes the next case; the rows go to the case's slot.
+  std::vector<std::vector<CaseResult>> per_case(total);
+  std::atomic<std::size_t> next{0};
+  std::mutex progress_mutex;
+  std::size_t done = 0;
+  std::exception_ptr failure;
+  const auto work = [&] {
+    try {
+      for (std::size_t k; (k = next.fetch_add(1)) < total;) {
+        per_case[k] = run_one(*selected[k]);
+        const std::lock_guard<std::mutex> lock(progress_mutex);
+        ++done;
+        if (progress) progress(done, total);
+      }
+    } catch (...) {
+      const std::lock_guard<std::mutex> lock(progress_mutex);
+      if (!failure) failure = std::current_exception();
+      next.store(total);
+    }
+  };
+  const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t jobs =
+      std::min<std::size_t>(opt.jobs > 0 ? static_cast<std::size_t>(opt.jobs) : hardware, total);
+  std::vector<std::thread> threads;
+  for (std::size_t t = 1; t < jobs; ++t) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
+  if (failure) std::rethrow_exception(failure);
+  for (std::vector<CaseResult>& rows : per_case) {
+    for (CaseResult& r : rows) report.rows.push_back(std::move(r));
   }
   for (CaseResult& r : report.rows) {
     switch (r.verdict) {

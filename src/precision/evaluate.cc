@@ -157,11 +157,10 @@ CaseResult error_row(const LoadedCase& lc) {
   return r;
 }
 
-CaseResult run_case(const CaseSpec& c, const OpEntry& op_in, Backend backend, uint64_t seed) {
-  // An op with list inputs is instantiated for the case's list lengths.
-  std::vector<int64_t> list_sizes;
-  const OpEntry instance = op_in.instantiate(c, list_sizes);
-  const OpEntry& op = instance;
+namespace {
+
+// The case's description, shared by its rows.
+CaseResult case_row(const CaseSpec& c, const OpEntry& op, Backend backend) {
   CaseResult r;
   r.file = c.file;
   r.case_id = c.id;
@@ -180,38 +179,20 @@ CaseResult run_case(const CaseSpec& c, const OpEntry& op_in, Backend backend, ui
       r.dtype += "/" + s->dtype_text;
     }
   }
-  if (c.op != op.name) {
-    r.verdict = Verdict::kError;
-    r.reason = fmt::format("{}: case {}: key 'op': \"{}\" is not {}", c.file, c.id, c.op, op.name);
-    return r;
-  }
-  const auto be = op.backends.find(backend);
-  if (be == op.backends.end()) {
-    r.verdict = Verdict::kNotApplicable;
-    r.reason = fmt::format("{} has no {} backend", op.name, backend_name(backend));
-    return r;
-  }
-  OpInputs in;
-  if (std::string err = generate_inputs(c, op, seed, in); !err.empty()) {
-    r.verdict = Verdict::kError;
-    r.reason = err;
-    return r;
-  }
-  in.list_sizes = list_sizes;
-  const std::vector<HostTensor> golden = round_golden(op, in, op.golden(in));
-  const std::vector<HostTensor> g32 = op.golden32(in);
-  std::vector<HostTensor> actual;
-  if (std::string err = be->second(in, actual); !err.empty()) {
-    r.verdict = Verdict::kError;
-    r.reason = fmt::format("{} backend failed: {}", backend_name(backend), err);
-    return r;
-  }
-  r.condition_number = condition_number(op, in);
+  return r;
+}
+
+// One backend's outputs judged against the goldens (r carries the case's description).
+void judge(CaseResult& r, const CaseSpec& c, const OpEntry& op, const OpInputs& in,
+           const std::vector<HostTensor>& golden, const std::vector<HostTensor>& g32,
+           const std::optional<double>& condition, std::vector<HostTensor> actual) {
+  const Backend backend = r.backend;
+  r.condition_number = condition;
   if (actual.size() != golden.size()) {
     r.verdict = Verdict::kError;
     r.reason = fmt::format("{} backend returned {} outputs, expected {}", backend_name(backend),
                            actual.size(), golden.size());
-    return r;
+    return;
   }
   std::vector<std::string> reasons;
   bool all_degenerate = !op.outputs.empty();
@@ -362,7 +343,65 @@ CaseResult run_case(const CaseSpec& c, const OpEntry& op_in, Backend backend, ui
   r.verdict = pass ? Verdict::kPass : Verdict::kFail;
   for (const auto& s : reasons) r.reason += (r.reason.empty() ? "" : "; ") + s;
   r.actual = std::move(judged);
-  return r;
+}
+
+}  // namespace
+
+std::vector<CaseResult> run_case(const CaseSpec& c, const OpEntry& op_in,
+                                 const std::vector<Backend>& backends, uint64_t seed) {
+  // An op with list inputs is instantiated for the case's list lengths.
+  std::vector<int64_t> list_sizes;
+  const OpEntry instance = op_in.instantiate(c, list_sizes);
+  const OpEntry& op = instance;
+  std::vector<CaseResult> rows;
+  for (Backend b : backends) rows.push_back(case_row(c, op, b));
+  if (c.op != op.name) {
+    for (CaseResult& r : rows) {
+      r.verdict = Verdict::kError;
+      r.reason =
+          fmt::format("{}: case {}: key 'op': \"{}\" is not {}", c.file, c.id, c.op, op.name);
+    }
+    return rows;
+  }
+  bool any_backend = false;
+  for (CaseResult& r : rows) {
+    if (op.backends.count(r.backend) == 0) {
+      r.verdict = Verdict::kNotApplicable;
+      r.reason = fmt::format("{} has no {} backend", op.name, backend_name(r.backend));
+    } else {
+      any_backend = true;
+    }
+  }
+  if (!any_backend) return rows;
+  // The inputs and the goldens once, for every backend: the fp64 golden is most of a case's time.
+  OpInputs in;
+  if (std::string err = generate_inputs(c, op, seed, in); !err.empty()) {
+    for (CaseResult& r : rows) {
+      if (r.verdict == Verdict::kNotApplicable) continue;
+      r.verdict = Verdict::kError;
+      r.reason = err;
+    }
+    return rows;
+  }
+  in.list_sizes = list_sizes;
+  const std::vector<HostTensor> golden = round_golden(op, in, op.golden(in));
+  const std::vector<HostTensor> g32 = op.golden32(in);
+  const std::optional<double> condition = condition_number(op, in);
+  for (CaseResult& r : rows) {
+    if (r.verdict == Verdict::kNotApplicable) continue;
+    std::vector<HostTensor> actual;
+    if (std::string err = op.backends.at(r.backend)(in, actual); !err.empty()) {
+      r.verdict = Verdict::kError;
+      r.reason = fmt::format("{} backend failed: {}", backend_name(r.backend), err);
+      continue;
+    }
+    judge(r, c, op, in, golden, g32, condition, std::move(actual));
+  }
+  return rows;
+}
+
+CaseResult run_case(const CaseSpec& c, const OpEntry& op, Backend backend, uint64_t seed) {
+  return std::move(run_case(c, op, std::vector<Backend>{backend}, seed).front());
 }
 
 }  // namespace mantissa::precision

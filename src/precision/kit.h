@@ -314,6 +314,10 @@ inline constexpr int64_t kZeroTrustSlackDivisor = 32;
 
 // Runs one case through one backend and judges it.
 CaseResult run_case(const CaseSpec& c, const OpEntry& op, Backend backend, uint64_t seed);
+// Runs one case through each backend in turn, judging each against goldens computed once; one
+// row per backend, in order (a backend the operator lacks gives a not-applicable row).
+std::vector<CaseResult> run_case(const CaseSpec& c, const OpEntry& op,
+                                 const std::vector<Backend>& backends, uint64_t seed);
 // Error row for a case that could not be loaded.
 CaseResult error_row(const LoadedCase& lc);
 
@@ -330,6 +334,9 @@ struct CheckOptions {
   std::vector<Backend> backends{Backend::kKernel};
   bool all_backends = false;
   uint64_t seed = 0;
+  // Cases run side by side on this many threads (0: one per hardware thread). The report is the
+  // same for any count: rows stay in case order, and each operator call gives the same bits.
+  int jobs = 0;
 };
 
 struct CheckReport {
@@ -340,7 +347,7 @@ struct CheckReport {
 
 // Runs every selected case through every selected backend. With several backends, each
 // backend's bits are also compared with the kernel backend's. `progress` (may be empty) is called
-// after each row with (done, total).
+// after each case with (done, total), one call at a time, from the threads running the cases.
 CheckReport run_check(const CheckOptions& opt,
                       const std::function<void(std::size_t, std::size_t)>& progress = {});
 

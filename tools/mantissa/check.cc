@@ -25,6 +25,7 @@ namespace pk = mantissa::precision;
 struct CheckArgs {
   std::string case_dir, op, backend = "kernel", json_path, case_id;
   uint64_t seed = 0;
+  int jobs = 0;
   bool rows = false;
 };
 
@@ -101,6 +102,7 @@ int run_check_command(const CheckArgs& args) {
   opt.op = args.op;
   opt.case_id = args.case_id;
   opt.seed = args.seed;
+  opt.jobs = args.jobs;
   if (args.backend == "all") {
     opt.all_backends = true;
   } else {
@@ -176,6 +178,10 @@ std::function<int()> add_check_command(CLI::App& app) {
       ->check(CLI::IsMember({"kernel", "aclnn", "aclop", "all"}));
   cmd->add_option("--seed", args->seed, "Global seed of the input generators (default 0)")
       ->check(tool::kUint64);
+  cmd->add_option("--jobs", args->jobs,
+                  "Cases checked side by side (default: one per hardware thread; the report is "
+                  "the same for any count)")
+      ->check(CLI::Range(1, 1024));
   cmd->add_option("--json", args->json_path, "Write the machine-readable report to this file");
   cmd->add_option("--case", args->case_id, "Only the case with this id");
   cmd->add_flag("--rows", args->rows,
