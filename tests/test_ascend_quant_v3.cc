@@ -69,6 +69,11 @@ TEST(AscendQuantV3, BitExactOnEveryTargetAndThreadCount) {
       for (QuantRoundMode m : kModes) {
         if (fp8 && m != QuantRoundMode::kRound) continue;
         for (const Shape& sh : shapes) {
+          // The shapes of several chunks (the first and the last) with one round mode: the
+          // modes differ per lane, which the small shapes check on every target; the chunking
+          // does not depend on the mode (every mode on them took three times as long).
+          const bool several_chunks = sh.dims.back() >= 40000;
+          if (several_chunks && m != QuantRoundMode::kRound) continue;
           for (bool sqrt_mode : {false, true}) {
             SCOPED_TRACE(std::string(mantissa::dtype_name(xd)) + " -> " + mantissa::dtype_name(yd) +
                          " " + mantissa::quant_round_mode_name(m) + " axis " +
