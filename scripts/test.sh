@@ -9,7 +9,8 @@
 #   asan        AddressSanitizer + UndefinedBehaviorSanitizer build (build-asan/): every test but
 #               the exhaustive sweeps and the mpirun tests (label mpi: Open MPI's own allocations
 #               would read as leaks; the data-parallel trainer is covered by
-#               test_train_distributed, which needs no MPI)
+#               test_train_distributed, which needs no MPI); the declarations that must not
+#               compile are not registered there (they run the compiler, not the build's code)
 #   tsan        ThreadSanitizer build of the library and the concurrency stress test (label
 #               "stress")
 #   fuzz        the libFuzzer targets built with clang, each run for MANTISSA_FUZZ_SECONDS (20)
