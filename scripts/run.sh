@@ -12,9 +12,9 @@ start=$(date +%s)
 bash "$root/scripts/install-deps.sh" main
 # Built for this machine: the kernels for the best vector target its CPU runs (AVX3 with AVX-512,
 # else AVX2) and the SCALAR fallback, not for the x86 targets below that best one, which dispatch
-# would never choose here; they were 40% of the build. Every target gives the same bits (the test
-# suite compares them all), so the results below do not depend on it. MANTISSA_ALL_TARGETS=1, or
-# scripts/build.sh, builds every target.
+# would never choose here; they were 37% of its compile time. Every target gives the same bits (the
+# test suite compares them all), so the results below do not depend on it. MANTISSA_ALL_TARGETS=1,
+# or scripts/build.sh, builds every target.
 targets=(-DMANTISSA_DISABLED_SIMD_TARGETS=SSSE3)  # the default: every target
 if [ "${MANTISSA_ALL_TARGETS:-0}" != 1 ] && [ "$(uname -m)" = x86_64 ]; then
   flags=" $(grep -m1 '^flags' /proc/cpuinfo) "
