@@ -515,9 +515,9 @@ struct VectorSet<Format, 1> {
   static HWY_INLINE Vecs<D> Load(D d, const Storage* HWY_RESTRICT p) {
     return {LoadF32<Format>(d, p)};
   }
-  template <class D>
+  template <NaNLanes kNaN = NaNLanes::kPossible, class D>
   static HWY_INLINE void StoreResult(D d, Vecs<D> v, Storage* HWY_RESTRICT p) {
-    mantissa::HWY_NAMESPACE::StoreResult<Format>(d, v[0], p);
+    mantissa::HWY_NAMESPACE::StoreResult<Format, kNaN>(d, v[0], p);
   }
 };
 
@@ -541,7 +541,7 @@ struct VectorSet<Format, 2> {
   // The pair is taken by reference and copied to locals: passed by value, the array stayed a
   // stack object, and GCC 12 left a dead 64-byte store of one of its vectors per call in the
   // loop (three per 32 elements in ApplyAdamD).
-  template <class D>
+  template <NaNLanes kNaN = NaNLanes::kPossible, class D>
   static HWY_INLINE void StoreResult(D d, const Vecs<D>& v, Storage* HWY_RESTRICT p) {
     const hn::Vec<D> even = v[0], odd = v[1];
 #if MANTISSA_HAVE_BF16_HW
@@ -557,9 +557,23 @@ struct VectorSet<Format, 2> {
       }
     }
 #endif
-    StoreCanonicalBf16EvenOdd(d, CanonicalNaN(d, even), CanonicalNaN(d, odd), p);
+    if constexpr (kNaN == NaNLanes::kNone) {
+      StoreCanonicalBf16EvenOdd(d, even, odd, p);
+    } else {
+      StoreCanonicalBf16EvenOdd(d, CanonicalNaN(d, even), CanonicalNaN(d, odd), p);
+    }
   }
 };
+
+// Whether any lane of the set may be NaN: false proves that none is (a lane holding inf in one
+// vector and -inf in the other also answers true, which only costs a caller its fast path). One
+// addition and one test for a set of two.
+template <class D, size_t K>
+HWY_INLINE bool MayHoldNaN(D d, const std::array<hn::Vec<D>, K>& v) {
+  static_assert(K == 1 || K == 2);
+  const hn::Vec<D> any = K == 1 ? v[0] : hn::Add(v[0], v[K - 1]);
+  return !hn::AllFalse(d, hn::IsNaN(any));
+}
 
 // Calls fn(k) with k = std::integral_constant<size_t, 0 .. kCount - 1>, in order: a loop over
 // the vectors of a set with constant indices, which keeps each vector in its own register (a

@@ -126,59 +126,117 @@ void StepRange(const detail::MtArgs& a, const detail::MtTensor& t, int64_t begin
   const bool tsgd_nesterov = a.torch_sgd_nesterov, tsgd_buffer = a.torch_sgd_momentum_buffer;
   const bool tsgd_first = a.torch_sgd_first_step, tsgd_write_grad = a.torch_sgd_write_grad;
 
-  ForEachVector(begin, end, [&](auto d, int64_t i) MANTISSA_VECTOR_BODY {
-    const auto var = LoadF32<State>(d, var_p + i);
-    auto g = LoadF32<Grad>(d, grad_p + i);
+  // Each set is one vector, or for bf16 written plainly two vectors of even- and odd-indexed
+  // elements (VectorSet<Format, 2>: half the conversion work). The pairing needs every tensor of
+  // the step in the one format, so the fp32 weights of master-weight steps and the per-lane
+  // writers (Kahan, stochastic rounding) take one vector at a time.
+  constexpr bool kPairs =
+      kIsBf16<State> && std::is_same_v<Grad, State> && std::is_same_v<Writer, WritePlain>;
+  using Pairing = std::conditional_t<kPairs, State, Fp32>;
+  ForEachVectorSet<Pairing>(begin, end, [&](auto d, auto set, int64_t i) MANTISSA_VECTOR_BODY {
+    constexpr size_t K = decltype(set)::kCount;
+    using SSet = VectorSet<State, K>;
+    using GSet = VectorSet<Grad, K>;
+    // Every input is loaded before the first store (all stores come last), so in-place outputs
+    // and the gradient written back over itself are safe.
+    const auto var = SSet::Load(d, var_p + i);
+    auto g = GSet::Load(d, grad_p + i);
+    auto var_new = var;
+    auto s0_new = var, s1_new = var, s2_new = var;  // the state results this algorithm writes
     // The documented grouping: (fp32(grad) / grad_scale) * clip_coef, each one fp32 rounding.
-    if (unscale) g = hn::Mul(hn::Div(g, hn::Set(d, scale)), hn::Set(d, clip));
-    hn::Vec<decltype(d)> var_new;
+    if (unscale) {
+      ForEachOfSet<K>([&](auto k) MANTISSA_VECTOR_BODY {
+        g[k] = hn::Mul(hn::Div(g[k], hn::Set(d, scale)), hn::Set(d, clip));
+      });
+    }
     if constexpr (kAlgo == detail::MtAlgo::kSgd) {
-      const auto acc = LoadF32<State>(d, s0 + i);
-      auto stat = hn::Zero(d);
-      if (sgd_damp) stat = LoadF32<State>(d, s1 + i);
-      const auto r = SgdMath(d, sgd, sgd_wd, sgd_damp, sgd_nesterov, var, g, acc, stat);
-      if (sgd_write_state) {
-        StoreResult<State>(d, r.accum_t, s0 + i);
-        ClearToPositiveZero<State>(d, s1 + i);
-      }
-      var_new = r.p_out;
+      const auto acc = SSet::Load(d, s0 + i);
+      auto stat = var;
+      if (sgd_damp) stat = SSet::Load(d, s1 + i);
+      ForEachOfSet<K>([&](auto k) MANTISSA_VECTOR_BODY {
+        const auto stat_k = sgd_damp ? stat[k] : hn::Zero(d);
+        const auto r =
+            SgdMath(d, sgd, sgd_wd, sgd_damp, sgd_nesterov, var[k], g[k], acc[k], stat_k);
+        s0_new[k] = r.accum_t;
+        var_new[k] = r.p_out;
+      });
     } else if constexpr (kAlgo == detail::MtAlgo::kAdamD) {
-      const auto m = LoadF32<State>(d, s0 + i);
-      const auto v = LoadF32<State>(d, s1 + i);
-      const auto r = AdamDMath(d, adam_d, adam_d_nesterov, var, m, v, g);
-      StoreResult<State>(d, r.m, s0 + i);
-      StoreResult<State>(d, r.v, s1 + i);
-      var_new = r.var;
+      const auto m = SSet::Load(d, s0 + i);
+      const auto v = SSet::Load(d, s1 + i);
+      ForEachOfSet<K>([&](auto k) MANTISSA_VECTOR_BODY {
+        const auto r = AdamDMath(d, adam_d, adam_d_nesterov, var[k], m[k], v[k], g[k]);
+        s0_new[k] = r.m;
+        s1_new[k] = r.v;
+        var_new[k] = r.var;
+      });
     } else if constexpr (kAlgo == detail::MtAlgo::kTorchSgd) {
       // CANN's FusedSgd, each line one fp32 rounding: the unscaled gradient written back (RNE to
       // its dtype) before maximize negates it; g + wd * p; the buffer m * buf + (1 - d) * g (or g
       // on the first step), written back; g + m * buf (Nesterov, the fp32 buffer) or buf; then
       // p - lr * g.
-      if (tsgd_write_grad) StoreResult<State>(d, g, grad_out + i);
-      if (maximize) g = hn::Neg(g);
-      if (tsgd_wd != 0.0f) g = hn::Add(g, hn::Mul(hn::Set(d, tsgd_wd), var));
-      if (tsgd_buffer) {
-        auto buf = g;
-        if (!tsgd_first) {
-          buf = hn::Add(hn::Mul(hn::Set(d, tsgd_m), LoadF32<State>(d, s0 + i)),
-                        hn::Mul(hn::Set(d, tsgd_damp), g));
+      auto buf = g;
+      if (tsgd_buffer && !tsgd_first) buf = SSet::Load(d, s0 + i);
+      ForEachOfSet<K>([&](auto k) MANTISSA_VECTOR_BODY {
+        auto gk = g[k];
+        if (maximize) gk = hn::Neg(gk);
+        if (tsgd_wd != 0.0f) gk = hn::Add(gk, hn::Mul(hn::Set(d, tsgd_wd), var[k]));
+        if (tsgd_buffer) {
+          s0_new[k] = tsgd_first ? gk
+                                 : hn::Add(hn::Mul(hn::Set(d, tsgd_m), buf[k]),
+                                           hn::Mul(hn::Set(d, tsgd_damp), gk));
+          gk = tsgd_nesterov ? hn::Add(gk, hn::Mul(hn::Set(d, tsgd_m), s0_new[k])) : s0_new[k];
         }
-        StoreResult<State>(d, buf, s0 + i);
-        g = tsgd_nesterov ? hn::Add(g, hn::Mul(hn::Set(d, tsgd_m), buf)) : buf;
-      }
-      var_new = hn::Sub(var, hn::Mul(hn::Set(d, tsgd_lr), g));
+        var_new[k] = hn::Sub(var[k], hn::Mul(hn::Set(d, tsgd_lr), gk));
+      });
     } else {
-      const auto m = LoadF32<State>(d, s0 + i);
-      const auto v = LoadF32<State>(d, s1 + i);
-      auto old_max = hn::Zero(d);
-      if (amsgrad) old_max = LoadF32<State>(d, s2 + i);
-      const auto r = AdamWMath(d, adam_w, amsgrad, maximize, var, m, v, g, old_max);
-      StoreResult<State>(d, r.m, s0 + i);
-      StoreResult<State>(d, r.v, s1 + i);
-      if (amsgrad) StoreResult<State>(d, r.vmax, s2 + i);
-      var_new = r.var;
+      const auto m = SSet::Load(d, s0 + i);
+      const auto v = SSet::Load(d, s1 + i);
+      auto old_max = var;
+      if (amsgrad) old_max = SSet::Load(d, s2 + i);
+      ForEachOfSet<K>([&](auto k) MANTISSA_VECTOR_BODY {
+        const auto r = AdamWMath(d, adam_w, amsgrad, maximize, var[k], m[k], v[k], g[k],
+                                 amsgrad ? old_max[k] : hn::Zero(d));
+        s0_new[k] = r.m;
+        s1_new[k] = r.v;
+        s2_new[k] = r.vmax;
+        var_new[k] = r.var;
+      });
     }
-    StoreWeights<State, Writer>(d, var, var_new, var_p, comp, working, sr_hi_key, i);
+    // The stores, with NaN lanes made canonical (kNaN: kPossible), or without that step
+    // (kNone) where no result can hold a NaN.
+    auto store = [&](auto nan) MANTISSA_VECTOR_BODY {
+      constexpr NaNLanes kNaN = decltype(nan)::value;
+      if constexpr (kAlgo == detail::MtAlgo::kSgd) {
+        if (sgd_write_state) {
+          SSet::template StoreResult<kNaN>(d, s0_new, s0 + i);
+          ClearToPositiveZero<State, K>(d, s1 + i);
+        }
+      } else if constexpr (kAlgo == detail::MtAlgo::kTorchSgd) {
+        if (tsgd_write_grad) SSet::template StoreResult<kNaN>(d, g, grad_out + i);
+        if (tsgd_buffer) SSet::template StoreResult<kNaN>(d, s0_new, s0 + i);
+      } else {
+        SSet::template StoreResult<kNaN>(d, s0_new, s0 + i);
+        SSet::template StoreResult<kNaN>(d, s1_new, s1 + i);
+        if (kAlgo == detail::MtAlgo::kAdamW && amsgrad) {
+          SSet::template StoreResult<kNaN>(d, s2_new, s2 + i);
+        }
+      }
+      if constexpr (K == 2) {
+        SSet::template StoreResult<kNaN>(d, var_new, var_p + i);  // kPairs: written plainly
+      } else {
+        StoreWeights<State, Writer>(d, var[0], var_new[0], var_p, comp, working, sr_hi_key, i);
+      }
+    };
+    // Every value stored reaches the new weight through operations that propagate NaN (the
+    // arithmetic, and AdamW's amsgrad maximum, which keeps a NaN from either side): the state
+    // results and the gradient written back feed it, so a NaN in any of them makes it NaN. A
+    // set whose new weights hold no NaN therefore stores nothing that needs making canonical.
+    // Only sets of two take the test: their integer narrowing is where the canonical step costs.
+    if (K == 2 && !MayHoldNaN(d, var_new)) {
+      store(std::integral_constant<NaNLanes, NaNLanes::kNone>{});
+    } else {
+      store(std::integral_constant<NaNLanes, NaNLanes::kPossible>{});
+    }
   });
 }
 
