@@ -1,7 +1,8 @@
 // Runs one operator 10 times on 64K elements, for instruction counting under callgrind
 // (scripts/instructions_per_element.sh). Usage: instructions_per_element fp32|fp16|bf16
-// adam|sgd|sgd-nesterov|sgd-dampening|sgd-plain [--markers] (sgd: momentum 0.9; nesterov adds
-// the nesterov step, dampening 0.5, plain has momentum 0). With --markers, the last call is
+// adam|list-adamw|sgd|sgd-nesterov|sgd-dampening|sgd-plain [--markers] (sgd: momentum 0.9;
+// nesterov adds the nesterov step, dampening 0.5, plain has momentum 0; list-adamw is the
+// multi-tensor AdamW on a list of four 16K-element tensors). With --markers, the last call is
 // bracketed by SIGUSR1 and SIGUSR2 for count_instructions (which single-steps it, for the AVX-512
 // targets valgrind cannot run).
 #include <csignal>
@@ -17,7 +18,7 @@ int main(int argc, char** argv) {
   const bool markers = argc == 4 && std::strcmp(argv[3], "--markers") == 0;
   if (argc != 3 && !markers) {
     std::fprintf(stderr,
-                 "usage: %s fp32|fp16|bf16 adam|sgd|sgd-nesterov|sgd-dampening|sgd-plain "
+                 "usage: %s fp32|fp16|bf16 adam|list-adamw|sgd|sgd-nesterov|sgd-dampening|sgd-plain "
                  "[--markers]\n",
                  argv[0]);
     return 2;
@@ -25,11 +26,12 @@ int main(int argc, char** argv) {
   const DType dt = dtype_from_name(argv[1]);
   const std::string op = argv[2];
   const bool adam = op == "adam";
+  const bool list_adamw = op == "list-adamw";
   SgdParams sgd_params;
   sgd_params.nesterov = op == "sgd-nesterov";
   sgd_params.dampening = op == "sgd-dampening" ? 0.5f : 0.0f;
   const float momentum = op == "sgd-plain" ? 0.0f : 0.9f;
-  if (!is_training_float(dt) || (!adam && op != "sgd" && op != "sgd-nesterov" &&
+  if (!is_training_float(dt) || (!adam && !list_adamw && op != "sgd" && op != "sgd-nesterov" &&
                                  op != "sgd-dampening" && op != "sgd-plain")) {
     return 2;
   }
@@ -52,7 +54,24 @@ int main(int argc, char** argv) {
   for (int r = 0; r < kCalls; ++r) {
     if (markers && r == kCalls - 1) std::raise(SIGUSR1);
     Status st;
-    if (adam) {
+    if (list_adamw) {
+      std::vector<AdamWParamTensors> list;
+      for (int64_t k = 0; k < 4; ++k) {
+        const int64_t at = k * (n / 4) * static_cast<int64_t>(dtype_size(dt));
+        auto part = [&](std::vector<uint32_t>& v) {
+          return TensorView(reinterpret_cast<char*>(v.data()) + at, dt, {n / 4});
+        };
+        AdamWParamTensors t;
+        t.var = part(a);
+        t.m = part(b);
+        t.v = part(c);
+        t.grad = part(g);
+        list.push_back(t);
+      }
+      MultiAdamWParams mp;
+      mp.step = r;
+      st = multi_tensor_adam_w(list, mp);
+    } else if (adam) {
       ApplyAdamDTensors t;
       t.var = tensor(a.data());
       t.m = tensor(b.data());

@@ -504,8 +504,9 @@ template <class Format, size_t kVectors>
 struct VectorSet;
 
 // One vector: LoadF32 / StoreResult.
-template <class Format>
-struct VectorSet<Format, 1> {
+template <class F>
+struct VectorSet<F, 1> {
+  using Format = F;
   using Storage = typename Format::Storage;
   static constexpr size_t kCount = 1;
   template <class D>
@@ -523,8 +524,9 @@ struct VectorSet<Format, 1> {
 
 // Two vectors of bf16 elements split into even and odd (see above); full vectors of at least two
 // lanes only.
-template <class Format>
-struct VectorSet<Format, 2> {
+template <class F>
+struct VectorSet<F, 2> {
+  using Format = F;
   static_assert(kIsBf16<Format>);
   using Storage = typename Format::Storage;
   static constexpr size_t kCount = 2;
@@ -575,13 +577,33 @@ HWY_INLINE bool MayHoldNaN(D d, const std::array<hn::Vec<D>, K>& v) {
   return !hn::AllFalse(d, hn::IsNaN(any));
 }
 
+using MaybeNaN = std::integral_constant<NaNLanes, NaNLanes::kPossible>;
+using NoNaN = std::integral_constant<NaNLanes, NaNLanes::kNone>;
+
+// Runs a body's stores, store(MaybeNaN{}) or store(NoNaN{}), the latter (no canonical-NaN step)
+// when `sink` holds no NaN. The caller vouches that sink is NaN wherever any result it stores is:
+// every result reaches sink through operations that propagate NaN (an optimizer's new weight,
+// computed from its new moments). Taken for bf16 sets of two with the integer narrowing, where
+// the canonical step costs two operations per vector and the test one per set; the hardware
+// narrowing (Bf16Hw) tests its own rare lanes, and other formats always store with the step.
+template <class Set, class D, class Store>
+HWY_INLINE void StoreSet(D d, const std::array<hn::Vec<D>, Set::kCount>& sink, Store&& store) {
+  if constexpr (Set::kCount == 2 && std::is_same_v<typename Set::Format, Bf16>) {
+    if (!MayHoldNaN(d, sink)) return store(NoNaN{});
+  }
+  store(MaybeNaN{});
+}
+
 // Calls fn(k) with k = std::integral_constant<size_t, 0 .. kCount - 1>, in order: a loop over
 // the vectors of a set with constant indices, which keeps each vector in its own register (a
 // runtime loop over the std::array made GCC spill the larger bodies to the stack).
 template <size_t kCount, class Fn>
 HWY_INLINE void ForEachOfSet(Fn&& fn) {
-  [&]<size_t... k>(std::index_sequence<k...>) { (fn(std::integral_constant<size_t, k>{}), ...); }
-  (std::make_index_sequence<kCount>{});
+  // The expanding lambda is always inlined too: left to its heuristics, GCC called it once per
+  // vector for AdamW's fp32 list body (a call per lane vector, and its values through memory).
+  [&]<size_t... k>(std::index_sequence<k...>) MANTISSA_VECTOR_BODY {
+    (fn(std::integral_constant<size_t, k>{}), ...);
+  }(std::make_index_sequence<kCount>{});
 }
 
 // The default `fetch` of ForEachVectorSet: nothing.

@@ -96,8 +96,10 @@ HWY_INLINE void StoreWeights(D d, hn::Vec<D> var, hn::Vec<D> var_new,
 }
 
 // Elements [begin, end) of tensor t; State/Grad are the storage formats of var (and its state)
-// and of grad; Writer one of the above.
-template <detail::MtAlgo kAlgo, class State, class Grad, class Writer>
+// and of grad; Writer one of the above. kPlainStep: the call neither unscales nor clips the
+// gradient and runs without amsgrad and maximize, known at compile time (the common call: the
+// loop keeps none of their tests, and more of its values in registers).
+template <detail::MtAlgo kAlgo, class State, class Grad, class Writer, bool kPlainStep = false>
 void StepRange(const detail::MtArgs& a, const detail::MtTensor& t, int64_t begin, int64_t end,
                uint32_t sr_hi_key) {
   using S = typename State::Storage;
@@ -113,7 +115,8 @@ void StepRange(const detail::MtArgs& a, const detail::MtTensor& t, int64_t begin
   // Local copies: stores through the float pointers above could otherwise alias these fields,
   // and the compiler would reload them after every store.
   const bool sgd_nesterov = a.sgd_nesterov, sgd_write_state = t.sgd_write_state;
-  const bool unscale = a.unscale, amsgrad = a.amsgrad, maximize = a.maximize;
+  const bool unscale = !kPlainStep && a.unscale, amsgrad = !kPlainStep && a.amsgrad;
+  const bool maximize = !kPlainStep && a.maximize;
   const bool adam_d_nesterov = a.adam_d_nesterov;
   const float scale = a.scale, clip = a.clip;
   const detail::AdamDConstants adam_d = t.adam_d;
@@ -202,8 +205,8 @@ void StepRange(const detail::MtArgs& a, const detail::MtTensor& t, int64_t begin
         var_new[k] = r.var;
       });
     }
-    // The stores, with NaN lanes made canonical (kNaN: kPossible), or without that step
-    // (kNone) where no result can hold a NaN.
+    // The stores, with NaN lanes made canonical (MaybeNaN), or without that step (NoNaN) where
+    // no result can hold a NaN.
     auto store = [&](auto nan) MANTISSA_VECTOR_BODY {
       constexpr NaNLanes kNaN = decltype(nan)::value;
       if constexpr (kAlgo == detail::MtAlgo::kSgd) {
@@ -229,14 +232,8 @@ void StepRange(const detail::MtArgs& a, const detail::MtTensor& t, int64_t begin
     };
     // Every value stored reaches the new weight through operations that propagate NaN (the
     // arithmetic, and AdamW's amsgrad maximum, which keeps a NaN from either side): the state
-    // results and the gradient written back feed it, so a NaN in any of them makes it NaN. A
-    // set whose new weights hold no NaN therefore stores nothing that needs making canonical.
-    // Only sets of two take the test: their integer narrowing is where the canonical step costs.
-    if (K == 2 && !MayHoldNaN(d, var_new)) {
-      store(std::integral_constant<NaNLanes, NaNLanes::kNone>{});
-    } else {
-      store(std::integral_constant<NaNLanes, NaNLanes::kPossible>{});
-    }
+    // results and the gradient written back feed it, so a NaN in any of them makes it NaN.
+    StoreSet<SSet>(d, var_new, store);
   });
 }
 
@@ -541,6 +538,16 @@ void StepPiece(const detail::MtArgs& a, const detail::MtTensor& t, int64_t begin
       begin = stop;
     }
   } else {
+    // The Adam family in bf16 written plainly (sets of two vectors) has a plain-step loop too.
+    constexpr bool kPlainLoop =
+        kIsBf16<State> && std::is_same_v<Grad, State> && std::is_same_v<Writer, WritePlain> &&
+        (kAlgo == detail::MtAlgo::kAdamW || kAlgo == detail::MtAlgo::kAdamD);
+    if constexpr (kPlainLoop) {
+      if (!a.unscale && !a.amsgrad && !a.maximize) {
+        StepRange<kAlgo, State, Grad, Writer, true>(a, t, begin, end, 0);
+        return;
+      }
+    }
     StepRange<kAlgo, State, Grad, Writer>(a, t, begin, end, 0);
   }
 }

@@ -54,9 +54,15 @@ void ApplyAdamDRange(const detail::ApplyAdamDKernelArgs& a) {
             m_new[k] = r.m;
             v_new[k] = r.v;
           });
-          set.StoreResult(d, var_new, var_out + i);
-          set.StoreResult(d, m_new, m_out + i);
-          set.StoreResult(d, v_new, v_out + i);
+          // m_new and v_new reach var_new through NaN-propagating arithmetic: a set whose new
+          // var holds no NaN stores no NaN at all (StoreSet).
+          using Set = decltype(set);
+          StoreSet<Set>(d, var_new, [&](auto nan) MANTISSA_VECTOR_BODY {
+            constexpr NaNLanes kNaN = decltype(nan)::value;
+            Set::template StoreResult<kNaN>(d, var_new, var_out + i);
+            Set::template StoreResult<kNaN>(d, m_new, m_out + i);
+            Set::template StoreResult<kNaN>(d, v_new, v_out + i);
+          });
         },
         fetch);
   };

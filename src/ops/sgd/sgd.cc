@@ -71,11 +71,17 @@ void SgdVariant(const detail::SgdKernelArgs& args) {
             p_new[k] = r.p_out;
             accum_t[k] = r.accum_t;
           });
-          set.StoreResult(d, p_new, p_out + i);
-          if constexpr (kWriteState) {
-            set.StoreResult(d, accum_t, accum + i);
-            ClearToPositiveZero<Format, set.kCount>(d, stat + i);
-          }
+          // accum_t reaches p_new through NaN-propagating arithmetic: a set whose new parameters
+          // hold no NaN stores no NaN at all (StoreSet).
+          using Set = decltype(set);
+          StoreSet<Set>(d, p_new, [&](auto nan) MANTISSA_VECTOR_BODY {
+            constexpr NaNLanes kNaN = decltype(nan)::value;
+            Set::template StoreResult<kNaN>(d, p_new, p_out + i);
+            if constexpr (kWriteState) {
+              Set::template StoreResult<kNaN>(d, accum_t, accum + i);
+              ClearToPositiveZero<Format, set.kCount>(d, stat + i);
+            }
+          });
         },
         fetch);
   };
