@@ -77,8 +77,23 @@ struct List {
   }
 };
 
+// Special values put in about one element in ten of every tensor (make_list's `specials`):
+// signed zeros and infinities, NaNs with payloads (a signaling one among them), an fp32/bf16
+// subnormal and large finite values (overflowing fp16).
+float special_value(uint64_t r) {
+  static const uint32_t kBits[] = {0x00000000u, 0x80000000u, 0x7F800000u, 0xFF800000u,
+                                   0x7FA12345u, 0xFFC00001u, 0x00012345u, 0x477FE000u,
+                                   0x7F7F0000u};
+  float f;
+  std::memcpy(&f, &kBits[r % std::size(kBits)], sizeof f);
+  return f;
+}
+
+// Every NaN an operator computes is stored as the canonical quiet NaN.
+float canonical(float f) { return std::isnan(f) ? std::numeric_limits<float>::quiet_NaN() : f; }
+
 // Sizes: empty, one element, vector tails, a 2-D tensor, several chunks of the parallel grain.
-List make_list(DType dtype, uint64_t seed) {
+List make_list(DType dtype, uint64_t seed, bool specials = false) {
   static const std::vector<std::vector<int64_t>> kShapes = {
       {0}, {1}, {3}, {17}, {3, 5}, {100}, {4099}, {40000}, {2, 0, 3}, {33}};
   std::mt19937_64 rng(seed);
@@ -97,6 +112,10 @@ List make_list(DType dtype, uint64_t seed) {
       s.m.set(i, 0.1f * normal(rng));
       s.v.set(i, 0.01f * std::fabs(normal(rng)));
       s.vmax.set(i, 0.01f * std::fabs(normal(rng)));
+      if (!specials) continue;
+      for (Buf* b : {&s.param, &s.grad, &s.m, &s.v, &s.vmax}) {
+        if (rng() % 10 == 0) b->set(i, special_value(rng()));
+      }
     }
     // Steps taken: 0 (the first step), small and large counts, one per parameter.
     static const int64_t kSteps[] = {0, 1, 9, 99, 12345, 3};
@@ -140,13 +159,13 @@ void reference_adamw(List& l, const FusedAdamwParams& h, std::optional<float> in
       if (h.amsgrad) {
         const float old = s.vmax.get(i);
         vmax = (v_new > old || std::isnan(v_new)) ? v_new : old;
-        s.vmax.set(i, vmax);
+        s.vmax.set(i, canonical(vmax));
       }
       const float denom = std::sqrt(vmax) * inv_bc2_sqrt + h.eps;
       const float q = m_new / denom;
-      s.param.set(i, var1 - q * step_size);
-      s.m.set(i, m_new);
-      s.v.set(i, v_new);
+      s.param.set(i, canonical(var1 - q * step_size));
+      s.m.set(i, canonical(m_new));
+      s.v.set(i, canonical(v_new));
     }
   }
 }
@@ -159,7 +178,7 @@ void reference_sgd(List& l, const FusedSgdParams& h, bool buffers, std::optional
       float g = s.grad.get(i);
       if (inv_scale) {
         g = g * *inv_scale;
-        s.grad.set(i, g);
+        s.grad.set(i, canonical(g));
       }
       if (h.maximize) g = -g;
       const float p = s.param.get(i);
@@ -171,10 +190,10 @@ void reference_sgd(List& l, const FusedSgdParams& h, bool buffers, std::optional
           const float b = one_minus_dampening * g;
           buf = a + b;
         }
-        s.m.set(i, buf);
+        s.m.set(i, canonical(buf));
         g = h.nesterov ? g + h.momentum * buf : buf;
       }
-      s.param.set(i, p - h.lr * g);
+      s.param.set(i, canonical(p - h.lr * g));
     }
   }
 }
@@ -218,6 +237,32 @@ TEST(FusedAdamw, MatchesTheTranscriptionOnEveryTargetAndThreadCount) {
         ASSERT_EQ(got.size(), want.size());
         EXPECT_TRUE(got == want);
       });
+    }
+  }
+}
+
+// Special values in every tensor (NaN payloads, infinities, signed zeros, subnormals): IEEE
+// propagation, and every computed NaN stored canonical, on every target and thread count. The
+// bf16 lists' fast stores (no canonical step where a set's new weights hold no NaN) rest on
+// every stored result reaching the new weight; a NaN in any input must still come out canonical
+// in every output.
+TEST(FusedAdamw, SpecialValuesPropagateAndNaNsAreCanonical) {
+  for (DType dtype : kDtypes) {
+    for (bool amsgrad : {false, true}) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " amsgrad " + std::to_string(amsgrad));
+      FusedAdamwParams h;
+      h.lr = 0.01f;
+      h.weight_decay = 0.01f;
+      h.amsgrad = amsgrad;
+      List expected = make_list(dtype, 31, true);
+      reference_adamw(expected, h, std::nullopt);
+      for_each_target_and_thread_count(
+          [&](const std::string&, int) {
+            List l = make_list(dtype, 31, true);
+            ASSERT_TRUE(fused_adamw(l.adamw(amsgrad), h).ok());
+            EXPECT_TRUE(l.snapshot() == expected.snapshot());
+          },
+          {1, 3});
     }
   }
 }
@@ -394,6 +439,31 @@ TEST(FusedSgd, MatchesTheTranscriptionOnEveryTargetAndThreadCount) {
         ASSERT_TRUE(fused_sgd(l.sgd(c.buffers), h).ok());
         EXPECT_TRUE(l.snapshot() == expected.snapshot());
       });
+    }
+  }
+}
+
+// As FusedAdamw's: special values in every tensor, the gradient written back with a grad scale.
+TEST(FusedSgd, SpecialValuesPropagateAndNaNsAreCanonical) {
+  for (DType dtype : kDtypes) {
+    for (bool nesterov : {false, true}) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " nesterov " + std::to_string(nesterov));
+      FusedSgdParams h;
+      h.lr = 0.05f;
+      h.momentum = 0.9f;
+      h.weight_decay = 0.01f;
+      h.nesterov = nesterov;
+      Scalar scale;
+      h.grad_scale = scale.view(DType::kFloat32, 8.0f);
+      List expected = make_list(dtype, 33, true);
+      reference_sgd(expected, h, true, 1.0f / 8.0f);
+      for_each_target_and_thread_count(
+          [&](const std::string&, int) {
+            List l = make_list(dtype, 33, true);
+            ASSERT_TRUE(fused_sgd(l.sgd(true), h).ok());
+            EXPECT_TRUE(l.snapshot() == expected.snapshot());
+          },
+          {1, 3});
     }
   }
 }
