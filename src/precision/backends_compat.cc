@@ -19,6 +19,8 @@
 #define MANTISSA_ACLNN_HEADERS
 #include "aclnn_backends.inc"  // generated: every aclnn header
 #undef MANTISSA_ACLNN_HEADERS
+#include "aclnnop/aclnn_fused_adamw.h"
+#include "aclnnop/aclnn_fused_sgd.h"
 #include "compat/op_binding.h"
 #include "precision/op_defs.h"
 #include "precision/op_schema.h"
@@ -352,9 +354,86 @@ void add_aclnn(std::map<std::string, OpEntry>& ops, PhaseOne one, PhaseTwo two) 
       };
 }
 
+// ---- FusedAdamw and FusedSgd: several lists, written by hand ---------------------------------
+
+// The aclTensorLists of a case's first `n_lists` list slots (in.list_sizes), over w.
+struct CaseLists {
+  std::vector<TensorPtr> tensors;
+  std::vector<TensorListPtr> lists;
+  std::size_t after = 0;  // the first tensor after the lists
+  std::string error;
+  CaseLists(std::vector<HostTensor>& w, const OpInputs& in, std::size_t n_lists) {
+    for (std::size_t k = 0; k < n_lists; ++k) {
+      std::vector<aclTensor*> elements;
+      for (int64_t i = 0; i < in.list_sizes.at(k); ++i) {
+        tensors.push_back(make_tensor(w[after++]));
+        if (!tensors.back()) error = acl_error("aclCreateTensor", -1);
+        elements.push_back(tensors.back().get());
+      }
+      lists.emplace_back(aclCreateTensorList(elements.data(), elements.size()));
+      if (!lists.back()) error = acl_error("aclCreateTensorList", -1);
+    }
+  }
+  // An optional scalar tensor: null when the case leaves it out.
+  aclTensor* optional(std::vector<HostTensor>& w, std::size_t i) {
+    if (absent(w[i])) return nullptr;
+    tensors.push_back(make_tensor(w[i]));
+    return tensors.back().get();
+  }
+};
+
+std::string fused_adamw_aclnn(const OpInputs& in, std::vector<HostTensor>& out) {
+  std::vector<HostTensor> w = in.tensors;
+  CaseLists c(w, in, 6);
+  if (!c.error.empty()) return c.error;
+  aclTensor* grad_scale = c.optional(w, c.after);
+  aclTensor* found_inf = c.optional(w, c.after + 1);
+  uint64_t size = 0;
+  aclOpExecutor* executor = nullptr;
+  const auto& a = in.attrs;
+  const aclnnStatus s = aclnnFusedAdamwGetWorkspaceSize(
+      c.lists[0].get(), c.lists[1].get(), c.lists[2].get(), c.lists[3].get(), c.lists[4].get(),
+      c.lists[5].get(), grad_scale, found_inf, a[0].f, a[1].f, a[2].f, a[3].f, a[4].f, a[5].b,
+      a[6].b, &size, &executor);
+  if (s != ACLNN_SUCCESS) return acl_error("aclnnFusedAdamwGetWorkspaceSize", s);
+  if (std::string e = run_phase_two("aclnnFusedAdamw", size, executor, aclnnFusedAdamw);
+      !e.empty()) {
+    return e;
+  }
+  out = fused_optim_written("FusedAdamw", in, std::move(w));
+  return "";
+}
+
+std::string fused_sgd_aclnn(const OpInputs& in, std::vector<HostTensor>& out) {
+  std::vector<HostTensor> w = in.tensors;
+  CaseLists c(w, in, 3);
+  if (!c.error.empty()) return c.error;
+  aclTensor* grad_scale = c.optional(w, c.after);
+  uint64_t size = 0;
+  aclOpExecutor* executor = nullptr;
+  const auto& a = in.attrs;
+  auto f = [&](int k) { return static_cast<float>(a[k].f); };
+  // momentumBufferListOptionalRef: a null list where the case gives no buffers.
+  const aclnnStatus s = aclnnFusedSgdGetWorkspaceSize(
+      c.lists[0].get(), c.lists[1].get(), in.list_sizes.at(2) > 0 ? c.lists[2].get() : nullptr,
+      grad_scale, f(0), f(1), f(2), f(3), a[4].b, a[5].b, a[6].b, &size, &executor);
+  if (s != ACLNN_SUCCESS) return acl_error("aclnnFusedSgdGetWorkspaceSize", s);
+  if (std::string e = run_phase_two("aclnnFusedSgd", size, executor, aclnnFusedSgd); !e.empty()) {
+    return e;
+  }
+  out = fused_optim_written("FusedSgd", in, std::move(w));
+  return "";
+}
+
 }  // namespace
 
 void add_compat_backends(std::map<std::string, OpEntry>& ops) {
+  if (auto it = ops.find("FusedAdamw"); it != ops.end()) {
+    it->second.backends[Backend::kAclnn] = fused_adamw_aclnn;
+  }
+  if (auto it = ops.find("FusedSgd"); it != ops.end()) {
+    it->second.backends[Backend::kAclnn] = fused_sgd_aclnn;
+  }
   detail::AllOps::for_each([&](auto op) {
     using Op = typename decltype(op)::type;
     ops.at(std::string(Op::kType)).backends[Backend::kAclop] = aclop_backend<Op>;

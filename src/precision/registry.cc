@@ -15,6 +15,7 @@ const std::map<std::string, OpEntry>& registry() {
       OpEntry e = Schema<typename decltype(op)::type>::entry();
       m.emplace(e.name, std::move(e));
     });
+    add_fused_optim_ops(m);
     add_compat_backends(m);
     return m;
   }();
@@ -64,6 +65,11 @@ OpEntry OpEntry::instantiate(const CaseSpec& c, std::vector<int64_t>& list_sizes
       TensorSlot element = slot;
       element.name = fmt::format("{}[{}]", slot.name, i);
       element.list = false;
+      // A rule naming another list means its element i (FusedAdamw's grads[i] like params[i]).
+      for (std::string* ref : {&element.like, &element.dtype_like}) {
+        const int r = input_index(*ref);
+        if (r >= 0 && inputs[static_cast<std::size_t>(r)].list) *ref = fmt::format("{}[{}]", *ref, i);
+      }
       e.inputs.push_back(element);
     }
   }
