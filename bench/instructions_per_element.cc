@@ -17,10 +17,11 @@ int main(int argc, char** argv) {
   using namespace mantissa;
   const bool markers = argc == 4 && std::strcmp(argv[3], "--markers") == 0;
   if (argc != 3 && !markers) {
-    std::fprintf(stderr,
-                 "usage: %s fp32|fp16|bf16 adam|list-adamw|sgd|sgd-nesterov|sgd-dampening|sgd-plain "
-                 "[--markers]\n",
-                 argv[0]);
+    std::fprintf(
+        stderr,
+        "usage: %s fp32|fp16|bf16 adam|list-adamw|sgd|sgd-nesterov|sgd-dampening|sgd-plain "
+        "[--markers]\n",
+        argv[0]);
     return 2;
   }
   const DType dt = dtype_from_name(argv[1]);

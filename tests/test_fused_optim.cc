@@ -81,9 +81,8 @@ struct List {
 // signed zeros and infinities, NaNs with payloads (a signaling one among them), an fp32/bf16
 // subnormal and large finite values (overflowing fp16).
 float special_value(uint64_t r) {
-  static const uint32_t kBits[] = {0x00000000u, 0x80000000u, 0x7F800000u, 0xFF800000u,
-                                   0x7FA12345u, 0xFFC00001u, 0x00012345u, 0x477FE000u,
-                                   0x7F7F0000u};
+  static const uint32_t kBits[] = {0x00000000u, 0x80000000u, 0x7F800000u, 0xFF800000u, 0x7FA12345u,
+                                   0xFFC00001u, 0x00012345u, 0x477FE000u, 0x7F7F0000u};
   float f;
   std::memcpy(&f, &kBits[r % std::size(kBits)], sizeof f);
   return f;

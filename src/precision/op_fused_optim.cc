@@ -39,8 +39,7 @@ TensorSlot list_slot(std::string name, std::string like) {
 
 // One element (the step tensors take more: CANN's sample passes eight, element 0 is read).
 TensorSlot one_element(std::string name, uint64_t dtypes, bool optional) {
-  TensorSlot s(std::move(name), TensorSlot::Kind::kFloat, TensorSlot::Shape::kOneElement, "", 0,
-               8);
+  TensorSlot s(std::move(name), TensorSlot::Kind::kFloat, TensorSlot::Shape::kOneElement, "", 0, 8);
   if (dtypes != 0) s.kind = TensorSlot::Kind::kOneOf, s.dtypes = dtypes;
   s.optional = optional;
   return s;
@@ -252,7 +251,7 @@ std::string adamw_kernel(const OpInputs& in, std::vector<HostTensor>& out) {
     auto view = [&](std::size_t k) {
       return p < c.l.count[k] ? view_of(w[c.l.first[k] + p]) : TensorView{};
     };
-    FusedAdamwParamTensors t{view(kParams), view(kGrads),    view(kExpAvgs),
+    FusedAdamwParamTensors t{view(kParams),    view(kGrads), view(kExpAvgs),
                              view(kExpAvgSqs), std::nullopt, view(kSteps)};
     if (p < c.l.count[kMaxExpAvgSqs]) t.max_exp_avg_sq = view(kMaxExpAvgSqs);
     params.push_back(t);
@@ -280,12 +279,9 @@ OpEntry fused_adamw_entry() {
               one_element("grad_scale", 0, true),
               one_element("found_inf", kFloatOnly, true)};
   e.inputs[kSteps].list = true;
-  e.attrs = {float_attr("lr", 1e-3),
-             float_attr("beta1", 0.9),
-             float_attr("beta2", 0.999),
-             float_attr("weight_decay", 1e-2),
-             float_attr("eps", 1e-8),
-             bool_attr("amsgrad"),
+  e.attrs = {float_attr("lr", 1e-3),     float_attr("beta1", 0.9),
+             float_attr("beta2", 0.999), float_attr("weight_decay", 1e-2),
+             float_attr("eps", 1e-8),    bool_attr("amsgrad"),
              bool_attr("maximize")};
   e.outputs = {{"params_out", kParams, {}},
                {"exp_avgs_out", kExpAvgs, {}},
@@ -413,9 +409,8 @@ OpEntry fused_sgd_entry() {
   e.name = "FusedSgd";
   e.inputs = {list_slot("params", ""), list_slot("grads", "params"),
               list_slot("momentum_buffers", "params"), one_element("grad_scale", 0, true)};
-  e.attrs = {float_attr("weight_decay", 0.0), float_attr("momentum", 0.0),
-             float_attr("lr", 1e-3),          float_attr("dampening", 0.0),
-             bool_attr("nesterov"),           bool_attr("maximize"),
+  e.attrs = {float_attr("weight_decay", 0.0), float_attr("momentum", 0.0), float_attr("lr", 1e-3),
+             float_attr("dampening", 0.0),    bool_attr("nesterov"),       bool_attr("maximize"),
              bool_attr("is_first_step")};
   e.outputs = {{"params_out", kSgdParams, {}},
                {"grads_out", kSgdGrads, {}},

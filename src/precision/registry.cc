@@ -68,7 +68,8 @@ OpEntry OpEntry::instantiate(const CaseSpec& c, std::vector<int64_t>& list_sizes
       // A rule naming another list means its element i (FusedAdamw's grads[i] like params[i]).
       for (std::string* ref : {&element.like, &element.dtype_like}) {
         const int r = input_index(*ref);
-        if (r >= 0 && inputs[static_cast<std::size_t>(r)].list) *ref = fmt::format("{}[{}]", *ref, i);
+        if (r >= 0 && inputs[static_cast<std::size_t>(r)].list)
+          *ref = fmt::format("{}[{}]", *ref, i);
       }
       e.inputs.push_back(element);
     }
