@@ -97,8 +97,19 @@ HWY_INLINE void StoreWeights(D d, hn::Vec<D> var, hn::Vec<D> var_new,
 
 // Elements [begin, end) of tensor t; State/Grad are the storage formats of var (and its state)
 // and of grad; Writer one of the above. kPlainStep: the call neither unscales nor clips the
-// gradient and runs without amsgrad and maximize, known at compile time (the common call: the
-// loop keeps none of their tests, and more of its values in registers).
+// gradient and runs without amsgrad and maximize (FusedSgd: and with momentum buffers, past the
+// first step, without Nesterov), known at compile time (the common call: the loop keeps none of
+// their tests, and more of its values in registers). PlainStep() says whether a call is one.
+template <detail::MtAlgo kAlgo>
+bool PlainStep(const detail::MtArgs& a) {
+  if (a.unscale || a.amsgrad || a.maximize) return false;
+  if constexpr (kAlgo == detail::MtAlgo::kTorchSgd) {
+    return a.torch_sgd_momentum_buffer && !a.torch_sgd_first_step && !a.torch_sgd_nesterov &&
+           !a.torch_sgd_write_grad;
+  }
+  return true;
+}
+
 template <detail::MtAlgo kAlgo, class State, class Grad, class Writer, bool kPlainStep = false>
 void StepRange(const detail::MtArgs& a, const detail::MtTensor& t, int64_t begin, int64_t end,
                uint32_t sr_hi_key) {
@@ -126,8 +137,12 @@ void StepRange(const detail::MtArgs& a, const detail::MtTensor& t, int64_t begin
   S* const grad_out = static_cast<S*>(t.grad_out);
   const float tsgd_lr = a.torch_sgd_lr, tsgd_m = a.torch_sgd_momentum;
   const float tsgd_damp = a.torch_sgd_one_minus_dampening, tsgd_wd = a.torch_sgd_weight_decay;
-  const bool tsgd_nesterov = a.torch_sgd_nesterov, tsgd_buffer = a.torch_sgd_momentum_buffer;
-  const bool tsgd_first = a.torch_sgd_first_step, tsgd_write_grad = a.torch_sgd_write_grad;
+  // FusedSgd's plain step: momentum buffers updated (not the first step), no Nesterov, no grad
+  // scale (so no gradient written back).
+  [[maybe_unused]] const bool tsgd_nesterov = !kPlainStep && a.torch_sgd_nesterov;
+  [[maybe_unused]] const bool tsgd_buffer = kPlainStep || a.torch_sgd_momentum_buffer;
+  [[maybe_unused]] const bool tsgd_first = !kPlainStep && a.torch_sgd_first_step;
+  [[maybe_unused]] const bool tsgd_write_grad = !kPlainStep && a.torch_sgd_write_grad;
 
   // Each set is one vector, or for bf16 written plainly two vectors of even- and odd-indexed
   // elements (VectorSet<Format, 2>: half the conversion work). The pairing needs every tensor of
@@ -538,12 +553,14 @@ void StepPiece(const detail::MtArgs& a, const detail::MtTensor& t, int64_t begin
       begin = stop;
     }
   } else {
-    // The Adam family in bf16 written plainly (sets of two vectors) has a plain-step loop too.
+    // The Adam family and FusedSgd in bf16 written plainly (sets of two vectors) have a
+    // plain-step loop too.
     constexpr bool kPlainLoop =
         kIsBf16<State> && std::is_same_v<Grad, State> && std::is_same_v<Writer, WritePlain> &&
-        (kAlgo == detail::MtAlgo::kAdamW || kAlgo == detail::MtAlgo::kAdamD);
+        (kAlgo == detail::MtAlgo::kAdamW || kAlgo == detail::MtAlgo::kAdamD ||
+         kAlgo == detail::MtAlgo::kTorchSgd);
     if constexpr (kPlainLoop) {
-      if (!a.unscale && !a.amsgrad && !a.maximize) {
+      if (PlainStep<kAlgo>(a)) {
         StepRange<kAlgo, State, Grad, Writer, true>(a, t, begin, end, 0);
         return;
       }
