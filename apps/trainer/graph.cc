@@ -13,8 +13,12 @@ const float* Parameter::weights_f32(Tensor* scratch) const {
   return scratch->f32();
 }
 
-void Parameter::add_grad(const float* g) {
+void Parameter::add_grad(const float* g, UnderflowCount* count) {
   const int64_t n = var.numel();
+  if (grad32 == nullptr) {
+    narrow(g, grad.dtype(), grad.data(), n, count);
+    return;
+  }
   if (seen_++ == 0) {
     std::memcpy(grad32, g, static_cast<std::size_t>(n) * sizeof(float));
   } else {
@@ -81,8 +85,11 @@ int Graph::find(const std::string& name) const {
   return -1;
 }
 
-Status Graph::forward(const Context& ctx) {
-  for (Node& n : nodes_) {
+Status Graph::forward(const Context& ctx) { return forward(ctx, 0, nodes_.size()); }
+
+Status Graph::forward(const Context& ctx, std::size_t first, std::size_t last) {
+  for (std::size_t i = first; i < std::min(last, nodes_.size()); ++i) {
+    Node& n = nodes_[i];
     Status st = n.layer->forward(ctx, n.in, n.out);
     if (!st.ok()) return st;
   }

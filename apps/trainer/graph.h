@@ -48,18 +48,23 @@ struct Parameter {
   // The fp32 gradient of the current backward pass (var's element count), owned by the model:
   // every layer that uses the parameter adds to it (the first one writes), in the graph's
   // reverse order. The model rounds it once into `grad` after the pass (or after summing the
-  // passes of several micro-batches).
+  // passes of several micro-batches). Null: the parameter has one user, which rounds its
+  // gradient straight into `grad` (add_grad), or has its operator write it there.
   float* grad32 = nullptr;
 
   // The c weights the passes read.
   const Tensor& weights() const { return working.empty() ? var : working; }
   // The weights in fp32: var itself when it is fp32, else widened into `scratch`.
   const float* weights_f32(Tensor* scratch) const;
-  // Adds one layer's gradient (fp32, var's shape) to grad32.
-  void add_grad(const float* g);
+  // Adds one layer's gradient (fp32, var's shape) to grad32; without grad32, rounds it once into
+  // `grad` (the underflows counted in `count`).
+  void add_grad(const float* g, UnderflowCount* count = nullptr);
   // grad32 itself when no layer has added to it in this pass (the caller then writes the first
-  // contribution there directly, and it counts as added); null otherwise.
-  float* first_grad() { return seen_++ == 0 ? grad32 : (--seen_, nullptr); }
+  // contribution there directly, and it counts as added); null otherwise, and without grad32.
+  float* first_grad() {
+    if (grad32 == nullptr) return nullptr;
+    return seen_++ == 0 ? grad32 : (--seen_, nullptr);
+  }
   void begin_backward() { seen_ = 0; }
   int64_t state_bytes() const {
     return var.bytes() + working.bytes() + m.bytes() + v.bytes() + compensation.bytes() +
@@ -78,6 +83,7 @@ struct Value {
   Tensor data;
   Tensor grad;
   bool has_grad = false;
+  bool needs_grad = true;  // false for data no gradient is wanted of (a model's input features)
   // The precision analysis: the fp64 shadow of `data` (the shadow pass from the shadow's own
   // inputs), and the fp64 result of this value's layer on the mode's own inputs (`local`); the
   // same for `grad` (the backward shadow; empty: no gradient reached the value).
@@ -94,7 +100,7 @@ using ShadowGrads = std::map<const Parameter*, Shadow>;
 struct Context {
   int64_t batch = 0, context = 0;    // sequences and tokens per sequence: rows = batch * context
   const int32_t* tokens = nullptr;   // [rows]
-  const int32_t* targets = nullptr;  // [rows]
+  const int32_t* targets = nullptr;  // [rows]: next tokens, or class labels
   float loss_scale = 1.0f;           // the gradient computed is that of loss * loss_scale
   int64_t grad_rows = 0;             // the rows the loss's mean divides by; 0: this batch's
   UnderflowCount* underflow = nullptr;
@@ -158,6 +164,8 @@ class Graph {
   const Layer& layer(std::size_t i) const { return *nodes_[i].layer; }
 
   Status forward(const Context& ctx);
+  // Layers [first, last) only (a model that runs its loss apart from the layers before it).
+  Status forward(const Context& ctx, std::size_t first, std::size_t last);
   // Every layer's backward, last to first (the last layer, the loss, starts the pass).
   Status backward(const Context& ctx);
   // After forward(): every value's fp64 shadow (Value::shadow, each layer's shadow() on its

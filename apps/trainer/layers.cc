@@ -14,6 +14,7 @@
 #include "mantissa/ops/matmul.h"
 #include "mantissa/ops/rms_norm.h"
 #include "mantissa/ops/rms_norm_grad.h"
+#include "mantissa/ops/softmax_cross_entropy_with_logits.h"
 #include "mantissa/ops/softmax.h"
 #include "mantissa/ops/softmax_grad.h"
 #include "mantissa/ops/swi_glu.h"
@@ -107,6 +108,9 @@ Linear::Linear(std::string name, Parameter* weight, DType out_dtype, bool transp
   }
 }
 
+Linear::Linear(std::string name, Parameter* weight, Parameter* bias, DType out_dtype)
+    : Layer(std::move(name)), w_(weight), b_(bias), out_dtype_(out_dtype), transposed_(false) {}
+
 Status Linear::forward(const Context& ctx, std::span<Value* const> in,
                        std::span<Value* const> out) {
   const Tensor& x = in[0]->data;
@@ -115,7 +119,14 @@ Status Linear::forward(const Context& ctx, std::span<Value* const> in,
   Tensor& y = out[0]->data;
   y.ensure(out_dtype_, {x.shape()[0], n});
   if (gemm_) return gemm_->forward(ctx, x, w, y.view());
-  return product(x.view(), w.view(), false, transposed_, y.view());
+  if (b_ == nullptr) return product(x.view(), w.view(), false, transposed_, y.view());
+  // b + x @ W in fp32 (Addmm, beta = alpha = 1), rounded once to out_dtype.
+  cast(b_->weights(), DType::kFloat32, &b32_);
+  Tensor* y32 = out_dtype_ == DType::kFloat32 ? &y : &y32_;
+  y32->ensure(DType::kFloat32, y.shape());
+  TRAINER_TRY(addmm({.self = b32_.view(), .mat1 = x.view(), .mat2 = w.view(), .out = y32->view()}));
+  if (y32 != &y) narrow(y32->f32(), out_dtype_, y.data(), y.numel());
+  return {};
 }
 
 Status Linear::backward(const Context& ctx, std::span<Value* const> in,
@@ -148,14 +159,29 @@ Status Linear::backward(const Context& ctx, std::span<Value* const> in,
     dy = &dy_;
   }
   // dx = dy @ W^T (or dy @ W), in fp32, rounded once to c.
-  if (c == DType::kFloat32) {
+  if (!in[0]->needs_grad) {
+  } else if (c == DType::kFloat32) {
     Tensor* dx = grad_target(*in[0], &scratch_, c, x.shape());
     TRAINER_TRY(product(dy->view(), w.view(), false, !transposed_, dx->view()));
+    if (ctx.underflow != nullptr && ctx.underflow->fp32_values) ctx.underflow->values += x.numel();
     give_grad_from(*in[0], dx);
   } else {
     dx32_.ensure(DType::kFloat32, x.shape());
     TRAINER_TRY(product(dy->view(), w.view(), false, !transposed_, dx32_.view()));
     give_rounded(*in[0], dx32_, c, &scratch_, ctx.underflow);
+  }
+  if (b_ != nullptr) {
+    // db: the column sums of dy in fp32, each in fp64 in row order (the rows side by side).
+    const int64_t rows = x.shape()[0], n = b_->var.numel();
+    cast(*dy, DType::kFloat32, &scratch_);
+    sums_.assign(static_cast<std::size_t>(n), 0.0);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* g = scratch_.f32() + r * n;
+      for (int64_t j = 0; j < n; ++j) sums_[j] += g[j];
+    }
+    b32_.ensure(DType::kFloat32, {n});
+    for (int64_t j = 0; j < n; ++j) b32_.f32()[j] = static_cast<float>(sums_[j]);
+    b_->add_grad(b32_.f32(), ctx.underflow);
   }
   // dW = x^T @ dy (W [in, out]) or dy^T @ x (W [out, in]).
   // Written straight into the parameter's fp32 gradient when this is its first contribution.
@@ -168,17 +194,55 @@ Status Linear::backward(const Context& ctx, std::span<Value* const> in,
   } else {
     TRAINER_TRY(product(x.view(), dy->view(), true, false, dw));
   }
-  if (first == nullptr) w_->add_grad(dw32_.f32());
+  if (first == nullptr) w_->add_grad(dw32_.f32(), ctx.underflow);
   return {};
 }
 
 // ---- LayerNorm -------------------------------------------------------------------------------
 
-LayerNormLayer::LayerNormLayer(std::string name, Parameter* weight, Parameter* bias, DType compute)
-    : Layer(std::move(name)), w_(weight), b_(bias), compute_(compute) {}
+LayerNormLayer::LayerNormLayer(std::string name, Parameter* weight, Parameter* bias, DType compute,
+                               NormForm form)
+    : Layer(std::move(name)), w_(weight), b_(bias), compute_(compute), form_(form) {}
+
+Status LayerNormLayer::forward_compute(std::span<Value* const> in, std::span<Value* const> out) {
+  const Tensor& x = in[0]->data;
+  const int64_t rows = x.shape()[0], d = x.shape()[1];
+  Tensor& y = out[0]->data;
+  y.ensure(compute_, {rows, d});
+  mean_.ensure(DType::kFloat32, {rows, 1});
+  rstd_.ensure(DType::kFloat32, {rows, 1});
+  return layer_norm({.input = x.view(),
+                     .weight = w_->weights().view(),
+                     .bias = b_->weights().view(),
+                     .out = y.view(),
+                     .mean = mean_.view(),
+                     .rstd = rstd_.view()},
+                    {.normalized_shape = Dims{d}, .eps = 1e-5});
+}
+
+Status LayerNormLayer::backward_compute(std::span<Value* const> in, std::span<Value* const> out) {
+  const Tensor& x = in[0]->data;
+  const int64_t d = x.shape()[1];
+  Value& y = *out[0];
+  if (!y.has_grad) y.grad.reset(compute_, y.data.shape());
+  Tensor* dx = grad_target(*in[0], &dx_, compute_, x.shape());
+  TRAINER_TRY(layer_norm_grad({.dy = y.grad.view(),
+                               .input = x.view(),
+                               .mean = mean_.view(),
+                               .rstd = rstd_.view(),
+                               .weight = w_->weights().view(),
+                               .bias = std::nullopt,
+                               .dx = dx->view(),
+                               .dweight = w_->grad.view(),
+                               .dbias = b_->grad.view()},
+                              {.normalized_shape = Dims{d}}));
+  give_grad_from(*in[0], dx);
+  return {};
+}
 
 Status LayerNormLayer::forward(const Context&, std::span<Value* const> in,
                                std::span<Value* const> out) {
+  if (form_ == NormForm::kCompute) return forward_compute(in, out);
   const Tensor& x = in[0]->data;
   const int64_t rows = x.shape()[0], d = x.shape()[1];
   const float* w = w_->weights_f32(&w32_);
@@ -205,6 +269,7 @@ Status LayerNormLayer::forward(const Context&, std::span<Value* const> in,
 
 Status LayerNormLayer::backward(const Context&, std::span<Value* const> in,
                                 std::span<Value* const> out) {
+  if (form_ == NormForm::kCompute) return backward_compute(in, out);
   const Tensor& x = in[0]->data;
   const int64_t d = x.shape()[1];
   Value& y = *out[0];
@@ -444,11 +509,22 @@ Status Gelu::forward(const Context&, std::span<Value* const> in, std::span<Value
   return gelu({.self = x.view(), .out = out[0]->data.view()});
 }
 
-Status Gelu::backward(const Context&, std::span<Value* const> in, std::span<Value* const> out) {
-  // The operator rounds its result once to c (its promoted dtype): written in place.
+Status Gelu::backward(const Context& ctx, std::span<Value* const> in,
+                      std::span<Value* const> out) {
   const Tensor& x = in[0]->data;
   Value& y = *out[0];
   if (!y.has_grad) y.grad.reset(x.dtype(), x.shape());
+  if (fp32_grad_) {
+    // Into fp32, then one rounding to c here (counted).
+    dx32_.ensure(DType::kFloat32, x.shape());
+    TRAINER_TRY(gelu_backward(
+        {.grad_output = y.grad.view(), .self = x.view(), .grad_input = dx32_.view()}));
+    Tensor* dx = grad_target(*in[0], &scratch_, x.dtype(), x.shape());
+    narrow(dx32_.f32(), x.dtype(), dx->data(), x.numel(), ctx.underflow);
+    give_grad_from(*in[0], dx);
+    return {};
+  }
+  // The operator rounds its result once to c (its promoted dtype): written in place.
   Tensor* dx = grad_target(*in[0], &scratch_, x.dtype(), x.shape());
   TRAINER_TRY(
       gelu_backward({.grad_output = y.grad.view(), .self = x.view(), .grad_input = dx->view()}));
@@ -475,7 +551,94 @@ Status SwiGluLayer::backward(const Context&, std::span<Value* const> in,
   return {};
 }
 
+// ---- ReLU ------------------------------------------------------------------------------------
+
+namespace {
+
+// `inf` is the dtype's +inf bits: 0 < bits <= inf is x > 0 (bits with the sign set are <= 0, or
+// NaN, which is kept).
+template <class T>
+void relu_bits(const T* x, T* y, int64_t n, T sign, T inf) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T magnitude = static_cast<T>(x[i] & ~sign);
+    // Branch-free (the sign of an activation is a coin flip for the branch predictor).
+    const T zero_it = static_cast<T>(((x[i] & sign) != 0) & (magnitude <= inf));
+    y[i] = static_cast<T>(x[i] & static_cast<T>(zero_it - 1));
+  }
+}
+
+template <class T>
+void relu_grad_bits(const T* x, const T* dy, T* dx, int64_t n, T inf) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T keep = static_cast<T>((x[i] != 0) & (x[i] <= inf));
+    dx[i] = static_cast<T>(dy[i] & static_cast<T>(T{0} - keep));
+  }
+}
+
+uint16_t inf16(DType d) { return d == DType::kFloat16 ? 0x7C00 : 0x7F80; }
+
+}  // namespace
+
+Status Relu::forward(const Context&, std::span<Value* const> in, std::span<Value* const> out) {
+  const Tensor& x = in[0]->data;
+  Tensor& y = out[0]->data;
+  y.ensure(x.dtype(), x.shape());
+  if (x.dtype() == DType::kFloat32) {
+    relu_bits<uint32_t>(static_cast<const uint32_t*>(x.data()), static_cast<uint32_t*>(y.data()),
+                        x.numel(), 0x80000000u, 0x7F800000u);
+  } else {
+    relu_bits<uint16_t>(x.u16(), y.u16(), x.numel(), 0x8000, inf16(x.dtype()));
+  }
+  return {};
+}
+
+Status Relu::backward(const Context&, std::span<Value* const> in, std::span<Value* const> out) {
+  const Tensor& x = in[0]->data;
+  Value& y = *out[0];
+  if (!y.has_grad) y.grad.reset(x.dtype(), x.shape());
+  Tensor* dx = grad_target(*in[0], &scratch_, x.dtype(), x.shape());
+  if (x.dtype() == DType::kFloat32) {
+    relu_grad_bits<uint32_t>(static_cast<const uint32_t*>(x.data()),
+                             static_cast<const uint32_t*>(y.grad.data()),
+                             static_cast<uint32_t*>(dx->data()), x.numel(), 0x7F800000u);
+  } else {
+    relu_grad_bits<uint16_t>(x.u16(), y.grad.u16(), dx->u16(), x.numel(), inf16(x.dtype()));
+  }
+  give_grad_from(*in[0], dx);
+  return {};
+}
+
 // ---- Cross-entropy ---------------------------------------------------------------------------
+
+Status SoftmaxCrossEntropy::forward(const Context& ctx, std::span<Value* const> in,
+                                    std::span<Value* const> out) {
+  const Tensor& logits = in[0]->data;
+  const int64_t rows = logits.shape()[0], c = logits.shape()[1];
+  cast(logits, DType::kFloat32, &logits32_);
+  onehot_.reset(DType::kFloat32, {rows, c});
+  for (int64_t r = 0; r < rows; ++r) onehot_.f32()[r * c + ctx.targets[r]] = 1.0f;
+  out[0]->data.ensure(DType::kFloat32, {rows});
+  backprop32_.ensure(DType::kFloat32, {rows, c});
+  return softmax_cross_entropy_with_logits({.features = logits32_.view(),
+                                            .labels = onehot_.view(),
+                                            .loss = out[0]->data.view(),
+                                            .backprop = backprop32_.view()});
+}
+
+Status SoftmaxCrossEntropy::backward(const Context& ctx, std::span<Value* const> in,
+                                     std::span<Value* const>) {
+  const int64_t rows = in[0]->data.shape()[0];
+  const int64_t over = ctx.grad_rows > 0 ? ctx.grad_rows : rows;
+  const float factor = static_cast<float>(static_cast<double>(ctx.loss_scale) / over);
+  float* g = backprop32_.f32();
+  for (int64_t i = 0; i < backprop32_.numel(); ++i) g[i] = g[i] * factor;
+  Tensor* d = grad_target(*in[0], &scratch_, in[0]->data.dtype(), in[0]->data.shape());
+  narrow(g, d->dtype(), d->data(), d->numel(), ctx.underflow);
+  give_grad_from(*in[0], d);
+  return {};
+}
+
+// ---- Cross-entropy over the vocabulary -------------------------------------------------------
 
 Status CrossEntropy::forward(const Context& ctx, std::span<Value* const> in,
                              std::span<Value* const> out) {
@@ -640,12 +803,18 @@ void Linear::shadow(const Context&, std::span<const Shadow* const> in,
   const Tensor& w = w_->weights();
   const int64_t k = transposed_ ? w.shape()[1] : w.shape()[0];
   const int64_t n = transposed_ ? w.shape()[0] : w.shape()[1];
-  product64(*in[0], widened(w), static_cast<int64_t>(in[0]->size()) / k, k, n, transposed_, out[0]);
+  const int64_t rows = static_cast<int64_t>(in[0]->size()) / k;
+  product64(*in[0], widened(w), rows, k, n, transposed_, out[0]);
+  if (b_ == nullptr) return;
+  const Shadow b = widened(b_->weights());
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < n; ++j) (*out[0])[r * n + j] += b[j];
+  }
 }
 
 void LayerNormLayer::shadow(const Context&, std::span<const Shadow* const> in,
                             std::span<Shadow* const> out) const {
-  const Shadow w = widened(w_->var), b = widened(b_->var);
+  const Shadow w = widened(weights_read(w_)), b = widened(weights_read(b_));
   norm64(*in[0], static_cast<int64_t>(w.size()), true, 1e-5, w, &b, out[0]);
 }
 
@@ -702,6 +871,26 @@ void Attention::shadow(const Context& ctx, std::span<const Shadow* const> in,
         }
       }
     }
+  }
+}
+
+void Relu::shadow(const Context&, std::span<const Shadow* const> in,
+                  std::span<Shadow* const> out) const {
+  Shadow& y = *out[0];
+  y.resize(in[0]->size());
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = (*in[0])[i] > 0.0 ? (*in[0])[i] : 0.0;
+}
+
+void SoftmaxCrossEntropy::shadow(const Context& ctx, std::span<const Shadow* const> in,
+                                 std::span<Shadow* const> out) const {
+  const int64_t rows = ctx.rows(), c = static_cast<int64_t>(in[0]->size()) / rows;
+  out[0]->assign(static_cast<std::size_t>(rows), 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* z = in[0]->data() + r * c;
+    double mx = -INFINITY, sum = 0.0;
+    for (int64_t j = 0; j < c; ++j) mx = std::max(mx, z[j]);
+    for (int64_t j = 0; j < c; ++j) sum += std::exp(z[j] - mx);
+    (*out[0])[r] = mx + std::log(sum) - z[ctx.targets[r]];
   }
 }
 
@@ -786,13 +975,18 @@ void Linear::shadow_backward(const Context&, std::span<const Shadow* const> in,
       }
     }
   }
+  if (b_ == nullptr) return;
+  Shadow& db = param_grad(dparams, b_);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < n; ++j) db[j] += dy[r * n + j];
+  }
 }
 
 void LayerNormLayer::shadow_backward(const Context&, std::span<const Shadow* const> in,
                                      std::span<const Shadow* const> dout,
                                      std::span<Shadow* const> din, ShadowGrads* dparams) const {
   if (dout[0]->empty()) return;
-  const Shadow w = widened(w_->var);
+  const Shadow w = widened(weights_read(w_));
   norm64_backward(*in[0], *dout[0], static_cast<int64_t>(w.size()), true, 1e-5, w, din[0],
                   &param_grad(dparams, w_), &param_grad(dparams, b_));
 }
@@ -936,6 +1130,35 @@ void CrossEntropy::shadow_backward(const Context& ctx, std::span<const Shadow* c
     for (int64_t j = 0; j < v; ++j) {
       const double pj = std::exp(z[j] - mx) / sum;
       (*din[0])[r * v + j] += (pj - (j == ctx.targets[r] ? 1.0 : 0.0)) * g;
+    }
+  }
+}
+
+void Relu::shadow_backward(const Context&, std::span<const Shadow* const> in,
+                           std::span<const Shadow* const> dout, std::span<Shadow* const> din,
+                           ShadowGrads*) const {
+  if (dout[0]->empty()) return;
+  for (std::size_t i = 0; i < in[0]->size(); ++i) {
+    if ((*in[0])[i] > 0.0) (*din[0])[i] += (*dout[0])[i];
+  }
+}
+
+// dout is the gradient of the mean loss (the graph's seed, loss_scale): each row's share is
+// dout / rows (grad_rows when set).
+void SoftmaxCrossEntropy::shadow_backward(const Context& ctx, std::span<const Shadow* const> in,
+                                          std::span<const Shadow* const> dout,
+                                          std::span<Shadow* const> din, ShadowGrads*) const {
+  if (dout[0]->empty()) return;
+  const int64_t rows = ctx.rows(), c = static_cast<int64_t>(in[0]->size()) / rows;
+  const double g = (*dout[0])[0] / static_cast<double>(ctx.grad_rows > 0 ? ctx.grad_rows : rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* z = in[0]->data() + r * c;
+    double mx = -INFINITY, sum = 0.0;
+    for (int64_t j = 0; j < c; ++j) mx = std::max(mx, z[j]);
+    for (int64_t j = 0; j < c; ++j) sum += std::exp(z[j] - mx);
+    for (int64_t j = 0; j < c; ++j) {
+      const double pj = std::exp(z[j] - mx) / sum;
+      (*din[0])[r * c + j] += (pj - (j == ctx.targets[r] ? 1.0 : 0.0)) * g;
     }
   }
 }

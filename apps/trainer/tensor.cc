@@ -64,6 +64,7 @@ void narrow(const float* src, DType dtype, void* dst, int64_t n, UnderflowCount*
   const auto size = static_cast<std::size_t>(n);
   if (dtype == DType::kFloat32) {
     if (src != dst) std::memmove(dst, src, size * sizeof(float));
+    if (count != nullptr && count->fp32_values) count->values += n;
     return;
   }
   auto* bits = static_cast<uint16_t*>(dst);

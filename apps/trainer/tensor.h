@@ -54,8 +54,11 @@ class Tensor {
 
 // Counts of gradient values rounded to a 16-bit dtype: how many were nonzero in fp32 and became
 // zero (underflow), out of how many.
+// With fp32_values, a "rounding" to fp32 (a copy) counts its values too: the denominator is then
+// every gradient value the pass produced, as the MLP reports it.
 struct UnderflowCount {
   int64_t values = 0, underflows = 0;
+  bool fp32_values = false;
 };
 
 // dst (resized to src's shape, `dtype`) = src converted: widened exactly, or rounded once to

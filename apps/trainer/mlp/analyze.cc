@@ -275,15 +275,15 @@ struct ShadowRun {
 // output, input gradient and weight gradient (layers: the logits' gradient) rounded to dt.
 ShadowRun shadow_run(const Mlp& model, const Vec& x, const int32_t* labels, int64_t rows,
                      double scale, int round_layer, DType dt) {
-  const std::vector<Layer>& layers = model.layers();
-  const std::vector<Parameter>& params = model.params();
+  const std::vector<LayerSpec>& layers = model.layers();
+  const std::span<const Parameter> params = model.params();
   const int nl = static_cast<int>(layers.size());
   auto weights = [&](int index) { return widen64(params[index].weights()); };
   ShadowRun run;
   run.activations.resize(static_cast<std::size_t>(nl));
   auto input = [&](int l) -> const Vec& { return l == 0 ? x : run.activations[l - 1]; };
   for (int l = 0; l < nl; ++l) {
-    const Layer& L = layers[l];
+    const LayerSpec& L = layers[l];
     Vec& y = run.activations[l];
     switch (L.kind) {
       case LayerKind::kLinear: {
@@ -301,7 +301,7 @@ ShadowRun shadow_run(const Mlp& model, const Vec& x, const int32_t* labels, int6
   Vec dy = loss_grad64(run.activations.back(), labels, rows, model.classes(), scale, &run.loss);
   if (round_layer == nl) round_to(dt, &dy);
   for (int l = nl - 1; l >= 0; --l) {
-    const Layer& L = layers[l];
+    const LayerSpec& L = layers[l];
     Vec dx, gw;
     switch (L.kind) {
       case LayerKind::kLinear:
@@ -327,7 +327,7 @@ ShadowRun shadow_run(const Mlp& model, const Vec& x, const int32_t* labels, int6
 
 std::vector<LayerSensitivity> sensitivity(const Mlp& model, const float* x, const int32_t* labels,
                                           int64_t rows, float loss_scale, DType dtype) {
-  const std::vector<Layer>& layers = model.layers();
+  const std::vector<LayerSpec>& layers = model.layers();
   const int nl = static_cast<int>(layers.size());
   const Vec x64(x, x + rows * layers.front().in);
   const ShadowRun exact = shadow_run(model, x64, labels, rows, loss_scale, -1, dtype);
@@ -356,12 +356,12 @@ Status analyze_model(Mlp& model, const float* x, const int32_t* labels, int64_t 
   TRAINER_TRY(model.forward(x, rows));
   double mode_loss = 0.0;
   int64_t correct = 0;
-  TRAINER_TRY(model.loss(labels, rows, loss_scale, true, &mode_loss, &correct));
+  TRAINER_TRY(model.loss(labels, rows, loss_scale, &mode_loss, &correct));
   TRAINER_TRY(model.backward());
 
   const DType dt = model.precision().compute;
-  const std::vector<Layer>& layers = model.layers();
-  const std::vector<Parameter>& params = model.params();
+  const std::vector<LayerSpec>& layers = model.layers();
+  const std::span<const Parameter> params = model.params();
   const int nl = static_cast<int>(layers.size());
   auto weights = [&](int index) { return widen64(params[index].weights()); };
 
@@ -376,10 +376,10 @@ Status analyze_model(Mlp& model, const float* x, const int32_t* labels, int64_t 
 
   // Forward.
   for (int l = 0; l < nl; ++l) {
-    const Layer& L = layers[l];
+    const LayerSpec& L = layers[l];
     const Vec& in_s = input_of(l, true);
     const Vec& in_m = input_of(l, false);
-    M[l] = widen64(L.output);
+    M[l] = widen64(model.output(static_cast<std::size_t>(l)));
     Vec ref;
     double condition = 1.0;
     switch (L.kind) {
@@ -433,7 +433,7 @@ Status analyze_model(Mlp& model, const float* x, const int32_t* labels, int64_t 
 
   // Backward, from the last layer.
   for (int l = nl - 1; l >= 0; --l) {
-    const Layer& L = layers[l];
+    const LayerSpec& L = layers[l];
     const Vec& in_s = input_of(l, true);
     const Vec& in_m = input_of(l, false);
     const double e_in = rel_norm(in_m, in_s), e_dy = rel_norm(dy_m, dy_s);
@@ -477,7 +477,7 @@ Status analyze_model(Mlp& model, const float* x, const int32_t* labels, int64_t 
       if (trace) trace->grad_weights[l] = gw_s;
     }
     if (dx_s.empty()) break;  // the first Linear: no gradient for the data
-    Vec dx_m = widen64(L.grad_input);
+    Vec dx_m = widen64(model.grad_input(static_cast<std::size_t>(l)));
     TensorError t = compare(L.name, "grad_input", l, dt, dx_m, dx_s);
     propagate(&t, inherited_dx, dx_m, dx_ref, dx_s);
     t.condition = cond_dx;

@@ -225,7 +225,7 @@ Status parse_checkpoint(const std::string& s, const std::string& path,
     return corrupt("parameter count differs from the model (other --hidden?)");
   }
   // Into copies first: the model is left unchanged on any error.
-  std::vector<Parameter> copies = model->params();
+  std::vector<Parameter> copies(model->params().begin(), model->params().end());
   for (Parameter& p : copies) {
     for (int b = 0; b < 5; ++b) {
       Buffer* buf = buffers_of(p, b);
@@ -243,7 +243,7 @@ Status parse_checkpoint(const std::string& s, const std::string& path,
     if (!r.bytes(v.data(), static_cast<int64_t>(v.size() * 4))) return corrupt("error feedback");
   }
   if (!r.at_end()) return corrupt("trailing bytes");
-  model->params() = std::move(copies);
+  for (std::size_t i = 0; i < copies.size(); ++i) model->params()[i] = std::move(copies[i]);
   *scaler = std::move(restored);
   *residuals = std::move(res);
   *got = h;

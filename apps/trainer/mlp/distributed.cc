@@ -266,7 +266,7 @@ Status detail::train_loop(const Dataset& data, const Precision& precision, Mode 
   detail::StepGuard guard(precision, model.param_names());
 
   // ---- The flattened gradient, its buckets, ZeRO's owners -------------------------------
-  std::vector<detail::Parameter>& params = model.params();
+  const std::span<detail::Parameter> params = model.params();
   std::vector<int64_t> offset(params.size() + 1, 0);
   for (std::size_t i = 0; i < params.size(); ++i)
     offset[i + 1] = offset[i] + params[i].grad.numel();
@@ -496,7 +496,7 @@ Status detail::train_loop(const Dataset& data, const Precision& precision, Mode 
           TRAINER_TRY(model.forward(bx.data() + lo * data.features, hi - lo));
           double loss = 0.0;
           int64_t correct = 0;
-          TRAINER_TRY(model.loss(by.data() + lo, hi - lo, scaler.scale(), true, &loss, &correct));
+          TRAINER_TRY(model.loss(by.data() + lo, hi - lo, scaler.scale(), &loss, &correct));
           TRAINER_TRY(model.backward());
           model.set_grad_rows(0);
           step_stats[3 * ls] = loss * static_cast<double>(hi - lo);

@@ -1,54 +1,17 @@
-// The MLP's forward pass, loss and backward pass (see model.h). Products (the bias added by
-// Addmm), LayerNorm and the loss go through the library's operators; ReLU and the bias gradient's
-// column sums are small loops here.
+// The MLP as a layer graph (see model.h): the trainer's shared layers (trainer/layers.h), each
+// wrapped in its precision by PolicyStep, and the loss.
 #include "trainer/mlp/model.h"
 
-#include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <limits>
+#include <cstdio>
+#include <utility>
 
 #include "mantissa/convert.h"
-#include "mantissa/ops/gelu.h"
-#include "mantissa/ops/layer_norm.h"
-#include "mantissa/ops/layer_norm_grad.h"
-#include "mantissa/ops/matmul.h"
-#include "mantissa/ops/softmax_cross_entropy_with_logits.h"
+#include "trainer/layers.h"
 #include "trainer/mlp/common.h"
 #include "trainer/mlp/rng.h"
-#include "trainer/tensor.h"
 
 namespace mantissa::train::detail {
-
-// ---- Buffer ---------------------------------------------------------------------------------
-
-void Buffer::reset(DType dtype, std::vector<int64_t> shape) {
-  dtype_ = dtype;
-  shape_ = std::move(shape);
-  numel_ = 1;
-  for (int64_t s : shape_) numel_ *= s;
-  words_.assign(static_cast<std::size_t>((bytes() + 3) / 4), 0u);
-}
-
-void Buffer::ensure(DType dtype, std::vector<int64_t> shape) {
-  if (dtype == dtype_ && shape == shape_) return;
-  int64_t count = 1;
-  for (int64_t s : shape) count *= s;
-  const int64_t need = (count * static_cast<int64_t>(dtype_size(dtype)) + 3) / 4;
-  if (need > static_cast<int64_t>(words_.size())) {
-    reset(dtype, std::move(shape));
-    return;
-  }
-  // Scratch reused with another shape: no allocation, no clearing.
-  dtype_ = dtype;
-  shape_ = std::move(shape);
-  numel_ = count;
-}
-
-TensorView Buffer::view() const {
-  return TensorView(const_cast<uint32_t*>(words_.data()), dtype_,
-                    std::span<const int64_t>(shape_.data(), shape_.size()));
-}
 
 Precision precision_of(Mode mode) {
   constexpr DType kF16 = DType::kFloat16, kBf16 = DType::kBFloat16;
@@ -65,122 +28,97 @@ Precision precision_of(Mode mode) {
   return p;
 }
 
-namespace {
+// ---- One layer under its precision ----------------------------------------------------------
 
-// The transpose of a row-major [rows, cols] buffer as a view of the same memory ([cols, rows],
-// strides {1, cols}): the matrix products read it where it is.
-TensorView transposed(const Buffer& b, int64_t rows, int64_t cols) {
-  const int64_t shape[] = {cols, rows}, strides[] = {1, cols};
-  return TensorView(const_cast<void*>(b.data()), b.dtype(), shape, strides);
-}
+// Wraps one of the trainer's layers in a per-layer precision:
+// - its input is cast to the layer's compute dtype when it arrives in another (exactly when
+//   widening, else rounded once), or passed through an input transform (inference sensitivity:
+//   widened to fp32, transformed, rounded back);
+// - the input its backward pass reads is kept in the stored dtype when that differs (rounded
+//   once, restored to the compute dtype for backward);
+// - the gradient of its output is cast to the compute dtype when it arrives in the next layer's.
+// None of these casts is counted as a gradient rounding. With the precision modes (every layer
+// alike, stored = compute) the wrapper passes everything through.
+class PolicyStep final : public trainer::Layer {
+ public:
+  PolicyStep(std::unique_ptr<trainer::Layer> inner, DType compute, DType stored)
+      : trainer::Layer(inner->name()), inner_(std::move(inner)), compute_(compute),
+        stored_(stored) {}
 
-}  // namespace
+  Mlp::InputTransform transform;
+  bool keep_trace = false;
+  Buffer grad_input;  // with keep_trace: the gradient of the layer's input (compute dtype)
 
-namespace {
-
-// fp32 <-> compute dtype with the library's bulk conversions (RNE, the same bits as
-// store_from_float and load_as_float on every target).
-void narrow(const float* src, Buffer* dst) {
-  const auto n = static_cast<std::size_t>(dst->numel());
-  switch (dst->dtype()) {
-    case DType::kFloat16: convert_fp32_to_fp16(src, static_cast<uint16_t*>(dst->data()), n); break;
-    case DType::kBFloat16: convert_fp32_to_bf16(src, static_cast<uint16_t*>(dst->data()), n); break;
-    default: std::memcpy(dst->data(), src, n * sizeof(float)); break;
+  Status forward(const trainer::Context& ctx, std::span<trainer::Value* const> in,
+                 std::span<trainer::Value* const> out) override {
+    trainer::Value* x = in[0];
+    cast_in_ = x->data.dtype() != compute_ || static_cast<bool>(transform);
+    if (cast_in_) {
+      trainer::cast(x->data, compute_, &proxy_.data);
+      if (transform) {
+        const int64_t rows = x->data.shape()[0], cols = x->data.shape()[1];
+        trainer::cast(proxy_.data, DType::kFloat32, &wide_);
+        transform(wide_.f32(), rows, cols);
+        trainer::narrow(wide_.f32(), compute_, proxy_.data.data(), rows * cols);
+      }
+      proxy_.needs_grad = x->needs_grad;
+      x = &proxy_;
+    }
+    if (stored_ != compute_) trainer::cast(x->data, stored_, &saved_);
+    trainer::Value* const ins[] = {x};
+    return inner_->forward(ctx, ins, out);
   }
-}
-void widen(const Buffer& src, float* dst) {
-  const auto n = static_cast<std::size_t>(src.numel());
-  switch (src.dtype()) {
-    case DType::kFloat16:
-      convert_fp16_to_fp32(static_cast<const uint16_t*>(src.data()), dst, n);
-      break;
-    case DType::kBFloat16:
-      convert_bf16_to_fp32(static_cast<const uint16_t*>(src.data()), dst, n);
-      break;
-    default: std::memcpy(dst, src.data(), n * sizeof(float)); break;
-  }
-}
-// src into dst's dtype (dst shaped as src): exact when widening, else one RNE rounding.
-void convert(const Buffer& src, Buffer* dst) {
-  if (src.dtype() == dst->dtype()) {
-    std::memcpy(dst->data(), src.data(), static_cast<std::size_t>(src.bytes()));
-  } else if (src.dtype() == DType::kFloat32) {
-    narrow(src.f32(), dst);
-  } else if (dst->dtype() == DType::kFloat32) {
-    widen(src, dst->f32());
-  } else {
-    std::vector<float> wide(static_cast<std::size_t>(src.numel()));
-    widen(src, wide.data());
-    narrow(wide.data(), dst);
-  }
-}
 
-// ReLU on the stored bits (it only selects, so it is exact in every dtype): y = max(x, 0) with
-// -0 and negatives to +0 and NaN kept (x <= 0 is false for NaN), as torch.relu; dx = dy where
-// x > 0, else +0 (NaN x included). `inf` is the dtype's +inf bits: 0 < bits <= inf is x > 0.
-template <class T>
-void relu_bits(const T* x, T* y, int64_t n, T sign, T inf) {
-  for (int64_t i = 0; i < n; ++i) {
-    const T magnitude = static_cast<T>(x[i] & ~sign);
-    // Branch-free (the sign of an activation is a coin flip for the branch predictor).
-    const T zero_it = static_cast<T>(((x[i] & sign) != 0) & (magnitude <= inf));
-    y[i] = static_cast<T>(x[i] & static_cast<T>(zero_it - 1));
+  Status backward(const trainer::Context& ctx, std::span<trainer::Value* const> in,
+                  std::span<trainer::Value* const> out) override {
+    trainer::Value& y = *out[0];
+    if (y.has_grad && y.grad.dtype() != compute_) {
+      trainer::cast(y.grad, compute_, &dy_);
+      std::swap(y.grad, dy_);
+    }
+    trainer::Value* x = cast_in_ ? &proxy_ : in[0];
+    if (cast_in_) proxy_.has_grad = false;
+    if (stored_ != compute_) {
+      trainer::cast(saved_, compute_, &restored_);
+      std::swap(x->data, restored_);
+    }
+    trainer::Value* const ins[] = {x};
+    const Status st = inner_->backward(ctx, ins, out);
+    if (stored_ != compute_) std::swap(x->data, restored_);
+    TRAINER_TRY(st);
+    if (keep_trace && x->has_grad) grad_input = x->grad;
+    if (cast_in_ && proxy_.has_grad) give_grad(*in[0], proxy_.grad);
+    return {};
   }
-}
-template <class T>
-void relu_grad_bits(const T* x, const T* dy, T* dx, int64_t n, T inf) {
-  for (int64_t i = 0; i < n; ++i) {
-    const T keep = static_cast<T>((x[i] != 0) & (x[i] <= inf));
-    dx[i] = static_cast<T>(dy[i] & static_cast<T>(T{0} - keep));
-  }
-}
 
-void relu_forward(const Buffer& x, Buffer* y) {
-  const int64_t n = x.numel();
-  switch (x.dtype()) {
-    case DType::kFloat16:
-      relu_bits<uint16_t>(static_cast<const uint16_t*>(x.data()), static_cast<uint16_t*>(y->data()),
-                          n, 0x8000, 0x7C00);
-      break;
-    case DType::kBFloat16:
-      relu_bits<uint16_t>(static_cast<const uint16_t*>(x.data()), static_cast<uint16_t*>(y->data()),
-                          n, 0x8000, 0x7F80);
-      break;
-    default:
-      relu_bits<uint32_t>(static_cast<const uint32_t*>(x.data()), static_cast<uint32_t*>(y->data()),
-                          n, 0x80000000u, 0x7F800000u);
-      break;
+  void shadow(const trainer::Context& ctx, std::span<const trainer::Shadow* const> in,
+              std::span<trainer::Shadow* const> out) const override {
+    inner_->shadow(ctx, in, out);
   }
-}
-
-void relu_backward(const Buffer& x, const Buffer& dy, Buffer* dx) {
-  const int64_t n = x.numel();
-  switch (x.dtype()) {
-    case DType::kFloat16:
-    case DType::kBFloat16:
-      relu_grad_bits<uint16_t>(
-          static_cast<const uint16_t*>(x.data()), static_cast<const uint16_t*>(dy.data()),
-          static_cast<uint16_t*>(dx->data()), n, x.dtype() == DType::kFloat16 ? 0x7C00 : 0x7F80);
-      break;
-    default:
-      relu_grad_bits<uint32_t>(static_cast<const uint32_t*>(x.data()),
-                               static_cast<const uint32_t*>(dy.data()),
-                               static_cast<uint32_t*>(dx->data()), n, 0x7F800000u);
-      break;
+  void shadow_backward(const trainer::Context& ctx, std::span<const trainer::Shadow* const> in,
+                       std::span<const trainer::Shadow* const> dout,
+                       std::span<trainer::Shadow* const> din,
+                       trainer::ShadowGrads* dparams) const override {
+    inner_->shadow_backward(ctx, in, dout, din, dparams);
   }
-}
 
-}  // namespace
+ private:
+  std::unique_ptr<trainer::Layer> inner_;
+  DType compute_, stored_;
+  bool cast_in_ = false;
+  trainer::Value proxy_;  // the cast input, when the layer reads one
+  Buffer wide_, saved_, restored_, dy_;
+};
 
 // ---- Mlp ------------------------------------------------------------------------------------
 
 Mlp::Mlp(std::span<const int64_t> widths, Activation activation, Precision precision,
          Optimizer optimizer, uint64_t seed)
-    : precision_(precision) {
+    : precision_(std::move(precision)) {
   Rng rng(stream_seed(seed, 4));
   auto add_param = [&](std::string name, std::vector<int64_t> shape, float lo, float hi,
                        bool uniform) {
-    const LayerPrecision lp = precision.layer(layers_.size());
+    const LayerPrecision lp = precision_.layer(specs_.size());
     const DType var_dtype = lp.master ? DType::kFloat32 : lp.compute;
     Parameter p;
     p.rounding = lp.rounding;
@@ -192,7 +130,7 @@ Mlp::Mlp(std::span<const int64_t> widths, Activation activation, Precision preci
     }
     if (lp.master && lp.compute != DType::kFloat32) {
       p.working.reset(lp.compute, shape);
-      narrow(p.var.f32(), &p.working);
+      trainer::narrow(p.var.f32(), lp.compute, p.working.data(), p.var.numel());
     }
     p.grad.reset(lp.compute, shape);
     p.m.reset(var_dtype, shape);
@@ -206,261 +144,129 @@ Mlp::Mlp(std::span<const int64_t> widths, Activation activation, Precision preci
     params_.push_back(std::move(p));
     return static_cast<int>(params_.size()) - 1;
   };
-  auto place = [&](Layer* layer) {
-    const LayerPrecision lp = precision.layer(layers_.size());
-    layer->compute = lp.compute;
-    layer->stored = lp.stored;
+  auto add_layer = [&](LayerSpec spec) {
+    const LayerPrecision lp = precision_.layer(specs_.size());
+    spec.compute = lp.compute;
+    spec.stored = lp.stored;
+    specs_.push_back(std::move(spec));
   };
   for (std::size_t l = 0; l + 1 < widths.size(); ++l) {
     const int64_t in = widths[l], out = widths[l + 1];
     const float bound = 1.0f / std::sqrt(static_cast<float>(in));
-    Layer lin;
-    lin.kind = LayerKind::kLinear;
-    lin.name = "linear" + std::to_string(l);
+    LayerSpec lin{.kind = LayerKind::kLinear, .name = "linear" + std::to_string(l)};
     lin.in = in;
     lin.out = out;
-    place(&lin);
     lin.weight = add_param(lin.name + ".weight", {in, out}, -bound, bound, true);
     lin.bias = add_param(lin.name + ".bias", {out}, -bound, bound, true);
-    layers_.push_back(std::move(lin));
+    add_layer(std::move(lin));
     if (l + 2 == widths.size()) break;  // the classifier has no norm or activation
-    Layer norm;
-    norm.kind = LayerKind::kLayerNorm;
-    norm.name = "layernorm" + std::to_string(l);
+    LayerSpec norm{.kind = LayerKind::kLayerNorm, .name = "layernorm" + std::to_string(l)};
     norm.in = norm.out = out;
-    place(&norm);
     norm.weight = add_param(norm.name + ".weight", {out}, 1.0f, 1.0f, false);
     norm.bias = add_param(norm.name + ".bias", {out}, 0.0f, 0.0f, false);
-    layers_.push_back(std::move(norm));
-    Layer act;
-    act.kind = LayerKind::kActivation;
-    act.name = std::string(activation_name(activation)) + std::to_string(l);
+    add_layer(std::move(norm));
+    LayerSpec act{.kind = LayerKind::kActivation,
+                  .name = std::string(activation_name(activation)) + std::to_string(l)};
     act.in = act.out = out;
     act.activation = activation;
-    place(&act);
-    layers_.push_back(std::move(act));
+    add_layer(std::move(act));
   }
+  build();
 }
 
-const Buffer& Mlp::compute_input(std::size_t i) const {
-  const Buffer& given = layer_input(i);
-  const bool transformed = i < transforms_.size() && transforms_[i];
-  return given.dtype() != layers_[i].compute || transformed ? layers_[i].cast_input : given;
+Mlp::Mlp(const Mlp& other)
+    : precision_(other.precision_), specs_(other.specs_), params_(other.params_) {
+  build();
+  for (std::size_t l = 0; l < steps_.size(); ++l) steps_[l]->transform = other.steps_[l]->transform;
 }
 
-const Buffer& Mlp::backward_input(std::size_t i) {
-  const Layer& L = layers_[i];
-  if (L.stored == L.compute) return compute_input(i);
-  restored_.ensure(L.compute, L.saved.shape());
-  convert(L.saved, &restored_);
-  return restored_;
+Mlp::~Mlp() = default;
+
+void Mlp::build() {
+  input_ = graph_.add_input("input");
+  graph_.value(input_).needs_grad = false;  // no gradient for the data
+  int x = input_;
+  for (const LayerSpec& L : specs_) {
+    std::unique_ptr<trainer::Layer> layer;
+    switch (L.kind) {
+      case LayerKind::kLinear:
+        layer = std::make_unique<trainer::Linear>(L.name, &params_[L.weight], &params_[L.bias],
+                                                  L.compute);
+        break;
+      case LayerKind::kLayerNorm:
+        layer = std::make_unique<trainer::LayerNormLayer>(L.name, &params_[L.weight],
+                                                          &params_[L.bias], L.compute,
+                                                          trainer::NormForm::kCompute);
+        break;
+      case LayerKind::kActivation:
+        if (L.activation == Activation::kRelu) {
+          layer = std::make_unique<trainer::Relu>(L.name);
+        } else {
+          layer = std::make_unique<trainer::Gelu>(L.name, /*fp32_grad=*/true);
+        }
+        break;
+    }
+    auto step = std::make_unique<PolicyStep>(std::move(layer), L.compute, L.stored);
+    steps_.push_back(step.get());
+    x = graph_.add(std::move(step), {x}, {L.name})[0];
+    outputs_.push_back(x);
+  }
+  graph_.add(std::make_unique<trainer::SoftmaxCrossEntropy>("loss"), {x}, {"loss"});
+  ctx_.context = 1;
+  ctx_.underflow = &underflow_;
 }
+
+void Mlp::keep_trace(bool keep) {
+  for (PolicyStep* s : steps_) s->keep_trace = keep;
+}
+
+const Buffer& Mlp::input() const { return graph_.value(input_).data; }
+const Buffer& Mlp::output(std::size_t l) const { return graph_.value(outputs_[l]).data; }
+const Buffer& Mlp::loss_grad() const { return graph_.value(outputs_.back()).grad; }
+const Buffer& Mlp::grad_input(std::size_t l) const { return steps_[l]->grad_input; }
 
 void Mlp::set_input_transform(std::size_t layer, InputTransform transform) {
-  if (transforms_.size() <= layer) transforms_.resize(layer + 1);
-  transforms_[layer] = std::move(transform);
+  steps_[layer]->transform = std::move(transform);
 }
 
 Status Mlp::forward(const float* x, int64_t rows) {
-  rows_ = rows;
-  input_.ensure(layers_.front().compute, {rows, layers_.front().in});
-  narrow(x, &input_);
-  for (std::size_t li = 0; li < layers_.size(); ++li) {
-    Layer& L = layers_[li];
-    const DType cd = L.compute;
-    const Buffer& given = layer_input(li);
-    if (&compute_input(li) != &given) {
-      L.cast_input.ensure(cd, given.shape());
-      convert(given, &L.cast_input);
-      if (li < transforms_.size() && transforms_[li]) {
-        scratch32_.ensure(DType::kFloat32, given.shape());
-        widen(L.cast_input, scratch32_.f32());
-        transforms_[li](scratch32_.f32(), rows, L.in);
-        narrow(scratch32_.f32(), &L.cast_input);
-      }
-    }
-    const Buffer& in = compute_input(li);
-    if (L.stored != cd) {
-      L.saved.ensure(L.stored, in.shape());
-      convert(in, &L.saved);
-    }
-    L.output.ensure(cd, {rows, L.out});
-    switch (L.kind) {
-      case LayerKind::kLinear: {
-        scratch32_.ensure(DType::kFloat32, {rows, L.out});
-        const Parameter& w = params_[L.weight];
-        const Parameter& b = params_[L.bias];
-        // y = b + product in fp32 (Addmm with beta = alpha = 1), rounded once to the compute
-        // dtype.
-        bias32_.ensure(DType::kFloat32, {L.out});
-        widen(b.weights(), bias32_.f32());
-        TRAINER_TRY(addmm({.self = bias32_.view(),
-                           .mat1 = in.view(),
-                           .mat2 = w.weights().view(),
-                           .out = scratch32_.view()}));
-        narrow(scratch32_.f32(), &L.output);
-        break;
-      }
-      case LayerKind::kLayerNorm: {
-        L.mean.ensure(DType::kFloat32, {rows, 1});
-        L.rstd.ensure(DType::kFloat32, {rows, 1});
-        // Statistics in fp64, output rounded once; mean and rstd kept (FLOAT) for backward.
-        TRAINER_TRY(layer_norm({.input = in.view(),
-                                .weight = params_[L.weight].weights().view(),
-                                .bias = params_[L.bias].weights().view(),
-                                .out = L.output.view(),
-                                .mean = L.mean.view(),
-                                .rstd = L.rstd.view()},
-                               {.normalized_shape = Dims{L.out}, .eps = 1e-5}));
-        break;
-      }
-      case LayerKind::kActivation: {
-        if (L.activation == Activation::kRelu) {
-          relu_forward(in, &L.output);
-        } else {
-          // The library's Gelu (tanh form): fp64 from the widened input, rounded once to fp32
-          // and from there to the compute dtype.
-          TRAINER_TRY(gelu({.self = in.view(), .out = L.output.view()}));
-        }
-        break;
-      }
-    }
-  }
-  return {};
+  ctx_.batch = rows;
+  Buffer& in = graph_.value(input_).data;
+  in.ensure(specs_.front().compute, {rows, specs_.front().in});
+  trainer::narrow(x, in.dtype(), in.data(), in.numel());
+  return graph_.forward(ctx_, 0, steps_.size());
 }
 
-Status Mlp::loss(const int32_t* labels, int64_t rows, float loss_scale, bool want_grad,
-                 double* mean_loss, int64_t* correct) {
+Status Mlp::loss(const int32_t* labels, int64_t rows, float loss_scale, double* mean_loss,
+                 int64_t* correct) {
+  if (rows != ctx_.batch) {
+    return invalid("train: loss over " + std::to_string(rows) + " rows after a forward pass of " +
+                   std::to_string(ctx_.batch));
+  }
+  ctx_.targets = labels;
+  ctx_.loss_scale = loss_scale;
+  TRAINER_TRY(graph_.forward(ctx_, steps_.size(), steps_.size() + 1));
+  const Buffer& losses = graph_.value(graph_.find("loss")).data;
+  const Buffer& logits = output(steps_.size() - 1);
   const int64_t c = classes();
-  const Buffer& logits = layers_.back().output;
-  // The loss runs in fp32 on the exactly widened logits; its gradient is rounded once.
-  logits32_.ensure(DType::kFloat32, {rows, c});
-  onehot_.ensure(DType::kFloat32, {rows, c});
-  loss32_.ensure(DType::kFloat32, {rows});
-  backprop32_.ensure(DType::kFloat32, {rows, c});
-  widen(logits, logits32_.f32());
-  std::fill(onehot_.f32(), onehot_.f32() + rows * c, 0.0f);
-  for (int64_t r = 0; r < rows; ++r) onehot_.f32()[r * c + labels[r]] = 1.0f;
-  TRAINER_TRY(softmax_cross_entropy_with_logits({.features = logits32_.view(),
-                                                 .labels = onehot_.view(),
-                                                 .loss = loss32_.view(),
-                                                 .backprop = backprop32_.view()}));
+  logits64_.resize(static_cast<std::size_t>(c));
   double sum = 0.0;
   int64_t right = 0;
   for (int64_t r = 0; r < rows; ++r) {
-    sum += loss32_.f32()[r];
-    const float* z = logits32_.f32() + r * c;
+    sum += losses.f32()[r];
     int64_t best = 0;
+    for (int64_t j = 0; j < c; ++j) logits64_[j] = load_as_float(logits.dtype(), logits.data(), r * c + j);
     for (int64_t j = 1; j < c; ++j) {
-      if (z[j] > z[best]) best = j;
+      if (logits64_[j] > logits64_[best]) best = j;
     }
     right += best == labels[r] ? 1 : 0;
   }
   *mean_loss = sum / static_cast<double>(rows);
   *correct = right;
-  if (want_grad) {
-    // d(mean loss * scale)/dz = (softmax - y) * (scale / rows): the factor in fp64, rounded to
-    // fp32, one fp32 product, rounded once to the compute dtype. A shard of a larger batch
-    // divides by the whole batch's rows (set_grad_rows).
-    const int64_t denominator = grad_rows_ > 0 ? grad_rows_ : rows;
-    const float factor = static_cast<float>(static_cast<double>(loss_scale) / denominator);
-    dy_.ensure(layers_.back().compute, {rows, c});
-    float* g = backprop32_.f32();
-    for (int64_t i = 0; i < rows * c; ++i) g[i] = g[i] * factor;
-    narrow_grad(g, &dy_);
-    if (keep_trace_) loss_grad_ = dy_;
-  }
   return {};
 }
 
-Status Mlp::backward() {
-  const int64_t rows = rows_;
-  for (std::size_t li = layers_.size(); li-- > 0;) {
-    Layer& L = layers_[li];
-    const DType cd = L.compute;
-    if (dy_.dtype() != cd) {  // the gradient arrives in the next layer's dtype
-      dx_.ensure(cd, dy_.shape());
-      convert(dy_, &dx_);
-      std::swap(dx_, dy_);
-    }
-    const Buffer& in = backward_input(li);
-    switch (L.kind) {
-      case LayerKind::kLinear: {
-        Parameter& w = params_[L.weight];
-        Parameter& b = params_[L.bias];
-        // dW [in, out] = X^T [in, rows] * dY [rows, out].
-        scratch32_.ensure(DType::kFloat32, {L.in, L.out});
-        TRAINER_TRY(matmul(
-            {.self = transposed(in, rows, L.in), .mat2 = dy_.view(), .out = scratch32_.view()}));
-        narrow_grad(scratch32_.f32(), &w.grad);
-        // db = column sums of dY, fp64 in row order, rounded once.
-        scratch32_.ensure(DType::kFloat32, {rows, L.out});
-        widen(dy_, scratch32_.f32());
-        bias32_.ensure(DType::kFloat32, {L.out});
-        // Each column summed over the rows in row order (row by row, so the sums of all
-        // columns run side by side).
-        column_sums_.assign(static_cast<std::size_t>(L.out), 0.0);
-        for (int64_t r = 0; r < rows; ++r) {
-          const float* g = scratch32_.f32() + r * L.out;
-          for (int64_t j = 0; j < L.out; ++j) column_sums_[j] += g[j];
-        }
-        for (int64_t j = 0; j < L.out; ++j) bias32_.f32()[j] = static_cast<float>(column_sums_[j]);
-        narrow_grad(bias32_.f32(), &b.grad);
-        if (li == 0) break;  // no gradient for the data
-        // dX [rows, in] = dY [rows, out] * W^T [out, in].
-        scratch32_.ensure(DType::kFloat32, {rows, L.in});
-        TRAINER_TRY(matmul({.self = dy_.view(),
-                            .mat2 = transposed(w.weights(), L.in, L.out),
-                            .out = scratch32_.view()}));
-        dx_.ensure(cd, {rows, L.in});
-        narrow_grad(scratch32_.f32(), &dx_);
-        if (keep_trace_) L.grad_input = dx_;
-        std::swap(dx_, dy_);
-        break;
-      }
-      case LayerKind::kLayerNorm: {
-        dx_.ensure(cd, {rows, L.in});
-        TRAINER_TRY(layer_norm_grad({.dy = dy_.view(),
-                                     .input = in.view(),
-                                     .mean = L.mean.view(),
-                                     .rstd = L.rstd.view(),
-                                     .weight = params_[L.weight].weights().view(),
-                                     .bias = std::nullopt,
-                                     .dx = dx_.view(),
-                                     .dweight = params_[L.weight].grad.view(),
-                                     .dbias = params_[L.bias].grad.view()},
-                                    {.normalized_shape = Dims{L.in}}));
-        if (keep_trace_) L.grad_input = dx_;
-        std::swap(dx_, dy_);
-        break;
-      }
-      case LayerKind::kActivation: {
-        dx_.ensure(cd, {rows, L.in});
-        if (L.activation == Activation::kRelu) {
-          relu_backward(in, dy_, &dx_);
-        } else {
-          // GeluBackward into fp32, then one rounding to the compute dtype (counted).
-          scratch32b_.ensure(DType::kFloat32, {rows, L.in});
-          TRAINER_TRY(gelu_backward(
-              {.grad_output = dy_.view(), .self = in.view(), .grad_input = scratch32b_.view()}));
-          narrow_grad(scratch32b_.f32(), &dx_);
-        }
-        if (keep_trace_) L.grad_input = dx_;
-        std::swap(dx_, dy_);
-        break;
-      }
-    }
-  }
-  return {};
-}
-
-void Mlp::narrow_grad(const float* src, Buffer* dst) {
-  // A nonzero fp32 gradient whose 16-bit rounding is +-0 counts as an underflow.
-  trainer::UnderflowCount count;
-  trainer::narrow(src, dst->dtype(), dst->data(), dst->numel(), &count);
-  grad_values_ += dst->numel();
-  grad_underflows_ += count.underflows;
-}
+Status Mlp::backward() { return graph_.backward(ctx_); }
 
 std::vector<TensorView> Mlp::grad_views() const {
   std::vector<TensorView> v;
@@ -476,7 +282,7 @@ std::vector<std::string> Mlp::param_names() const {
 
 int64_t Mlp::stored_activation_bytes(int64_t rows) const {
   int64_t b = 0;
-  for (const Layer& L : layers_) b += L.stored_bytes(rows);
+  for (const LayerSpec& L : specs_) b += L.stored_bytes(rows);
   return b;
 }
 
@@ -487,17 +293,11 @@ int64_t Mlp::state_bytes() const {
 }
 
 std::string weights_digest(const Mlp& model) {
-  uint64_t h = 0xCBF29CE484222325ull;  // FNV-1a 64 offset basis
+  uint64_t h = trainer::fnv1a(nullptr, 0);
   for (const Parameter& p : model.params()) {
-    const auto* bytes = static_cast<const unsigned char*>(p.var.data());
-    for (int64_t i = 0; i < p.var.bytes(); ++i) {
-      h ^= bytes[i];
-      h *= 0x100000001B3ull;  // FNV prime
-    }
+    h = trainer::fnv1a(p.var.data(), static_cast<std::size_t>(p.var.bytes()), h);
   }
-  char out[17];
-  std::snprintf(out, sizeof(out), "%016llx", static_cast<unsigned long long>(h));
-  return out;
+  return trainer::hex16(h);
 }
 
 }  // namespace mantissa::train::detail

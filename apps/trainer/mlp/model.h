@@ -1,7 +1,8 @@
-// The MLP `mantissa train` trains: layers as a list (Linear, LayerNorm, activation, ...,
-// Linear), each keeping what its backward pass needs, parameterised by a Precision (the dtype
-// activations, gradients and the weights the products read are stored in; master weights;
-// rounding of bf16 weights). Forward, the loss (SoftmaxCrossEntropyWithLogits) and backward.
+// The MLP `mantissa train` trains: a layer graph (trainer/graph.h) of the trainer's layers
+// (Linear with bias, LayerNorm, ReLU or GELU, ..., Linear, SoftmaxCrossEntropy), the same layers
+// the GPT is built from, parameterised by a Precision (the dtype activations, gradients and the
+// weights the products read are stored in; master weights; rounding of bf16 weights; per layer
+// under a policy). Forward, the loss and backward.
 //
 // Glossary: "compute dtype" is the precision's 16-bit (or fp32) storage type; every value stored
 // in it is computed in fp32 and rounded once (RNE). "var" is what the optimizer updates: fp32
@@ -17,35 +18,14 @@
 #include "mantissa/optim.h"
 #include "mantissa/status.h"
 #include "mantissa/tensor.h"
+#include "trainer/graph.h"
+#include "trainer/tensor.h"
 #include "trainer/train.h"
 
 namespace mantissa::train::detail {
 
-// An owned, zero-initialised, row-major buffer of fp32, fp16 or bf16 elements.
-class Buffer {
- public:
-  Buffer() = default;
-  Buffer(DType dtype, std::vector<int64_t> shape) { reset(dtype, std::move(shape)); }
-  void reset(DType dtype, std::vector<int64_t> shape);
-  // Keeps the storage when it is large enough (contents then unspecified).
-  void ensure(DType dtype, std::vector<int64_t> shape);
-  bool empty() const { return shape_.empty(); }
-  DType dtype() const { return dtype_; }
-  const std::vector<int64_t>& shape() const { return shape_; }
-  int64_t numel() const { return numel_; }
-  int64_t bytes() const { return numel_ * static_cast<int64_t>(dtype_size(dtype_)); }
-  void* data() { return words_.data(); }
-  const void* data() const { return words_.data(); }
-  float* f32() { return reinterpret_cast<float*>(words_.data()); }
-  const float* f32() const { return reinterpret_cast<const float*>(words_.data()); }
-  TensorView view() const;
-
- private:
-  DType dtype_ = DType::kFloat32;
-  std::vector<int64_t> shape_;
-  int64_t numel_ = 0;
-  std::vector<uint32_t> words_;  // 4-byte words: aligned for fp32, two 16-bit elements each
-};
+// An owned tensor of the trainer (trainer/tensor.h).
+using Buffer = trainer::Tensor;
 
 // One layer's precision (a per-layer policy, train/policy.h): the dtype its forward and
 // backward compute in (input, weights, output and gradients stored in it), the dtype of the
@@ -72,34 +52,23 @@ struct Precision {
 };
 Precision precision_of(Mode mode);
 
-struct Parameter {
-  std::string name;
-  Buffer var;           // FLOAT (fp32 mode, master weights) or the compute dtype
-  Buffer working;       // master weights only: the compute-dtype copy the passes read
-  Buffer grad;          // compute dtype
-  Buffer m, v;          // optimizer state, var's dtype (SGD: accum and stat)
-  Buffer compensation;  // Kahan rounding only: bf16
-  WeightRounding rounding = WeightRounding::kNearest;  // bf16 var without master
-  const Buffer& weights() const { return working.empty() ? var : working; }
-  int64_t state_bytes() const {
-    return var.bytes() + working.bytes() + m.bytes() + v.bytes() + compensation.bytes();
-  }
-};
+// The graph's parameters (trainer/graph.h): var, the working copy, the gradient, the optimizer
+// state (SGD: accum and stat in m and v) and the Kahan compensation. The MLP's parameters have
+// one user each and no fp32 gradient buffer: their layers round the gradient straight into grad.
+using Parameter = trainer::Parameter;
 
+// What the precision analysis and the policies know of a layer: its kind and sizes, the
+// parameters it uses and its precision. The layer itself is one of the trainer's layers
+// (trainer/layers.h) in the model's graph.
 enum class LayerKind { kLinear, kLayerNorm, kActivation };
 
-struct Layer {
+struct LayerSpec {
   LayerKind kind = LayerKind::kLinear;
   std::string name;
   int64_t in = 0, out = 0;
   Activation activation = Activation::kRelu;
   int weight = -1, bias = -1;  // indices into Mlp::params() (Linear: [in, out] and [out])
-  Buffer output;               // [rows, out], compute dtype
-  Buffer mean, rstd;           // LayerNorm: [rows, 1], FLOAT
-  Buffer grad_input;           // with keep_trace(true): the gradient of the layer's input
   DType compute = DType::kFloat32, stored = DType::kFloat32;  // Precision::layer()
-  Buffer cast_input;  // the input rounded to `compute` when it arrives in another dtype
-  Buffer saved;       // the input kept for backward when `stored` differs from `compute`
   // Bytes this layer keeps for its backward pass at `rows` rows: its input in the stored dtype
   // (LayerNorm: and its fp32 mean and rstd).
   int64_t stored_bytes(int64_t rows) const {
@@ -108,6 +77,11 @@ struct Layer {
   }
 };
 
+class PolicyStep;
+
+// The MLP as a layer graph: input -> Linear -> LayerNorm -> activation -> ... -> Linear ->
+// SoftmaxCrossEntropy, every layer wrapped in its precision (the input cast to its compute
+// dtype, kept for backward in its stored dtype; model.cc).
 class Mlp {
  public:
   // widths: inputs, hidden..., classes. Initial weights as PyTorch's Linear (uniform in
@@ -115,43 +89,52 @@ class Mlp {
   // seed, then rounded to the var's dtype. The optimizer state is zero (SGD's stat is 1).
   Mlp(std::span<const int64_t> widths, Activation activation, Precision precision,
       Optimizer optimizer, uint64_t seed);
+  // The same graph over copies of other's parameters (and its input transforms).
+  Mlp(const Mlp& other);
+  Mlp& operator=(const Mlp&) = delete;
+  ~Mlp();
 
   const Precision& precision() const { return precision_; }
-  std::vector<Layer>& layers() { return layers_; }
-  const std::vector<Layer>& layers() const { return layers_; }
-  std::vector<Parameter>& params() { return params_; }
-  const std::vector<Parameter>& params() const { return params_; }
-  int64_t classes() const { return layers_.back().out; }
+  const std::vector<LayerSpec>& layers() const { return specs_; }
+  // The parameters in order (a span: the graph's layers point into them).
+  std::span<Parameter> params() { return params_; }
+  std::span<const Parameter> params() const { return params_; }
+  int64_t classes() const { return specs_.back().out; }
   // The precision analysis (analyze.h) reads what each pass produced: with keep_trace(true),
-  // backward() also keeps every layer's input gradient (Layer::grad_input; none for the first
-  // Linear) and loss() the logits' gradient. Off by default: training copies nothing.
-  void keep_trace(bool keep) { keep_trace_ = keep; }
-  const Buffer& input() const { return input_; }
-  const Buffer& loss_grad() const { return loss_grad_; }
+  // backward() also keeps every layer's input gradient (grad_input(); none for the first
+  // Linear). Off by default: training copies nothing.
+  void keep_trace(bool keep);
+  // The first layer's input (the features rounded to its compute dtype), layer l's output, the
+  // logits' gradient (after backward()) and, with keep_trace, layer l's input gradient.
+  const Buffer& input() const;
+  const Buffer& output(std::size_t l) const;
+  const Buffer& loss_grad() const;
+  const Buffer& grad_input(std::size_t l) const;
 
-  // x: [rows, inputs] fp32, rounded once to the compute dtype as the first layer's input.
+  // x: [rows, inputs] fp32, rounded once to the compute dtype as the first layer's input; the
+  // layers' forward passes up to the logits.
   Status forward(const float* x, int64_t rows);
-  // After forward(): the mean loss over the rows (fp64 sum of the per-row fp32 losses), the
-  // number of rows whose largest logit is the label's, and, when want_grad, the gradient of
-  // loss * loss_scale with respect to the logits (fp32, rounded once to the compute dtype).
-  Status loss(const int32_t* labels, int64_t rows, float loss_scale, bool want_grad,
-              double* mean_loss, int64_t* correct);
-  // The rows loss() divides the gradient by: 0 (the default) the batch's own rows; the global
+  // After forward(): the loss layer's forward, the mean loss over the rows (fp64 sum of the
+  // per-row fp32 losses) and the number of rows whose largest logit is the label's. The
+  // gradient backward() computes is that of loss * loss_scale.
+  Status loss(const int32_t* labels, int64_t rows, float loss_scale, double* mean_loss,
+              int64_t* correct);
+  // The rows the loss gradient divides by: 0 (the default) the batch's own rows; the global
   // batch's rows when the batch is one shard of it (data-parallel training).
-  void set_grad_rows(int64_t rows) { grad_rows_ = rows; }
-  // After loss(..., want_grad = true): every parameter's gradient (of loss * loss_scale).
+  void set_grad_rows(int64_t rows) { ctx_.grad_rows = rows; }
+  // After loss(): every parameter's gradient (of loss * loss_scale), rounded once into grad.
   Status backward();
 
   std::vector<TensorView> grad_views() const;
   // Gradient values the backward passes rounded to the compute dtype (the loss gradient,
   // products, bias sums, GELU's gradient; not LayerNorm's, which rounds inside its operator,
-  // nor ReLU's, which only selects), and how many of them were nonzero in fp32 but became
-  // zero: underflow.
-  int64_t grad_values() const { return grad_values_; }
-  int64_t grad_underflows() const { return grad_underflows_; }
+  // nor ReLU's, which only selects; fp32 ones count too), and how many of them were nonzero in
+  // fp32 but became zero: underflow.
+  int64_t grad_values() const { return underflow_.values; }
+  int64_t grad_underflows() const { return underflow_.underflows; }
   std::vector<std::string> param_names() const;
   int64_t state_bytes() const;
-  // The activations every layer keeps for backward, at `rows` rows (Layer::stored_bytes).
+  // The activations every layer keeps for backward, at `rows` rows (LayerSpec::stored_bytes).
   int64_t stored_activation_bytes(int64_t rows) const;
   // Inference only: a transform of layer i's fp32 input (in place, [rows, cols]) before the
   // layer reads it, e.g. a quantize-dequantize round trip. Empty: none.
@@ -159,28 +142,18 @@ class Mlp {
   void set_input_transform(std::size_t layer, InputTransform transform);
 
  private:
-  const Buffer& layer_input(std::size_t i) const { return i == 0 ? input_ : layers_[i - 1].output; }
-  // The input layer i computes on (its own dtype), and the one its backward reads (compute
-  // dtype, restored from the stored copy when that differs).
-  const Buffer& compute_input(std::size_t i) const;
-  const Buffer& backward_input(std::size_t i);
-  void narrow_grad(const float* src, Buffer* dst);  // narrow() and the underflow count
+  void build();  // the graph over specs_ and params_
 
   Precision precision_;
-  std::vector<Layer> layers_;
+  std::vector<LayerSpec> specs_;
   std::vector<Parameter> params_;
-  int64_t rows_ = 0;
-  int64_t grad_values_ = 0, grad_underflows_ = 0;
-  bool keep_trace_ = false;
-  int64_t grad_rows_ = 0;
-  Buffer loss_grad_;
-  std::vector<double> column_sums_;
-  Buffer input_;
-  Buffer onehot_, logits32_, loss32_, backprop32_;  // the loss, in fp32
-  Buffer dy_, dx_;                                  // gradients flowing back, compute dtype
-  Buffer scratch32_, scratch32b_, bias32_;          // products and fp32 staging
-  Buffer restored_;                                 // a stored input, back in compute dtype
-  std::vector<InputTransform> transforms_;
+  trainer::Graph graph_;
+  std::vector<PolicyStep*> steps_;  // the graph's layers but the loss, in order
+  std::vector<int> outputs_;        // each layer's output value
+  int input_ = -1;
+  trainer::Context ctx_;
+  trainer::UnderflowCount underflow_{.fp32_values = true};
+  std::vector<double> logits64_;
 };
 
 // FNV-1a 64 over the bytes of every parameter's var, in parameter order: 16 hex digits.

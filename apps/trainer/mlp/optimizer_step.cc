@@ -166,7 +166,7 @@ Status evaluate(Mlp& model, const std::vector<float>& x, const std::vector<int32
     TRAINER_TRY(model.forward(x.data() + b * features, n));
     double l = 0.0;
     int64_t c = 0;
-    TRAINER_TRY(model.loss(y.data() + b, n, 1.0f, false, &l, &c));
+    TRAINER_TRY(model.loss(y.data() + b, n, 1.0f, &l, &c));
     loss_sum += l * static_cast<double>(n);
     correct += c;
   }

@@ -131,7 +131,7 @@ Status detail::sensitivity_runs(const Dataset& data, const TrainOptions& options
     for (const std::string format : {"int8", "fp8-e4m3"}) {
       step("inference " + names[i] + "-" + format);
       detail::Mlp m = *trained;
-      const detail::Layer& L = m.layers()[static_cast<std::size_t>(i)];
+      const detail::LayerSpec& L = m.layers()[static_cast<std::size_t>(i)];
       if (L.kind != detail::LayerKind::kActivation) {
         detail::Buffer& w = m.params()[static_cast<std::size_t>(L.weight)].var;
         // Linear: [in, out], one scale per output channel; LayerNorm's scale: per tensor.
