@@ -185,7 +185,7 @@ TEST(Analyze, PointsAtTheCancellingLayer) {
   ASSERT_NE(w, -0.4);
   const double exact = h1 + w * h2;  // w is the rounding of -0.4
   // The mode's logits from its own (bf16) ReLU outputs: what the analysis measures as error.
-  const auto& z = m->layers()[2].output;
+  const auto& z = m->output(2);
   const double zm1 = load_as_float(z.dtype(), z.data(), 1),
                zm2 = load_as_float(z.dtype(), z.data(), 2);
   const double expected_error = std::fabs((zm1 + w * zm2) - exact) / std::fabs(exact);
@@ -211,7 +211,7 @@ TEST(Analyze, PointsAtTheCancellingLayer) {
   EXPECT_LE(n0.ulp_max, 0.5 + 1e-6);
   EXPECT_LE(n0.rel_error_max, std::ldexp(1.0, -8));
   // Sign flips of the logits: the mode's stored values against the exact ones.
-  const auto& logits = m->layers()[3].output;
+  const auto& logits = m->output(3);
   int64_t flips = 0;
   for (int j = 0; j < 2; ++j) {
     const double mj = load_as_float(logits.dtype(), logits.data(), j);

@@ -120,7 +120,7 @@ Pair first_step(const Dataset& data, const TrainOptions& o, const PrecisionPolic
     double loss = 0;
     int64_t correct = 0;
     EXPECT_TRUE(m->forward(data.x_train.data(), rows).ok());
-    EXPECT_TRUE(m->loss(data.y_train.data(), rows, 1.0f, true, &loss, &correct).ok());
+    EXPECT_TRUE(m->loss(data.y_train.data(), rows, 1.0f, &loss, &correct).ok());
     EXPECT_TRUE(m->backward().ok());
   }
   return p;
@@ -136,11 +136,11 @@ TEST(Policy, OneLayerIn16BitsLeavesEarlierLayersBitwiseEqual) {
     p.layers[k].compute = p.layers[k].stored = DType::kBFloat16;
     Pair m = first_step(data, o, p);
     for (std::size_t i = 0; i < k; ++i) {
-      EXPECT_TRUE(same_bits(m.fp32.layers()[i].output, m.policy.layers()[i].output)) << names[i];
+      EXPECT_TRUE(same_bits(m.fp32.output(i), m.policy.output(i))) << names[i];
     }
-    const detail::Buffer& out = m.policy.layers()[k].output;
+    const detail::Buffer& out = m.policy.output(k);
     EXPECT_EQ(out.dtype(), DType::kBFloat16) << names[k];
-    EXPECT_NE(widened(out), widened(m.fp32.layers()[k].output)) << names[k];
+    EXPECT_NE(widened(out), widened(m.fp32.output(k))) << names[k];
     // Every master weight starts equal; the layer's gradients come in its dtype.
     for (std::size_t q = 0; q < m.fp32.params().size(); ++q) {
       EXPECT_TRUE(same_bits(m.fp32.params()[q].var, m.policy.params()[q].var));
@@ -157,7 +157,7 @@ TEST(Policy, StoredDtypeChangesOnlyThatLayersBackward) {
   p.layers[3].stored = DType::kBFloat16;  // linear1 keeps its input in bf16
   Pair m = first_step(data, o, p);
   for (std::size_t i = 0; i < names.size(); ++i) {
-    EXPECT_TRUE(same_bits(m.fp32.layers()[i].output, m.policy.layers()[i].output)) << names[i];
+    EXPECT_TRUE(same_bits(m.fp32.output(i), m.policy.output(i))) << names[i];
   }
   EXPECT_LT(m.policy.stored_activation_bytes(32), m.fp32.stored_activation_bytes(32));
   // The Linear's input feeds only its weight gradient: every other gradient is bitwise equal.

@@ -18,6 +18,7 @@
 
 #include "mantissa/runtime.h"
 #include "target_support.h"
+#include "trainer/graph.h"
 #include "trainer/mlp/model.h"
 #include "trainer/tensor.h"
 #include "trainer/train.h"
@@ -222,7 +223,7 @@ TEST_P(TrainBackward, MatchesFp64AndFiniteDifferences) {
   ASSERT_TRUE(model.forward(x.data(), rows).ok());
   double loss = 0;
   int64_t correct = 0;
-  ASSERT_TRUE(model.loss(y.data(), rows, 1.0f, true, &loss, &correct).ok());
+  ASSERT_TRUE(model.loss(y.data(), rows, 1.0f, &loss, &correct).ok());
   ASSERT_TRUE(model.backward().ok());
 
   Ref ref;
@@ -251,6 +252,40 @@ TEST_P(TrainBackward, MatchesFp64AndFiniteDifferences) {
     } else if (layer.kind == detail::LayerKind::kLayerNorm) {
       expect_close(model.params()[layer.weight].grad, g.gamma[ni], layer.name + ".weight", 1e-4);
       expect_close(model.params()[layer.bias].grad, g.beta[ni], layer.name + ".bias", 1e-4);
+      ++ni;
+    }
+  }
+
+  // The graph's fp64 shadows (each layer's own, trainer/layers.cc) against the same reference:
+  // the loss and every parameter's gradient, within fp64 summation-order noise.
+  trainer::Graph& graph = model.graph();
+  graph.value(graph.find("input")).shadow = x64;
+  graph.shadow(model.context());
+  trainer::ShadowGrads shadow_grads, local_grads;
+  graph.shadow_backward(model.context(), &shadow_grads, &local_grads);
+  const trainer::Shadow& losses = graph.value(graph.find("loss")).shadow;
+  ASSERT_EQ(losses.size(), static_cast<std::size_t>(rows));
+  double shadow_loss = 0;
+  for (double v : losses) shadow_loss += v / rows;
+  EXPECT_NEAR(shadow_loss, loss64, 1e-12 * std::fabs(loss64));
+  auto expect_shadow = [&](const detail::Parameter& p, const std::vector<double>& want) {
+    const trainer::Shadow& got = shadow_grads.at(&p);
+    ASSERT_EQ(got.size(), want.size()) << p.name;
+    double scale = 0;
+    for (double v : want) scale = std::max(scale, std::fabs(v));
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      EXPECT_NEAR(got[i], want[i], 1e-12 * scale) << p.name << "[" << i << "]";
+    }
+  };
+  li = ni = 0;
+  for (const auto& layer : model.layers()) {
+    if (layer.kind == detail::LayerKind::kLinear) {
+      expect_shadow(model.params()[layer.weight], g.w[li]);
+      expect_shadow(model.params()[layer.bias], g.b[li]);
+      ++li;
+    } else if (layer.kind == detail::LayerKind::kLayerNorm) {
+      expect_shadow(model.params()[layer.weight], g.gamma[ni]);
+      expect_shadow(model.params()[layer.bias], g.beta[ni]);
       ++ni;
     }
   }

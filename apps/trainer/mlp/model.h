@@ -111,6 +111,11 @@ class Mlp {
   const Buffer& loss_grad() const;
   const Buffer& grad_input(std::size_t l) const;
 
+  // The graph and the context of the last passes (the layers' fp64 shadows run on them; the
+  // input value's shadow is the caller's).
+  trainer::Graph& graph() { return graph_; }
+  const trainer::Context& context() const { return ctx_; }
+
   // x: [rows, inputs] fp32, rounded once to the compute dtype as the first layer's input; the
   // layers' forward passes up to the logits.
   Status forward(const float* x, int64_t rows);
