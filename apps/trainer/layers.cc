@@ -14,8 +14,8 @@
 #include "mantissa/ops/matmul.h"
 #include "mantissa/ops/rms_norm.h"
 #include "mantissa/ops/rms_norm_grad.h"
-#include "mantissa/ops/softmax_cross_entropy_with_logits.h"
 #include "mantissa/ops/softmax.h"
+#include "mantissa/ops/softmax_cross_entropy_with_logits.h"
 #include "mantissa/ops/softmax_grad.h"
 #include "mantissa/ops/swi_glu.h"
 
@@ -509,8 +509,7 @@ Status Gelu::forward(const Context&, std::span<Value* const> in, std::span<Value
   return gelu({.self = x.view(), .out = out[0]->data.view()});
 }
 
-Status Gelu::backward(const Context& ctx, std::span<Value* const> in,
-                      std::span<Value* const> out) {
+Status Gelu::backward(const Context& ctx, std::span<Value* const> in, std::span<Value* const> out) {
   const Tensor& x = in[0]->data;
   Value& y = *out[0];
   if (!y.has_grad) y.grad.reset(x.dtype(), x.shape());
@@ -553,42 +552,11 @@ Status SwiGluLayer::backward(const Context&, std::span<Value* const> in,
 
 // ---- ReLU ------------------------------------------------------------------------------------
 
-namespace {
-
-// `inf` is the dtype's +inf bits: 0 < bits <= inf is x > 0 (bits with the sign set are <= 0, or
-// NaN, which is kept).
-template <class T>
-void relu_bits(const T* x, T* y, int64_t n, T sign, T inf) {
-  for (int64_t i = 0; i < n; ++i) {
-    const T magnitude = static_cast<T>(x[i] & ~sign);
-    // Branch-free (the sign of an activation is a coin flip for the branch predictor).
-    const T zero_it = static_cast<T>(((x[i] & sign) != 0) & (magnitude <= inf));
-    y[i] = static_cast<T>(x[i] & static_cast<T>(zero_it - 1));
-  }
-}
-
-template <class T>
-void relu_grad_bits(const T* x, const T* dy, T* dx, int64_t n, T inf) {
-  for (int64_t i = 0; i < n; ++i) {
-    const T keep = static_cast<T>((x[i] != 0) & (x[i] <= inf));
-    dx[i] = static_cast<T>(dy[i] & static_cast<T>(T{0} - keep));
-  }
-}
-
-uint16_t inf16(DType d) { return d == DType::kFloat16 ? 0x7C00 : 0x7F80; }
-
-}  // namespace
-
 Status Relu::forward(const Context&, std::span<Value* const> in, std::span<Value* const> out) {
   const Tensor& x = in[0]->data;
   Tensor& y = out[0]->data;
   y.ensure(x.dtype(), x.shape());
-  if (x.dtype() == DType::kFloat32) {
-    relu_bits<uint32_t>(static_cast<const uint32_t*>(x.data()), static_cast<uint32_t*>(y.data()),
-                        x.numel(), 0x80000000u, 0x7F800000u);
-  } else {
-    relu_bits<uint16_t>(x.u16(), y.u16(), x.numel(), 0x8000, inf16(x.dtype()));
-  }
+  relu(x.data(), x.dtype(), y.data(), x.numel());
   return {};
 }
 
@@ -597,13 +565,7 @@ Status Relu::backward(const Context&, std::span<Value* const> in, std::span<Valu
   Value& y = *out[0];
   if (!y.has_grad) y.grad.reset(x.dtype(), x.shape());
   Tensor* dx = grad_target(*in[0], &scratch_, x.dtype(), x.shape());
-  if (x.dtype() == DType::kFloat32) {
-    relu_grad_bits<uint32_t>(static_cast<const uint32_t*>(x.data()),
-                             static_cast<const uint32_t*>(y.grad.data()),
-                             static_cast<uint32_t*>(dx->data()), x.numel(), 0x7F800000u);
-  } else {
-    relu_grad_bits<uint16_t>(x.u16(), y.grad.u16(), dx->u16(), x.numel(), inf16(x.dtype()));
-  }
+  relu_grad(x.data(), y.grad.data(), x.dtype(), dx->data(), x.numel());
   give_grad_from(*in[0], dx);
   return {};
 }

@@ -142,6 +142,52 @@ void accumulate(const void* src, DType dtype, float* acc, int64_t n) {
   }
 }
 
+namespace {
+
+// `inf` is the dtype's +inf bits: 0 < bits <= inf is x > 0 (bits with the sign set are <= 0, or
+// NaN, which is kept). Branch-free: the sign of an activation is a coin flip for the branch
+// predictor.
+template <class T>
+void relu_bits(const T* x, T* y, int64_t n, T sign, T inf) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T magnitude = static_cast<T>(x[i] & ~sign);
+    const T zero_it = static_cast<T>(((x[i] & sign) != 0) & (magnitude <= inf));
+    y[i] = static_cast<T>(x[i] & static_cast<T>(zero_it - 1));
+  }
+}
+
+template <class T>
+void relu_grad_bits(const T* x, const T* dy, T* dx, int64_t n, T inf) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T keep = static_cast<T>((x[i] != 0) & (x[i] <= inf));
+    dx[i] = static_cast<T>(dy[i] & static_cast<T>(T{0} - keep));
+  }
+}
+
+uint16_t inf16(DType d) { return d == DType::kFloat16 ? 0x7C00 : 0x7F80; }
+
+}  // namespace
+
+void relu(const void* x, DType dtype, void* y, int64_t n) {
+  if (dtype == DType::kFloat32) {
+    relu_bits<uint32_t>(static_cast<const uint32_t*>(x), static_cast<uint32_t*>(y), n, 0x80000000u,
+                        0x7F800000u);
+  } else {
+    relu_bits<uint16_t>(static_cast<const uint16_t*>(x), static_cast<uint16_t*>(y), n, 0x8000,
+                        inf16(dtype));
+  }
+}
+
+void relu_grad(const void* x, const void* dy, DType dtype, void* dx, int64_t n) {
+  if (dtype == DType::kFloat32) {
+    relu_grad_bits<uint32_t>(static_cast<const uint32_t*>(x), static_cast<const uint32_t*>(dy),
+                             static_cast<uint32_t*>(dx), n, 0x7F800000u);
+  } else {
+    relu_grad_bits<uint16_t>(static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(dy),
+                             static_cast<uint16_t*>(dx), n, inf16(dtype));
+  }
+}
+
 uint64_t fnv1a(const void* data, std::size_t bytes, uint64_t h) {
   const auto* p = static_cast<const unsigned char*>(data);
   for (std::size_t i = 0; i < bytes; ++i) {

@@ -1,5 +1,5 @@
 // The trainer's owned tensors and the few element-wise passes it runs itself (casts, residual
-// adds, copies between layouts). Everything else goes through the library's operators.
+// adds, ReLU, copies between layouts). Everything else goes through the library's operators.
 //
 // Glossary: the "compute dtype" (c) of a precision mode is the 16-bit format (or fp32) that GEMM
 // operands, activations and gradients are stored in; every value stored in it is computed in
@@ -75,6 +75,12 @@ void add(const float* a, const float* b, float* out, int64_t n);
 void scale(float* x, float factor, int64_t n);
 // acc[i] += fp32(src[i]): one fp32 addition per element.
 void accumulate(const void* src, DType dtype, float* acc, int64_t n);
+
+// ReLU on the stored bits of n elements of `dtype` (it only selects, so it is exact in every
+// dtype): y = max(x, 0) with -0 and negatives to +0 and NaN kept, as torch.relu; and its
+// gradient dx = dy where x > 0, else +0 (NaN x included).
+void relu(const void* x, DType dtype, void* y, int64_t n);
+void relu_grad(const void* x, const void* dy, DType dtype, void* dx, int64_t n);
 
 // FNV-1a 64 over bytes, continuing from `h`.
 uint64_t fnv1a(const void* data, std::size_t bytes, uint64_t h = 0xcbf29ce484222325ull);

@@ -42,7 +42,9 @@ Precision precision_of(Mode mode) {
 class PolicyStep final : public trainer::Layer {
  public:
   PolicyStep(std::unique_ptr<trainer::Layer> inner, DType compute, DType stored)
-      : trainer::Layer(inner->name()), inner_(std::move(inner)), compute_(compute),
+      : trainer::Layer(inner->name()),
+        inner_(std::move(inner)),
+        compute_(compute),
         stored_(stored) {}
 
   Mlp::InputTransform transform;
@@ -194,9 +196,8 @@ void Mlp::build() {
                                                   L.compute);
         break;
       case LayerKind::kLayerNorm:
-        layer = std::make_unique<trainer::LayerNormLayer>(L.name, &params_[L.weight],
-                                                          &params_[L.bias], L.compute,
-                                                          trainer::NormForm::kCompute);
+        layer = std::make_unique<trainer::LayerNormLayer>(
+            L.name, &params_[L.weight], &params_[L.bias], L.compute, trainer::NormForm::kCompute);
         break;
       case LayerKind::kActivation:
         if (L.activation == Activation::kRelu) {
@@ -211,7 +212,7 @@ void Mlp::build() {
     x = graph_.add(std::move(step), {x}, {L.name})[0];
     outputs_.push_back(x);
   }
-  graph_.add(std::make_unique<trainer::SoftmaxCrossEntropy>("loss"), {x}, {"loss"});
+  loss_ = graph_.add(std::make_unique<trainer::SoftmaxCrossEntropy>("loss"), {x}, {"loss"})[0];
   ctx_.context = 1;
   ctx_.underflow = &underflow_;
 }
@@ -246,18 +247,17 @@ Status Mlp::loss(const int32_t* labels, int64_t rows, float loss_scale, double* 
   ctx_.targets = labels;
   ctx_.loss_scale = loss_scale;
   TRAINER_TRY(graph_.forward(ctx_, steps_.size(), steps_.size() + 1));
-  const Buffer& losses = graph_.value(graph_.find("loss")).data;
-  const Buffer& logits = output(steps_.size() - 1);
+  const Buffer& losses = graph_.value(loss_).data;
+  trainer::cast(output(steps_.size() - 1), DType::kFloat32, &logits32_);  // exact
   const int64_t c = classes();
-  logits64_.resize(static_cast<std::size_t>(c));
   double sum = 0.0;
   int64_t right = 0;
   for (int64_t r = 0; r < rows; ++r) {
     sum += losses.f32()[r];
+    const float* z = logits32_.f32() + r * c;
     int64_t best = 0;
-    for (int64_t j = 0; j < c; ++j) logits64_[j] = load_as_float(logits.dtype(), logits.data(), r * c + j);
     for (int64_t j = 1; j < c; ++j) {
-      if (logits64_[j] > logits64_[best]) best = j;
+      if (z[j] > z[best]) best = j;
     }
     right += best == labels[r] ? 1 : 0;
   }

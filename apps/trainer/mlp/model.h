@@ -155,10 +155,10 @@ class Mlp {
   trainer::Graph graph_;
   std::vector<PolicyStep*> steps_;  // the graph's layers but the loss, in order
   std::vector<int> outputs_;        // each layer's output value
-  int input_ = -1;
+  int input_ = -1, loss_ = -1;
   trainer::Context ctx_;
   trainer::UnderflowCount underflow_{.fp32_values = true};
-  std::vector<double> logits64_;
+  Buffer logits32_;  // the logits widened, for the count of correct rows
 };
 
 // FNV-1a 64 over the bytes of every parameter's var, in parameter order: 16 hex digits.
