@@ -8,6 +8,9 @@ Each sweep of tests/exhaustive.json gets a digest (SHA-256) of everything its ve
   - those objects' compile commands, the compiler's --version, the test's ctest command line;
   - the other files the sweep names (case files);
   - this CPU's SIMD targets (`mantissa info`): a sweep recorded on another CPU runs again.
+A sweep keeps one recorded pass per set of SIMD targets ("passed": {targets: digest}), so hosts
+of two CPU kinds (say AVX3_BF16 and AVX3) each skip what they have passed; recording on one
+kind replaces that kind's entry only.
 Paths inside the source and build trees are taken relative to them, so a clean clone anywhere
 gives the same digest.
 
@@ -77,6 +80,14 @@ def ctest_commands(build):
     """{test name: normalised command line} from ctest."""
     info = json.loads(run(["ctest", "--test-dir", build, "--show-only=json-v1"]))
     return {t["name"]: normalise(" ".join(t.get("command", [])), build) for t in info["tests"]}
+
+
+def recorded_passes(sweep):
+    """The sweep's recorded passes, {SIMD targets: digest}."""
+    passed = sweep.get("passed", {})
+    if not isinstance(passed, dict):
+        fail("tests/exhaustive.json: 'passed' must map SIMD targets to a digest")
+    return passed
 
 
 def simd_targets(build):
@@ -188,10 +199,10 @@ def main():
     for name in sorted(sweeps):
         digest, nfiles = sweep_digest(name, sweeps[name]["covers"], ctx)
         digests[name] = digest
-        recorded = sweeps[name].get("passed", "")
+        recorded = recorded_passes(sweeps[name])
         if args.all:
             decision = "run (--all)"
-        elif digest == recorded:
+        elif digest in recorded.values():
             decision = "unchanged since its recorded pass: not run"
         else:
             decision = "changed since its recorded pass: run" if recorded else "never recorded: run"
@@ -216,7 +227,8 @@ def main():
     if args.record:
         for name in to_run:
             if name in passed:
-                sweeps[name]["passed"] = digests[name]
+                sweeps[name]["passed"] = {**recorded_passes(sweeps[name]),
+                                          ctx["targets"]: digests[name]}
         with open(MANIFEST, "w") as f:
             json.dump(manifest, f, indent=2)
             f.write("\n")
